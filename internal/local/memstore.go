@@ -1,0 +1,279 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+const shardCount = 64
+
+// HistoryStore is the in-memory runtime.HistoryStore of the embedded system.
+//
+// Threads are kept in two tiers. A hot thread (one that committed recently)
+// keeps its history as a compact binary log that appends cheaply. FreezeIdle
+// compresses the logs of threads idle for a while into one zstd frame each;
+// the next load or commit thaws the frame back into a log, losslessly. Each
+// byte is compressed once per idle period, not once per slice.
+type HistoryStore struct {
+	seed   maphash.Seed
+	shards [shardCount]shard
+	enc    *zstd.Encoder
+	dec    *zstd.Decoder
+	now    func() time.Time
+}
+
+type shard struct {
+	mu      sync.Mutex
+	threads map[string]*record
+	hot     map[string]*record
+}
+
+type record struct {
+	state   runtime.ThreadState
+	spawnAt int    // how much of the parent's view a child inherits
+	log     []byte // hot: encoded items
+	cold    []byte // frozen: zstd frame of the log
+	rawLen  int    // length of the log when frozen
+	touched time.Time
+}
+
+// NewHistoryStore returns an empty store.
+func NewHistoryStore() *HistoryStore {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(4),
+		zstd.WithLowerEncoderMem(true), zstd.WithZeroFrames(true))
+	if err != nil {
+		panic(fmt.Sprintf("local: zstd encoder: %v", err)) // only on invalid options
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(4), zstd.WithDecoderLowmem(true))
+	if err != nil {
+		panic(fmt.Sprintf("local: zstd decoder: %v", err))
+	}
+	s := &HistoryStore{seed: maphash.MakeSeed(), enc: enc, dec: dec, now: time.Now}
+	for i := range s.shards {
+		s.shards[i].threads = map[string]*record{}
+		s.shards[i].hot = map[string]*record{}
+	}
+	return s
+}
+
+func (s *HistoryStore) shardOf(id string) int {
+	return int(maphash.String(s.seed, id) % shardCount)
+}
+
+// Load returns the thread's view: inherited items, then its own.
+func (s *HistoryStore) Load(ctx context.Context, threadID string) (*runtime.Thread, error) {
+	sh := &s.shards[s.shardOf(threadID)]
+	sh.mu.Lock()
+	rec := sh.threads[threadID]
+	if rec == nil {
+		sh.mu.Unlock()
+		return &runtime.Thread{ID: threadID, State: runtime.ThreadState{Stack: []string{threadID}}}, nil
+	}
+	if err := s.thaw(sh, threadID, rec); err != nil {
+		sh.mu.Unlock()
+		return nil, err
+	}
+	state, log, parent, spawnAt := rec.state.Clone(), rec.log, rec.state.Parent, rec.spawnAt
+	sh.mu.Unlock()
+
+	var items []runtime.Item
+	var err error
+	if parent != "" {
+		if items, err = s.view(parent, spawnAt); err != nil {
+			return nil, fmt.Errorf("local: loading ancestors of %s: %w", threadID, err)
+		}
+	}
+	inherited := len(items)
+	if items, err = decodeItems(slices.Grow(items, state.Length), log, -1); err != nil {
+		return nil, fmt.Errorf("local: thread %s: %w", threadID, err)
+	}
+	return &runtime.Thread{ID: threadID, State: state, Items: items, Inherited: inherited}, nil
+}
+
+// view returns the first limit items of a thread's full view.
+func (s *HistoryStore) view(threadID string, limit int) ([]runtime.Item, error) {
+	sh := &s.shards[s.shardOf(threadID)]
+	sh.mu.Lock()
+	rec := sh.threads[threadID]
+	if rec == nil {
+		sh.mu.Unlock()
+		return nil, fmt.Errorf("ancestor %s does not exist", threadID)
+	}
+	log, parent, spawnAt := rec.log, rec.state.Parent, rec.spawnAt
+	cold := rec.cold
+	sh.mu.Unlock()
+	if log == nil && cold != nil {
+		var err error
+		if log, err = s.dec.DecodeAll(cold, nil); err != nil {
+			return nil, fmt.Errorf("thawing %s: %w", threadID, err)
+		}
+	}
+	var items []runtime.Item
+	if parent != "" {
+		var err error
+		if items, err = s.view(parent, spawnAt); err != nil {
+			return nil, err
+		}
+	}
+	if len(items) >= limit {
+		return items[:limit], nil
+	}
+	return decodeItems(items, log, limit-len(items))
+}
+
+// thaw turns a frozen record hot again. Callers hold the shard lock.
+func (s *HistoryStore) thaw(sh *shard, id string, rec *record) error {
+	if rec.cold == nil {
+		return nil
+	}
+	log, err := s.dec.DecodeAll(rec.cold, make([]byte, 0, rec.rawLen+rec.rawLen/4))
+	if err != nil {
+		return fmt.Errorf("local: thawing thread %s: %w", id, err)
+	}
+	rec.log, rec.cold = log, nil
+	sh.hot[id] = rec
+	return nil
+}
+
+// Commit applies c atomically across the thread and the children it creates.
+func (s *HistoryStore) Commit(ctx context.Context, c *runtime.Commit) error {
+	if c.State.Version != c.Expected+1 {
+		return fmt.Errorf("local: commit of %s: state version %d, expected %d", c.ThreadID, c.State.Version, c.Expected+1)
+	}
+	idx := []int{s.shardOf(c.ThreadID)}
+	for _, ch := range c.Children {
+		idx = append(idx, s.shardOf(ch.ID))
+	}
+	slices.Sort(idx)
+	idx = slices.Compact(idx)
+	for _, i := range idx {
+		s.shards[i].mu.Lock()
+	}
+	defer func() {
+		for _, i := range idx {
+			s.shards[i].mu.Unlock()
+		}
+	}()
+	sh := &s.shards[idx[slices.Index(idx, s.shardOf(c.ThreadID))]]
+	rec := sh.threads[c.ThreadID]
+	var version int64
+	if rec != nil {
+		version = rec.state.Version
+	}
+	if version != c.Expected {
+		return fmt.Errorf("local: thread %s is at version %d, commit expected %d: %w", c.ThreadID, version, c.Expected, runtime.ErrConflict)
+	}
+	for _, ch := range c.Children {
+		if s.shards[s.shardOf(ch.ID)].threads[ch.ID] != nil {
+			return fmt.Errorf("local: child thread %s already exists: %w", ch.ID, runtime.ErrConflict)
+		}
+	}
+	if rec == nil {
+		rec = &record{}
+		sh.threads[c.ThreadID] = rec
+	} else if err := s.thaw(sh, c.ThreadID, rec); err != nil {
+		return err
+	}
+	if rec.state.Length+len(c.Append) != c.State.Length {
+		return fmt.Errorf("local: commit of %s: state length %d, want %d", c.ThreadID, c.State.Length, rec.state.Length+len(c.Append))
+	}
+	for i := range c.Append {
+		rec.log = appendItem(rec.log, &c.Append[i])
+	}
+	rec.state = c.State.Clone()
+	now := s.now()
+	rec.touched = now
+	sh.hot[c.ThreadID] = rec
+	for _, ch := range c.Children {
+		csh := &s.shards[s.shardOf(ch.ID)]
+		crec := &record{state: ch.State.Clone(), spawnAt: ch.SpawnAt, touched: now}
+		csh.threads[ch.ID] = crec
+		csh.hot[ch.ID] = crec
+	}
+	return nil
+}
+
+// FreezeIdle compresses the history of every hot thread that has not
+// committed for at least idle. It returns how many threads it froze.
+// Compression runs outside the shard locks; a thread that commits meanwhile
+// stays hot.
+func (s *HistoryStore) FreezeIdle(idle time.Duration) int {
+	cutoff := s.now().Add(-idle)
+	frozen := 0
+	var scratch []byte
+	type cand struct {
+		id  string
+		rec *record
+		log []byte
+		ver int64
+	}
+	var cands []cand
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		cands = cands[:0]
+		for id, rec := range sh.hot {
+			if rec.touched.After(cutoff) {
+				continue
+			}
+			if len(rec.log) == 0 {
+				delete(sh.hot, id)
+				continue
+			}
+			cands = append(cands, cand{id, rec, rec.log, rec.state.Version})
+		}
+		sh.mu.Unlock()
+		for _, c := range cands {
+			scratch = s.enc.EncodeAll(c.log, scratch[:0])
+			frame := make([]byte, len(scratch))
+			copy(frame, scratch)
+			sh.mu.Lock()
+			if c.rec.state.Version == c.ver && c.rec.cold == nil && len(c.rec.log) == len(c.log) {
+				c.rec.cold, c.rec.rawLen, c.rec.log = frame, len(c.log), nil
+				delete(sh.hot, c.id)
+				frozen++
+			}
+			sh.mu.Unlock()
+		}
+	}
+	return frozen
+}
+
+// StoreStats describes what a HistoryStore holds.
+type StoreStats struct {
+	Threads   int
+	Hot       int
+	HotBytes  int // encoded log bytes of hot threads
+	ColdBytes int // compressed bytes of frozen threads
+	RawBytes  int // encoded log bytes of all threads (before compression)
+}
+
+// Stats counts threads and bytes.
+func (s *HistoryStore) Stats() StoreStats {
+	var st StoreStats
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		st.Threads += len(sh.threads)
+		st.Hot += len(sh.hot)
+		for _, rec := range sh.threads {
+			if rec.cold != nil {
+				st.ColdBytes += len(rec.cold)
+				st.RawBytes += rec.rawLen
+			} else {
+				st.HotBytes += len(rec.log)
+				st.RawBytes += len(rec.log)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return st
+}

@@ -1,0 +1,260 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// Config configures a System. Model and Tools are required.
+type Config struct {
+	Model    runtime.Model
+	Tools    runtime.ToolSource
+	History  runtime.HistoryStore // default: a new in-memory HistoryStore
+	Dedup    runtime.DedupStore   // default: none (history is the authority)
+	Output   runtime.Output       // default: discard
+	Observer runtime.Observer     // default: slog at the logger's level
+	Limits   runtime.Limits
+	Logger   *slog.Logger
+	// SliceAttempts is how often a slice that failed transiently is retried
+	// before its batch goes to the dead letters. Default 5.
+	SliceAttempts int
+	// RetryBase is the first backoff between slice attempts. Default 10ms.
+	RetryBase time.Duration
+}
+
+// DeadLetter is a message the system gave up on, with the reason.
+type DeadLetter struct {
+	Message runtime.Message
+	Reason  string
+	At      time.Time
+}
+
+const maxDeadLetters = 10000
+
+// System is the embedded agent system. It implements runtime.Queue.
+type System struct {
+	engine *runtime.Engine
+	cfg    Config
+	log    *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	boxes    map[string]*mailbox
+	stopped  bool
+	idle     chan struct{} // closed while no thread has a goroutine
+	dead     []DeadLetter
+	deadSeen int
+}
+
+type mailbox struct {
+	msgs []runtime.Message
+}
+
+// New builds a System. Call Start before sending and Stop when done.
+func New(cfg Config) (*System, error) {
+	if cfg.Model == nil {
+		return nil, errors.New("local: Config.Model is required")
+	}
+	if cfg.Tools == nil {
+		return nil, errors.New("local: Config.Tools is required")
+	}
+	if cfg.History == nil {
+		cfg.History = NewHistoryStore()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = runtime.SlogObserver{Logger: cfg.Logger}
+	}
+	if cfg.SliceAttempts <= 0 {
+		cfg.SliceAttempts = 5
+	}
+	if cfg.RetryBase <= 0 {
+		cfg.RetryBase = 10 * time.Millisecond
+	}
+	s := &System{cfg: cfg, log: cfg.Logger, boxes: map[string]*mailbox{}, idle: make(chan struct{})}
+	close(s.idle)
+	s.engine = &runtime.Engine{History: cfg.History, Dedup: cfg.Dedup, Queue: s, Output: cfg.Output,
+		Model: cfg.Model, Tools: cfg.Tools, Observer: cfg.Observer, Limits: cfg.Limits}
+	return s, nil
+}
+
+// Engine returns the engine the system runs slices with.
+func (s *System) Engine() *runtime.Engine { return s.engine }
+
+// Start lets the system run slices until ctx ends or Stop is called.
+func (s *System) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx != nil {
+		return errors.New("local: system already started")
+	}
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	return nil
+}
+
+// Stop stops accepting messages, cancels running slices and waits for every
+// thread goroutine to exit. It is safe to call twice.
+func (s *System) Stop() {
+	s.mu.Lock()
+	s.stopped = true
+	cancel := s.cancel
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	s.wg.Wait()
+}
+
+// Send validates and enqueues messages. Invalid messages are refused, all
+// of them, with an error naming the first problem; nothing is enqueued then.
+func (s *System) Send(ctx context.Context, msgs ...runtime.Message) error {
+	for i := range msgs {
+		if msgs[i].V == 0 {
+			msgs[i].V = runtime.MessageVersion
+		}
+		if err := msgs[i].Validate(); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx == nil {
+		return errors.New("local: system not started")
+	}
+	if s.stopped {
+		return errors.New("local: system stopped")
+	}
+	for _, m := range msgs {
+		box := s.boxes[m.ThreadID]
+		if box == nil {
+			box = &mailbox{}
+			if len(s.boxes) == 0 {
+				s.idle = make(chan struct{})
+			}
+			s.boxes[m.ThreadID] = box
+			s.wg.Add(1)
+			go s.drain(m.ThreadID, box)
+		}
+		box.msgs = append(box.msgs, m)
+	}
+	return nil
+}
+
+// Idle returns a channel that is closed when no thread has work. A Send
+// after that makes a new channel.
+func (s *System) Idle() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.idle
+}
+
+// Active returns the number of threads that have a goroutine right now.
+func (s *System) Active() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.boxes)
+}
+
+// DeadLetters returns the messages the system gave up on (the most recent
+// maxDeadLetters) and how many there were in all.
+func (s *System) DeadLetters() ([]DeadLetter, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]DeadLetter(nil), s.dead...), s.deadSeen
+}
+
+// drain runs the thread's slices until its mailbox is empty, then exits.
+func (s *System) drain(threadID string, box *mailbox) {
+	defer s.wg.Done()
+	for {
+		s.mu.Lock()
+		batch := box.msgs
+		box.msgs = nil
+		if len(batch) == 0 || s.ctx.Err() != nil {
+			delete(s.boxes, threadID)
+			if len(s.boxes) == 0 {
+				close(s.idle)
+			}
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		s.runBatch(threadID, batch)
+	}
+}
+
+// runBatch runs one slice, retrying transient failures with backoff. The
+// messages are redelivered as they would be from a queue; the engine
+// deduplicates what an earlier attempt already committed.
+func (s *System) runBatch(threadID string, batch []runtime.Message) {
+	var err error
+	for attempt := 1; attempt <= s.cfg.SliceAttempts; attempt++ {
+		var res *runtime.SliceResult
+		res, err = s.engine.RunSlice(s.ctx, runtime.SliceInput{ThreadID: threadID, Messages: batch, FirstDelivery: attempt == 1})
+		if res != nil && len(res.Rejected) > 0 {
+			for _, r := range res.Rejected {
+				s.deadLetter(find(batch, r.ID), r.Err.Error())
+			}
+			batch = without(batch, res.Rejected)
+		}
+		if err == nil || s.ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("slice failed; retrying", "thread", threadID, "attempt", attempt, "error", err)
+		t := time.NewTimer(s.cfg.RetryBase << (attempt - 1))
+		select {
+		case <-s.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+	for _, m := range batch {
+		s.deadLetter(m, fmt.Sprintf("gave up after %d attempts: %v", s.cfg.SliceAttempts, err))
+	}
+}
+
+func without(batch []runtime.Message, rej []runtime.Rejection) []runtime.Message {
+	out := batch[:0:0]
+	for _, m := range batch {
+		keep := true
+		for _, r := range rej {
+			keep = keep && r.ID != m.ID
+		}
+		if keep {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func find(batch []runtime.Message, id string) runtime.Message {
+	for _, m := range batch {
+		if m.ID == id {
+			return m
+		}
+	}
+	return runtime.Message{ID: id}
+}
+
+func (s *System) deadLetter(m runtime.Message, reason string) {
+	s.log.Error("message dead-lettered", "thread", m.ThreadID, "message", m.ID, "reason", reason)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deadSeen++
+	if len(s.dead) >= maxDeadLetters {
+		s.dead = s.dead[1:]
+	}
+	s.dead = append(s.dead, DeadLetter{Message: m, Reason: reason, At: time.Now()})
+}

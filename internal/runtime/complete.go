@@ -1,0 +1,199 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+)
+
+// complete runs completions until the model stops calling tools, calls an
+// asynchronous tool, or the slice reaches its cap or deadline.
+func (s *slice) complete(ctx context.Context) error {
+	for {
+		n := s.res.Completions
+		if s.st.Closed || s.st.Pending != nil {
+			return nil
+		}
+		if s.res.Completions >= s.lim.MaxCompletions || (!s.deadline.IsZero() && !s.e.now().Before(s.deadline)) {
+			s.continueLater()
+			return nil
+		}
+		call, err := s.completion(ctx, n)
+		if err != nil {
+			if IsPermanent(err) {
+				s.res.ModelErr = err
+				s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: &OutputEvent{
+					ID: DeriveID("out_", s.threadID, strconv.Itoa(s.ownPos()), "error"), ThreadID: s.threadID,
+					Kind: "error", Text: "the model failed: " + err.Error()}})
+				s.dirty = true
+				return nil
+			}
+			return err
+		}
+		if call == nil {
+			return nil
+		}
+		if !s.runCall(ctx, call) {
+			return nil // an asynchronous call is pending
+		}
+	}
+}
+
+// completion runs one completion with retries and appends its turn. It
+// returns the tool call the turn ends with, if any.
+func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
+	ts, err := s.toolsetFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	req := &CompletionRequest{ThreadID: s.threadID, CompletionID: completionID(s.threadID, s.version, n),
+		History: s.view, Tools: ts.Specs()}
+	mctx := ctx
+	if !s.deadline.IsZero() {
+		var cancel context.CancelFunc
+		mctx, cancel = context.WithDeadline(ctx, s.deadline)
+		defer cancel()
+	}
+	start := s.e.now()
+	var lastErr error
+	for attempt := 1; attempt <= s.lim.ModelAttempts; attempt++ {
+		if attempt > 1 {
+			if err := s.backoff(mctx, attempt-1); err != nil {
+				return nil, fmt.Errorf("runtime: model retry for thread %s: %w (last error: %v)", s.threadID, err, lastErr)
+			}
+		}
+		s.buf.reset()
+		lastErr = s.e.Model.Complete(mctx, req, &s.buf)
+		if lastErr == nil {
+			break
+		}
+		if IsPermanent(lastErr) {
+			return nil, lastErr
+		}
+		if mctx.Err() != nil {
+			break
+		}
+	}
+	if lastErr != nil {
+		return nil, fmt.Errorf("runtime: completion %s for thread %s failed after retries: %w", req.CompletionID, s.threadID, lastErr)
+	}
+	s.res.Completions++
+	b := &s.buf
+	usage := b.usage
+	if usage.Total > 0 {
+		s.st.Tokens = usage.Total
+	}
+	if b.dropped > 0 || b.droppedAfter > 0 {
+		slog.WarnContext(ctx, "model streamed more than one tool call; only the first is executed",
+			"thread", s.threadID, "completion", req.CompletionID, "dropped_calls", b.dropped, "dropped_text_bytes", b.droppedAfter)
+	}
+	var up *Usage
+	if usage != (Usage{}) {
+		up = &usage
+	}
+	if b.text.Len() > 0 || b.reasoning.Len() > 0 || b.call == nil {
+		s.appendItem(Item{Kind: ItemAssistant, Text: b.text.String(), Reasoning: b.reasoning.String(), Usage: up})
+		up = nil
+	}
+	s.e.observe(ctx, Event{Type: EventCompletionFinished, ThreadID: s.threadID, SliceID: s.res.SliceID, Duration: s.e.now().Sub(start)})
+	if b.call == nil {
+		s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: &OutputEvent{
+			ID: DeriveID("out_", s.threadID, strconv.Itoa(s.ownPos())), ThreadID: s.threadID, Kind: "reply", Text: b.text.String()}})
+		return nil, nil
+	}
+	call := Item{Kind: ItemToolCall, CallID: callID(s.threadID, s.ownPos()), Name: b.call.Name, Args: b.call.Args, Usage: up}
+	if call.Args == "" {
+		call.Args = "{}"
+	}
+	s.appendItem(call)
+	return &s.items[len(s.items)-1], nil
+}
+
+func (s *slice) toolsetFor(ctx context.Context) (Toolset, error) {
+	if s.toolset == nil {
+		ts, err := s.e.Tools.Toolset(ctx, s.th)
+		if err != nil {
+			return nil, fmt.Errorf("runtime: loading tools for thread %s: %w", s.threadID, err)
+		}
+		s.toolset = ts
+	}
+	return s.toolset, nil
+}
+
+// runCall handles the tool call that ended a turn. It reports whether the
+// model should run again now (the call got its result inline).
+func (s *slice) runCall(ctx context.Context, call *Item) bool {
+	c := *call
+	errResult := func(format string, args ...any) bool {
+		s.appendItem(Item{Kind: ItemToolResult, CallID: c.CallID, Name: c.Name, IsError: true, Text: fmt.Sprintf(format, args...)})
+		return true
+	}
+	if c.Name == InjectedToolName {
+		return errResult("error: %s is reserved for events delivered by the runtime and cannot be called", InjectedToolName)
+	}
+	entry, ok := s.lookup(ctx, c.Name)
+	if !ok {
+		return errResult("error: unknown tool %q; available tools: %s", c.Name, toolNames(s.toolset))
+	}
+	if !jsonObject(c.Args) {
+		return errResult("error: arguments for %s are not a JSON object: %.200q", c.Name, c.Args)
+	}
+	if v, ok := entry.Async.(ArgsValidator); ok && entry.Async != nil {
+		if err := v.ValidateArgs(c.Args); err != nil {
+			return errResult("error: invalid arguments for %s: %v", c.Name, err)
+		}
+	}
+	if v, ok := entry.Sync.(ArgsValidator); ok && entry.Sync != nil {
+		if err := v.ValidateArgs(c.Args); err != nil {
+			return errResult("error: invalid arguments for %s: %v", c.Name, err)
+		}
+	}
+	if entry.Sync != nil {
+		env := &SyncEnv{Thread: s.th, State: &s.st, Position: len(s.view), Now: s.e.now()}
+		out, err := entry.Sync.Run(ctx, env, Invocation{ThreadID: s.threadID, CallID: c.CallID, Name: c.Name,
+			Args: c.Args, Ancestors: ancestors(s.st.Stack)})
+		if err != nil {
+			var rej *ToolRejectedError
+			if errors.As(err, &rej) {
+				return errResult("error: %s", rej.Reason)
+			}
+			return errResult("error: %s failed: %v", c.Name, err)
+		}
+		s.children = append(s.children, env.children...)
+		s.st.Outbox = append(s.st.Outbox, env.outbox...)
+		s.appendItem(Item{Kind: ItemToolResult, CallID: c.CallID, Name: c.Name, Text: out.Text, IsError: out.IsError})
+		return true
+	}
+	s.st.Pending = &PendingCall{ID: c.CallID, Name: c.Name, Args: c.Args}
+	s.dirty = true
+	return false
+}
+
+// continueLater enqueues a continuation so a capped slice's work goes on in
+// the next slice instead of being lost.
+func (s *slice) continueLater() {
+	v := s.version + 1
+	m := Message{V: MessageVersion, ID: DeriveID("cont_", s.threadID, strconv.FormatInt(v, 10)),
+		ThreadID: s.threadID, Kind: KindContinue}
+	s.st.Outbox = append(s.st.Outbox, OutboxEntry{Message: &m})
+	s.dirty = true
+}
+
+func toolNames(ts Toolset) string {
+	if ts == nil {
+		return "(none)"
+	}
+	out := ""
+	for i, sp := range ts.Specs() {
+		if i > 0 {
+			out += ", "
+		}
+		out += sp.Name
+	}
+	if out == "" {
+		return "(none)"
+	}
+	return out
+}

@@ -1,0 +1,24 @@
+// Package runtime is the core of agentslice: messages, the history model, the
+// slice engine and the small interfaces the engine consumes.
+//
+// A slice loads one thread, folds in a batch of new messages, runs a bounded
+// number of model completions, commits the result in one write, dispatches at
+// most one asynchronous tool call and stops. The invariants it serves are
+// listed in DESIGN.md ("The slice contract"); each is pinned by a test in this
+// package or in internal/local.
+//
+// The package must not import AWS, pgx or HTTP client packages: bindings
+// (internal/local, internal/dsql, internal/dedup, internal/sqsq,
+// internal/timers) implement the interfaces declared here.
+//
+// Error kinds a caller decides on:
+//   - ErrConflict: a commit's expected version did not match; another slice of
+//     the thread committed first. Retry the whole slice (the message stays on
+//     the queue and is deduplicated on redelivery).
+//   - *BadMessageError: the message can never succeed (missing ID, unknown
+//     kind, oversize, invalid UTF-8). Move it to a dead-letter destination with
+//     the reason; never retry it.
+//   - *PermanentError: a non-retryable model or tool failure (bad request,
+//     access denied). The slice ended with an error reply; do not retry.
+//   - any other error is transient: retry the slice later.
+package runtime

@@ -1,0 +1,446 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"slices"
+	"time"
+)
+
+// Limits bound a slice.
+type Limits struct {
+	// MaxCompletions caps the completions of one slice (synchronous tool
+	// loop-backs). Hitting it commits and enqueues a continuation. Default 8.
+	MaxCompletions int
+	// DeadlineMargin is kept free before the context's deadline; a slice
+	// that reaches it commits and enqueues a continuation. Default 2s.
+	DeadlineMargin time.Duration
+	// ModelAttempts is how often one completion is tried. Default 4.
+	ModelAttempts int
+	// RetryBase is the first backoff between model attempts; it doubles
+	// each time, with full jitter. Default 200ms.
+	RetryBase time.Duration
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxCompletions <= 0 {
+		l.MaxCompletions = 8
+	}
+	if l.DeadlineMargin <= 0 {
+		l.DeadlineMargin = 2 * time.Second
+	}
+	if l.ModelAttempts <= 0 {
+		l.ModelAttempts = 4
+	}
+	if l.RetryBase <= 0 {
+		l.RetryBase = 200 * time.Millisecond
+	}
+	return l
+}
+
+// Engine runs slices. It holds no per-thread state: everything a slice needs
+// is loaded from History and everything it produces is committed there, so
+// one Engine serves any number of threads, in one process or across Lambda
+// invocations.
+type Engine struct {
+	History  HistoryStore
+	Dedup    DedupStore // optional fast path; history is the authority
+	Queue    Queue
+	Output   Output // optional
+	Model    Model
+	Tools    ToolSource
+	Observer Observer // optional
+	Limits   Limits
+	Now      func() time.Time // optional; time.Now
+}
+
+// SliceInput is one slice's work: a batch of messages for one thread, in
+// delivery order.
+type SliceInput struct {
+	ThreadID string
+	Messages []Message
+	// FirstDelivery says no message of the batch was delivered before, so
+	// the DedupStore lookup is skipped (history is still checked).
+	FirstDelivery bool
+}
+
+// Rejection is a message the slice refused, with the reason.
+type Rejection struct {
+	ID  string
+	Err error
+}
+
+// SliceResult says what a slice did.
+type SliceResult struct {
+	SliceID     string
+	Processed   []string // consumed into history or state
+	Duplicates  []string // already processed before
+	Dropped     []string // consumed without effect (thread closed)
+	Rejected    []Rejection
+	Completions int
+	Dispatched  string // the tool call ID dispatched, if any
+	Continued   bool   // a continuation was enqueued
+	// ModelErr is set when the model failed permanently; the slice ended
+	// with an error reply and must not be retried.
+	ModelErr error
+}
+
+// RunSlice runs one slice. A returned error means the slice committed
+// nothing it should not have and may be retried as a whole (ErrConflict
+// included); permanent problems with single messages are reported in
+// SliceResult.Rejected instead.
+func (e *Engine) RunSlice(ctx context.Context, in SliceInput) (res *SliceResult, err error) {
+	s := &slice{e: e, lim: e.Limits.withDefaults(), threadID: in.ThreadID, res: &SliceResult{}}
+	start := e.now()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("runtime: slice of thread %s panicked: %v\n%s", in.ThreadID, r, debug.Stack())
+		}
+		e.observe(ctx, Event{Type: EventSliceFinished, ThreadID: in.ThreadID, SliceID: s.res.SliceID,
+			MessageIDs: s.res.Processed, Duration: e.now().Sub(start), Err: err})
+	}()
+	return s.run(ctx, in)
+}
+
+func (e *Engine) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+func (e *Engine) observe(ctx context.Context, ev Event) {
+	if e.Observer != nil {
+		e.Observer.Observe(ctx, ev)
+	}
+}
+
+// slice is the working state of one RunSlice call.
+type slice struct {
+	e        *Engine
+	lim      Limits
+	threadID string
+	res      *SliceResult
+	deadline time.Time
+
+	th       *Thread
+	version  int64 // committed version
+	length   int   // committed own length
+	view     []Item
+	st       ThreadState // working state for the next commit
+	items    []Item      // appended since the last commit
+	children []ChildThread
+	inputs   []string
+	dirty    bool
+	toolset  Toolset
+	buf      turnBuffer
+}
+
+func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		s.deadline = dl.Add(-s.lim.DeadlineMargin)
+	}
+	batch := s.validate(in)
+	if len(batch) > 0 && s.e.Dedup != nil && !in.FirstDelivery {
+		var err error
+		if batch, err = s.dropMarked(ctx, batch); err != nil {
+			return s.res, err
+		}
+	}
+	th, err := s.e.History.Load(ctx, s.threadID)
+	if err != nil {
+		return s.res, fmt.Errorf("runtime: loading thread %s: %w", s.threadID, err)
+	}
+	s.th, s.version, s.length = th, th.State.Version, th.State.Length
+	s.view = slices.Clip(th.Items)
+	s.st = th.State.Clone()
+	s.res.SliceID = sliceID(s.threadID, s.version, batch)
+	s.e.observe(ctx, Event{Type: EventSliceStarted, ThreadID: s.threadID, SliceID: s.res.SliceID,
+		MessageIDs: ids(batch), Version: s.version})
+
+	// A previous slice may have committed and then died before sending:
+	// send first, with the same IDs. A call the tool now refuses gets its
+	// error result and the model goes on.
+	wake := false
+	if len(s.st.Outbox) > 0 || (s.st.Pending != nil && !s.st.Pending.Dispatched) {
+		if wake, err = s.send(ctx); err != nil {
+			return s.res, err
+		}
+	}
+	for _, m := range s.dedupHistory(batch) {
+		if s.fold(ctx, m) {
+			wake = true
+		}
+	}
+	for {
+		if wake && s.st.Pending == nil && !s.st.Closed {
+			if err := s.complete(ctx); err != nil {
+				return s.res, err
+			}
+		}
+		if err := s.commit(ctx); err != nil {
+			return s.res, err
+		}
+		if len(s.st.Outbox) == 0 && (s.st.Pending == nil || s.st.Pending.Dispatched) {
+			break
+		}
+		rejected, err := s.send(ctx)
+		if err != nil {
+			return s.res, err
+		}
+		wake = rejected // a rejected dispatch got an error result: the model goes on
+		if !wake {
+			if err := s.commit(ctx); err != nil {
+				return s.res, err
+			}
+			break
+		}
+	}
+	if s.e.Dedup != nil && len(s.inputs) > 0 {
+		if err := s.e.Dedup.Mark(ctx, s.threadID, s.inputs); err != nil {
+			// History already records the inputs; a missing mark only costs
+			// a history check on redelivery.
+			s.e.observe(ctx, Event{Type: EventSliceFinished, ThreadID: s.threadID, SliceID: s.res.SliceID,
+				Reason: "dedup mark failed", Err: err})
+		}
+	}
+	return s.res, nil
+}
+
+// validate drops messages that can never be processed, recording why.
+func (s *slice) validate(in SliceInput) []Message {
+	out := make([]Message, 0, len(in.Messages))
+	for _, m := range in.Messages {
+		err := m.Validate()
+		if err == nil && m.ThreadID != in.ThreadID {
+			err = &BadMessageError{ID: m.ID, Field: "thread_id", Reason: fmt.Sprintf("message for thread %q in a slice of thread %q", m.ThreadID, in.ThreadID)}
+		}
+		if err != nil {
+			s.reject(context.Background(), m.ID, err)
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func (s *slice) reject(ctx context.Context, id string, err error) {
+	s.res.Rejected = append(s.res.Rejected, Rejection{ID: id, Err: err})
+	s.e.observe(ctx, Event{Type: EventMessageRejected, ThreadID: s.threadID, MessageIDs: []string{id}, Reason: err.Error()})
+}
+
+func (s *slice) dropMarked(ctx context.Context, batch []Message) ([]Message, error) {
+	seen, err := s.e.Dedup.Seen(ctx, s.threadID, ids(batch))
+	if err != nil {
+		return nil, fmt.Errorf("runtime: checking processed IDs of thread %s: %w", s.threadID, err)
+	}
+	out := batch[:0:0]
+	for i, m := range batch {
+		if seen[i] {
+			s.res.Duplicates = append(s.res.Duplicates, m.ID)
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// dedupHistory drops messages the thread has already consumed, according to
+// its history and deferred events, and duplicates within the batch.
+func (s *slice) dedupHistory(batch []Message) []Message {
+	if len(batch) == 0 {
+		return nil
+	}
+	consumed := make(map[string]bool, len(batch))
+	for _, m := range batch {
+		consumed[m.ID] = false
+	}
+	for _, it := range s.th.Own() {
+		if _, ok := consumed[it.Input]; ok && it.Input != "" {
+			consumed[it.Input] = true
+		}
+	}
+	for _, d := range s.st.Deferred {
+		if _, ok := consumed[d.ID]; ok {
+			consumed[d.ID] = true
+		}
+	}
+	out := batch[:0:0]
+	for _, m := range batch {
+		if consumed[m.ID] {
+			s.res.Duplicates = append(s.res.Duplicates, m.ID)
+			continue
+		}
+		consumed[m.ID] = true
+		out = append(out, m)
+	}
+	return out
+}
+
+// appendItem adds an item to history (uncommitted) and to the model's view.
+func (s *slice) appendItem(it Item) {
+	s.items = append(s.items, it)
+	s.view = append(s.view, it)
+	s.dirty = true
+	if it.Input != "" && !slices.Contains(s.inputs, it.Input) {
+		s.inputs = append(s.inputs, it.Input)
+		s.res.Processed = append(s.res.Processed, it.Input)
+	}
+}
+
+// ownPos is the own-history position the next appended item will get.
+func (s *slice) ownPos() int { return s.length + len(s.items) }
+
+// commit writes what the slice has produced since the last commit.
+func (s *slice) commit(ctx context.Context) error {
+	if !s.dirty {
+		return nil
+	}
+	st := s.st.Clone()
+	st.Version = s.version + 1
+	st.Length = s.length + len(s.items)
+	c := &Commit{ThreadID: s.threadID, Expected: s.version, Append: s.items, State: st,
+		Children: s.children, Inputs: s.inputs}
+	if err := s.e.History.Commit(ctx, c); err != nil {
+		return fmt.Errorf("runtime: committing thread %s at version %d: %w", s.threadID, s.version, err)
+	}
+	s.e.observe(ctx, Event{Type: EventTurnCommitted, ThreadID: s.threadID, SliceID: s.res.SliceID, Version: st.Version})
+	s.version, s.length = st.Version, st.Length
+	s.st = st
+	s.items, s.children, s.dirty = nil, nil, false
+	return nil
+}
+
+// send delivers the committed outbox and dispatches the committed pending
+// call. It reports rejected=true when the tool refused the call for good;
+// the call then has an error result and the model should go on.
+func (s *slice) send(ctx context.Context) (rejected bool, err error) {
+	for _, o := range s.st.Outbox {
+		switch {
+		case o.Message != nil:
+			if err := s.e.Queue.Send(ctx, *o.Message); err != nil {
+				return false, fmt.Errorf("runtime: sending %s to thread %s: %w", o.Message.ID, o.Message.ThreadID, err)
+			}
+			if o.Message.Kind == KindContinue {
+				s.res.Continued = true
+			}
+		case o.Output != nil:
+			if s.e.Output != nil {
+				if err := s.e.Output.Publish(ctx, *o.Output); err != nil {
+					return false, fmt.Errorf("runtime: publishing %s of thread %s: %w", o.Output.ID, s.threadID, err)
+				}
+			}
+		case o.Cancel != nil:
+			s.cancel(ctx, o.Cancel)
+		}
+	}
+	if len(s.st.Outbox) > 0 {
+		s.st.Outbox = nil
+		s.dirty = true
+	}
+	p := s.st.Pending
+	if p == nil || p.Dispatched {
+		return false, nil
+	}
+	entry, ok := s.lookup(ctx, p.Name)
+	if !ok || entry.Async == nil {
+		// The toolset changed since the call was recorded.
+		s.closePending(Item{Kind: ItemToolResult, CallID: p.ID, Name: p.Name, IsError: true,
+			Text: fmt.Sprintf("error: tool %q is no longer available", p.Name)})
+		return true, nil
+	}
+	inv := Invocation{ThreadID: s.threadID, CallID: p.ID, Name: p.Name, Args: p.Args, Ancestors: ancestors(s.st.Stack)}
+	if err := entry.Async.Dispatch(ctx, inv); err != nil {
+		var rej *ToolRejectedError
+		if errors.As(err, &rej) {
+			s.closePending(Item{Kind: ItemToolResult, CallID: p.ID, Name: p.Name, IsError: true, Text: "error: " + rej.Error()})
+			return true, nil
+		}
+		return false, fmt.Errorf("runtime: dispatching %s (%s) for thread %s: %w", p.ID, p.Name, s.threadID, err)
+	}
+	s.e.observe(ctx, Event{Type: EventToolDispatched, ThreadID: s.threadID, SliceID: s.res.SliceID, ToolCallID: p.ID, ToolName: p.Name})
+	s.res.Dispatched = p.ID
+	pp := *p
+	pp.Dispatched = true
+	s.st.Pending = &pp
+	s.dirty = true
+	return false, nil
+}
+
+func (s *slice) cancel(ctx context.Context, p *PendingCall) {
+	entry, ok := s.lookup(ctx, p.Name)
+	if !ok {
+		return
+	}
+	var c Canceler
+	if entry.Async != nil {
+		c, _ = entry.Async.(Canceler)
+	}
+	if c == nil {
+		return
+	}
+	if err := c.Cancel(ctx, s.threadID, p.ID); err != nil {
+		s.e.observe(ctx, Event{Type: EventToolDispatched, ThreadID: s.threadID, ToolCallID: p.ID, ToolName: p.Name,
+			Reason: "cancel failed (best effort)", Err: err})
+	}
+}
+
+func (s *slice) lookup(ctx context.Context, name string) (ToolEntry, bool) {
+	if name == InjectedToolName {
+		return ToolEntry{}, false
+	}
+	if s.toolset == nil {
+		ts, err := s.e.Tools.Toolset(ctx, s.th)
+		if err != nil || ts == nil {
+			return ToolEntry{}, false
+		}
+		s.toolset = ts
+	}
+	return s.toolset.Lookup(name)
+}
+
+// closePending gives the pending call its one result and folds in what was
+// deferred behind it.
+func (s *slice) closePending(result Item) {
+	s.appendItem(result)
+	s.st.Pending = nil
+	s.dirty = true
+	deferred := s.st.Deferred
+	s.st.Deferred = nil
+	for _, m := range deferred {
+		s.foldEvent(m)
+	}
+}
+
+func ancestors(stack []string) []string {
+	if len(stack) <= 1 {
+		return nil
+	}
+	return stack[:len(stack)-1]
+}
+
+func ids(ms []Message) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
+}
+
+// backoff sleeps before model attempt n (n ≥ 1), with full jitter, or
+// returns early when ctx ends.
+func (s *slice) backoff(ctx context.Context, n int) error {
+	d := s.lim.RetryBase << (n - 1)
+	d = time.Duration(rand.Int64N(int64(d) + 1))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,164 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// fold applies one new message to the working state. It reports whether the
+// model should run because of it.
+func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
+	if s.st.Closed {
+		s.res.Dropped = append(s.res.Dropped, m.ID)
+		s.inputs = append(s.inputs, m.ID)
+		s.e.observe(ctx, Event{Type: EventMessageDropped, ThreadID: s.threadID, SliceID: s.res.SliceID,
+			MessageIDs: []string{m.ID}, Reason: "thread is closed"})
+		return false
+	}
+	switch m.Kind {
+	case KindUser, KindParent, KindStart:
+		s.interrupt(m)
+		text := m.Text
+		if m.Kind == KindParent {
+			text = "Message from the parent thread: " + m.Text
+		}
+		s.appendItem(Item{Kind: ItemUser, Input: m.ID, Text: text})
+		return true
+	case KindContinue:
+		s.appendItem(Item{Kind: ItemMarker, Input: m.ID, Text: "continue"})
+		return true
+	case KindToolResult, KindWake:
+		return s.foldResult(ctx, m)
+	case KindNotice:
+		if s.st.Pending == nil || s.st.Pending.ID != m.ToolCallID {
+			s.reject(ctx, m.ID, &BadMessageError{ID: m.ID, Field: "tool_call_id",
+				Reason: fmt.Sprintf("no pending call %q on thread %s", m.ToolCallID, s.threadID)})
+			return false
+		}
+		s.appendItem(Item{Kind: ItemMarker, Input: m.ID, CallID: m.ToolCallID, Text: m.Text})
+		s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: &OutputEvent{
+			ID: DeriveID("out_", s.threadID, m.ID), ThreadID: s.threadID, Kind: "notice", Text: m.Text}})
+		return false
+	case KindEvent, KindReport:
+		if s.findCall(m.ToolCallID) == nil {
+			s.reject(ctx, m.ID, &BadMessageError{ID: m.ID, Field: "tool_call_id",
+				Reason: fmt.Sprintf("no call %q on thread %s for this %s", m.ToolCallID, s.threadID, m.Kind)})
+			return false
+		}
+		if s.st.Pending != nil {
+			s.st.Deferred = append(s.st.Deferred, m)
+			s.dirty = true
+			s.inputs = append(s.inputs, m.ID)
+			s.res.Processed = append(s.res.Processed, m.ID)
+			return false
+		}
+		s.foldEvent(m)
+		return true
+	}
+	s.reject(ctx, m.ID, &BadMessageError{ID: m.ID, Field: "kind", Reason: fmt.Sprintf("unhandled kind %q", m.Kind)})
+	return false
+}
+
+// interrupt closes the pending call, if any, because the user (or parent)
+// spoke: every tool call gets exactly one result. The tool is told to cancel
+// (best effort) and a late real result becomes a synthetic event.
+func (s *slice) interrupt(m Message) {
+	p := s.st.Pending
+	if p == nil {
+		return
+	}
+	s.st.Outbox = append(s.st.Outbox, OutboxEntry{Cancel: &PendingCall{ID: p.ID, Name: p.Name}})
+	s.closePending(Item{Kind: ItemToolResult, CallID: p.ID, Name: p.Name, IsError: true,
+		Text: fmt.Sprintf("interrupted: a new message arrived before %s returned; a late result will be delivered as an event", p.Name)})
+}
+
+func (s *slice) foldResult(ctx context.Context, m Message) bool {
+	if p := s.st.Pending; p != nil && p.ID == m.ToolCallID {
+		text := m.Text
+		if m.Kind == KindWake && text == "" {
+			text = "woke up"
+		}
+		if m.Subscription {
+			s.st.Subscriptions = append(s.st.Subscriptions, Subscription{CallID: p.ID, Tool: p.Name, Args: p.Args})
+		}
+		s.closePending(Item{Kind: ItemToolResult, Input: m.ID, CallID: p.ID, Name: p.Name,
+			Text: text, Content: m.Content, IsError: m.IsError})
+		return true
+	}
+	call := s.findCall(m.ToolCallID)
+	if call == nil {
+		s.reject(ctx, m.ID, &BadMessageError{ID: m.ID, Field: "tool_call_id",
+			Reason: fmt.Sprintf("no tool call %q on thread %s", m.ToolCallID, s.threadID)})
+		return false
+	}
+	// A late result: the call was already closed (interrupted).
+	if s.st.Pending != nil {
+		s.st.Deferred = append(s.st.Deferred, m)
+		s.dirty = true
+		s.inputs = append(s.inputs, m.ID)
+		s.res.Processed = append(s.res.Processed, m.ID)
+		return false
+	}
+	s.foldEvent(m)
+	// A late wake-up is recorded but does not make the model speak.
+	return m.Kind != KindWake
+}
+
+// foldEvent injects m as a synthetic event: an assistant call to
+// receive_event__injected naming the original call, then its result.
+func (s *slice) foldEvent(m Message) {
+	orig := s.findCall(m.ToolCallID)
+	name, args := "", "{}"
+	if orig != nil {
+		name, args = orig.Name, orig.Args
+	}
+	if args == "" {
+		args = "{}"
+	}
+	a, _ := json.Marshal(struct {
+		Name string          `json:"original_tool_name"`
+		ID   string          `json:"original_tool_call_id"`
+		Args json.RawMessage `json:"original_args"`
+	}{name, m.ToolCallID, json.RawMessage(args)})
+	id := DeriveID("evt_", s.threadID, m.ID)
+	text := m.Text
+	switch {
+	case m.Kind == KindWake && text == "":
+		text = "late wake-up: the sleep had already been interrupted"
+	case m.Kind == KindReport:
+		text = "Report from child thread " + m.From + ": " + m.Text
+	}
+	s.appendItem(Item{Kind: ItemToolCall, CallID: id, Name: InjectedToolName, Args: string(a)})
+	s.appendItem(Item{Kind: ItemToolResult, Input: m.ID, CallID: id, Name: InjectedToolName,
+		Text: text, Content: m.Content, IsError: m.IsError})
+	if m.Final {
+		s.dropSubscription(m.ToolCallID)
+	}
+}
+
+func (s *slice) dropSubscription(callID string) {
+	for i, sub := range s.st.Subscriptions {
+		if sub.CallID == callID {
+			s.st.Subscriptions = append(s.st.Subscriptions[:i:i], s.st.Subscriptions[i+1:]...)
+			s.dirty = true
+			return
+		}
+	}
+}
+
+// findCall returns the tool call item with the given ID in the thread's
+// view, or nil.
+func (s *slice) findCall(id string) *Item {
+	for i := len(s.view) - 1; i >= 0; i-- {
+		if it := &s.view[i]; it.Kind == ItemToolCall && it.CallID == id {
+			return it
+		}
+	}
+	return nil
+}
+
+func jsonObject(s string) bool {
+	var v map[string]json.RawMessage
+	return json.Unmarshal([]byte(s), &v) == nil && v != nil
+}

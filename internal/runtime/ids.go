@@ -1,0 +1,43 @@
+package runtime
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"strconv"
+)
+
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// DeriveID mints a deterministic identifier from parts: the same parts give
+// the same ID on every retry, different parts give different IDs. IDs are the
+// prefix followed by 26 base32 characters (130 bits of SHA-256).
+func DeriveID(prefix string, parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(strconv.Itoa(len(p))))
+		h.Write([]byte{':'})
+		h.Write([]byte(p))
+	}
+	sum := h.Sum(nil)
+	return prefix + idEncoding.EncodeToString(sum[:16])
+}
+
+// callID is the ID of the tool call recorded at position pos of a thread's
+// own history. Positions are stable because history is append-only and
+// commits are version-checked.
+func callID(threadID string, pos int) string {
+	return DeriveID("call_", threadID, strconv.Itoa(pos))
+}
+
+func completionID(threadID string, version int64, n int) string {
+	return DeriveID("cmpl_", threadID, strconv.FormatInt(version, 10), strconv.Itoa(n))
+}
+
+func sliceID(threadID string, version int64, batch []Message) string {
+	parts := make([]string, 0, len(batch)+2)
+	parts = append(parts, threadID, strconv.FormatInt(version, 10))
+	for _, m := range batch {
+		parts = append(parts, m.ID)
+	}
+	return DeriveID("slice_", parts...)
+}

@@ -1,0 +1,83 @@
+package runtime
+
+import "fmt"
+
+// ItemKind says what a history Item holds.
+type ItemKind uint8
+
+// The history item kinds.
+const (
+	ItemUser       ItemKind = iota + 1 // text from the user or a parent thread
+	ItemAssistant                      // assistant text and reasoning
+	ItemToolCall                       // an assistant tool call (CallID, Name, Args)
+	ItemToolResult                     // the one result of a tool call (CallID)
+	ItemMarker                         // a consumed input with nothing for the model (a continuation)
+	ItemSummary                        // a compaction summary standing for everything before it
+)
+
+var itemKindNames = [...]string{"", "user", "assistant", "tool_call", "tool_result", "marker", "summary"}
+
+func (k ItemKind) String() string {
+	if int(k) < len(itemKindNames) && k != 0 {
+		return itemKindNames[k]
+	}
+	return fmt.Sprintf("ItemKind(%d)", k)
+}
+
+// MarshalText encodes the kind by name.
+func (k ItemKind) MarshalText() ([]byte, error) {
+	if k == 0 || int(k) >= len(itemKindNames) {
+		return nil, fmt.Errorf("runtime: unknown item kind %d", k)
+	}
+	return []byte(itemKindNames[k]), nil
+}
+
+// UnmarshalText decodes a kind name.
+func (k *ItemKind) UnmarshalText(b []byte) error {
+	for i, n := range itemKindNames {
+		if i > 0 && n == string(b) {
+			*k = ItemKind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("runtime: unknown item kind %q", b)
+}
+
+// InjectedToolName is the reserved tool name under which synthetic events
+// enter history. It is never offered to a model.
+const InjectedToolName = "receive_event__injected"
+
+// Usage is the token accounting of one completion.
+type Usage struct {
+	Input  int `json:"input,omitempty"`
+	Output int `json:"output,omitempty"`
+	Cached int `json:"cached,omitempty"`
+	Total  int `json:"total,omitempty"`
+}
+
+// Item is one entry of a thread's history. The JSON encoding is the stable,
+// versioned form used in golden files and by stores that keep JSON.
+type Item struct {
+	Kind ItemKind `json:"kind"`
+	// Input is the ID of the message this item consumed, if any. It is how a
+	// redelivered message is recognised from history alone.
+	Input     string    `json:"input,omitempty"`
+	Text      string    `json:"text,omitempty"`
+	Reasoning string    `json:"reasoning,omitempty"`
+	CallID    string    `json:"call_id,omitempty"`
+	Name      string    `json:"name,omitempty"` // tool name (tool calls and results)
+	Args      string    `json:"args,omitempty"` // JSON arguments of a tool call
+	IsError   bool      `json:"is_error,omitempty"`
+	Content   []Content `json:"content,omitempty"`
+	Usage     *Usage    `json:"usage,omitempty"`
+}
+
+// Size is the approximate number of bytes the item's payload occupies, used
+// for per-transaction caps and accounting.
+func (it *Item) Size() int {
+	n := len(it.Input) + len(it.Text) + len(it.Reasoning) + len(it.CallID) + len(it.Name) + len(it.Args)
+	for _, c := range it.Content {
+		n += len(c.Type) + len(c.Text) + len(c.Data) + len(c.MediaType)
+	}
+	return n + 16
+}

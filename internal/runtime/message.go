@@ -1,0 +1,180 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+)
+
+// MessageVersion is the version of the Message JSON encoding this package
+// writes. Decoders accept versions 1..MessageVersion.
+const MessageVersion = 1
+
+// Limits on what a message may carry. They keep one message within an SQS
+// message (1 MiB) with room for its envelope.
+const (
+	MaxIDLen        = 256
+	MaxMessageBytes = 900 << 10
+)
+
+// Kind says what a Message is for.
+type Kind string
+
+// The message kinds. Every input the runtime has is a message of one of these.
+const (
+	KindUser       Kind = "user"        // text from the user
+	KindToolResult Kind = "tool_result" // the result of an asynchronous tool call
+	KindEvent      Kind = "event"       // a subscription event from a tool
+	KindWake       Kind = "wake"        // a timer firing for a sleep call
+	KindReport     Kind = "report"      // a child thread reporting to its parent
+	KindParent     Kind = "parent"      // a message from the parent thread
+	KindStart      Kind = "start"       // a freshly spawned child thread starts work
+	KindNotice     Kind = "notice"      // oauth / user-choice notice about a pending call
+	KindContinue   Kind = "continue"    // continuation after a slice hit its cap or deadline
+)
+
+var knownKinds = map[Kind]bool{
+	KindUser: true, KindToolResult: true, KindEvent: true, KindWake: true,
+	KindReport: true, KindParent: true, KindStart: true, KindNotice: true,
+	KindContinue: true,
+}
+
+// needsCallID lists the kinds that refer to a tool call.
+var needsCallID = map[Kind]bool{
+	KindToolResult: true, KindEvent: true, KindWake: true, KindReport: true, KindNotice: true,
+}
+
+// Content is one part of a tool result: text or a base64 image.
+type Content struct {
+	Type      string `json:"type"` // "text" or "image"
+	Text      string `json:"text,omitempty"`
+	Data      string `json:"data,omitempty"` // base64, images only
+	MediaType string `json:"mediaType,omitempty"`
+}
+
+// Message is the runtime's only input. Its ID is stable across redeliveries;
+// the runtime uses it to process each message exactly once.
+type Message struct {
+	V          int       `json:"v"`
+	ID         string    `json:"id"`
+	ThreadID   string    `json:"thread_id"`
+	Kind       Kind      `json:"kind"`
+	Text       string    `json:"text,omitempty"`
+	Content    []Content `json:"content,omitempty"`
+	ToolCallID string    `json:"tool_call_id,omitempty"` // the call a result, event, wake-up or report belongs to
+	IsError    bool      `json:"is_error,omitempty"`
+	// Subscription marks a tool result that starts a subscription.
+	Subscription bool `json:"subscription,omitempty"`
+	// Associative events are injected inline instead of in a child thread.
+	Associative bool `json:"associative,omitempty"`
+	// Final events end their subscription.
+	Final bool `json:"final,omitempty"`
+	// From names the sending thread for reports and parent messages.
+	From   string `json:"from,omitempty"`
+	UserID string `json:"user_id,omitempty"`
+}
+
+// Validate checks a message's envelope and fields. It returns a
+// *BadMessageError naming the first problem.
+func (m *Message) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return &BadMessageError{ID: m.ID, Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	if m.V < 1 || m.V > MessageVersion {
+		return bad("v", "unsupported version %d (this runtime reads 1..%d)", m.V, MessageVersion)
+	}
+	if err := checkID(m.ID); err != nil {
+		return bad("id", "%s", err)
+	}
+	if err := checkID(m.ThreadID); err != nil {
+		return bad("thread_id", "%s", err)
+	}
+	if !knownKinds[m.Kind] {
+		return bad("kind", "unknown kind %q", m.Kind)
+	}
+	if needsCallID[m.Kind] {
+		if err := checkID(m.ToolCallID); err != nil {
+			return bad("tool_call_id", "%s (required for kind %s)", err, m.Kind)
+		}
+	}
+	if m.Kind == KindUser && m.Text == "" {
+		return bad("text", "empty user message")
+	}
+	for _, f := range []struct{ name, v string }{{"text", m.Text}, {"from", m.From}, {"user_id", m.UserID}} {
+		if !utf8.ValidString(f.v) {
+			return bad(f.name, "not valid UTF-8")
+		}
+	}
+	size := len(m.Text)
+	for i, c := range m.Content {
+		switch c.Type {
+		case "text":
+			if !utf8.ValidString(c.Text) {
+				return bad(fmt.Sprintf("content[%d].text", i), "not valid UTF-8")
+			}
+		case "image":
+			if c.Data == "" || c.MediaType == "" {
+				return bad(fmt.Sprintf("content[%d]", i), "image needs data and mediaType")
+			}
+		default:
+			return bad(fmt.Sprintf("content[%d].type", i), "unknown content type %q", c.Type)
+		}
+		size += len(c.Text) + len(c.Data)
+	}
+	if size > MaxMessageBytes {
+		return bad("text", "payload is %d bytes, more than the limit of %d", size, MaxMessageBytes)
+	}
+	return nil
+}
+
+func checkID(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("missing")
+	case len(id) > MaxIDLen:
+		return fmt.Errorf("%d bytes long, more than %d", len(id), MaxIDLen)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("not valid UTF-8")
+	}
+	for _, r := range id {
+		if r < 0x21 || r == 0x7f {
+			return fmt.Errorf("contains a control or space character")
+		}
+	}
+	return nil
+}
+
+// DecodeMessage parses and validates one JSON-encoded message. Unknown fields
+// are rejected so that a typo in a producer shows up as a clear error rather
+// than as a silently ignored field.
+func DecodeMessage(b []byte) (Message, error) {
+	var m Message
+	if len(b) > MaxMessageBytes+64<<10 {
+		return m, &BadMessageError{Reason: fmt.Sprintf("body is %d bytes, more than the limit", len(b))}
+	}
+	if !utf8.Valid(b) {
+		return m, &BadMessageError{Reason: "body is not valid UTF-8"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return m, &BadMessageError{ID: m.ID, Reason: "malformed JSON: " + err.Error()}
+	}
+	if dec.More() {
+		return m, &BadMessageError{ID: m.ID, Reason: "trailing data after the JSON object"}
+	}
+	if err := m.Validate(); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+// EncodeMessage returns the JSON encoding of m, with V set to MessageVersion
+// when it was zero.
+func EncodeMessage(m Message) ([]byte, error) {
+	if m.V == 0 {
+		m.V = MessageVersion
+	}
+	return json.Marshal(m)
+}

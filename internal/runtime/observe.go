@@ -1,0 +1,84 @@
+package runtime
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// EventType names what an observer is told about.
+type EventType string
+
+// The observed events.
+const (
+	EventSliceStarted       EventType = "slice_started"
+	EventSliceFinished      EventType = "slice_finished"
+	EventCompletionFinished EventType = "completion_finished"
+	EventTurnCommitted      EventType = "turn_committed"
+	EventToolDispatched     EventType = "tool_dispatched"
+	EventMessageRejected    EventType = "message_rejected"
+	EventMessageDropped     EventType = "message_dropped"
+)
+
+// Event is one observation of the engine at work.
+type Event struct {
+	Type       EventType
+	ThreadID   string
+	SliceID    string
+	MessageIDs []string
+	ToolCallID string
+	ToolName   string
+	Version    int64
+	Duration   time.Duration
+	Reason     string
+	Err        error
+}
+
+// Observer is told what the engine does. Implementations must be fast and
+// must not block; they run on the slice's goroutine.
+type Observer interface {
+	Observe(ctx context.Context, ev Event)
+}
+
+// SlogObserver logs events as structured records. Slice starts, completions
+// and commits log at Debug; rejections, drops and failures at Warn.
+type SlogObserver struct{ Logger *slog.Logger }
+
+// Observe logs ev.
+func (o SlogObserver) Observe(ctx context.Context, ev Event) {
+	lg := o.Logger
+	if lg == nil {
+		lg = slog.Default()
+	}
+	level := slog.LevelDebug
+	if ev.Err != nil || ev.Type == EventMessageRejected || ev.Type == EventMessageDropped {
+		level = slog.LevelWarn
+	}
+	if !lg.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("thread", ev.ThreadID), slog.String("slice", ev.SliceID)}
+	if len(ev.MessageIDs) > 0 {
+		attrs = append(attrs, slog.Any("messages", ev.MessageIDs))
+	}
+	if ev.ToolCallID != "" {
+		attrs = append(attrs, slog.String("tool_call", ev.ToolCallID), slog.String("tool", ev.ToolName))
+	}
+	if ev.Version != 0 {
+		attrs = append(attrs, slog.Int64("version", ev.Version))
+	}
+	if ev.Duration != 0 {
+		attrs = append(attrs, slog.Duration("duration", ev.Duration))
+	}
+	if ev.Reason != "" {
+		attrs = append(attrs, slog.String("reason", ev.Reason))
+	}
+	if ev.Err != nil {
+		attrs = append(attrs, slog.String("error", ev.Err.Error()))
+	}
+	lg.LogAttrs(ctx, level, string(ev.Type), attrs...)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Observe(context.Context, Event) {}

@@ -1,0 +1,81 @@
+package runtime
+
+import (
+	"context"
+	"time"
+)
+
+// HistoryStore keeps threads: their append-only history and their state.
+// Implementations: internal/local (memory), internal/dsql (Aurora DSQL).
+// Both pass the conformance suite in internal/runtime/storetest.
+type HistoryStore interface {
+	// Load returns the thread's full view in one call. A thread that was
+	// never written loads as an empty root thread with Version 0.
+	Load(ctx context.Context, threadID string) (*Thread, error)
+	// Commit applies c atomically, or fails with ErrConflict when the stored
+	// version is not c.Expected.
+	Commit(ctx context.Context, c *Commit) error
+}
+
+// DedupStore remembers which message IDs a thread has processed. It is the
+// fast path in front of the authoritative check against history.
+type DedupStore interface {
+	// Seen reports, for each ID, whether it was marked for the thread.
+	Seen(ctx context.Context, threadID string, ids []string) ([]bool, error)
+	// Mark records the IDs as processed. Marking twice is not an error.
+	Mark(ctx context.Context, threadID string, ids []string) error
+}
+
+// Queue delivers messages to threads' input queues.
+type Queue interface {
+	Send(ctx context.Context, msgs ...Message) error
+}
+
+// Output receives what agents say to the outside world.
+type Output interface {
+	Publish(ctx context.Context, ev OutputEvent) error
+}
+
+// Timer is a wake-up request: deliver Message at At.
+type Timer struct {
+	ThreadID string
+	CallID   string
+	At       time.Time
+	Message  Message
+}
+
+// Timers schedules wake-ups. Scheduling the same (thread, call) twice must
+// not deliver two different wake-ups (the message ID is the same anyway).
+type Timers interface {
+	Schedule(ctx context.Context, t Timer) error
+	Cancel(ctx context.Context, threadID, callID string) error
+}
+
+// Model streams one completion into w.
+//
+// A returned error aborts the completion: the engine discards what was
+// streamed and retries with backoff, unless the error is permanent
+// (see Permanent).
+type Model interface {
+	Complete(ctx context.Context, req *CompletionRequest, w TurnWriter) error
+}
+
+// CompletionRequest is what a model gets for one completion.
+type CompletionRequest struct {
+	ThreadID string
+	// CompletionID is deterministic: the same slice retried asks for the
+	// same ID.
+	CompletionID string
+	History      []Item
+	Tools        []ToolSpec
+}
+
+// TurnWriter receives a completion as it streams.
+type TurnWriter interface {
+	Text(s string)
+	Reasoning(s string)
+	// ToolCall records a complete tool call. id may be "" (the engine mints
+	// a deterministic one).
+	ToolCall(id, name, args string)
+	Usage(u Usage)
+}

@@ -1,0 +1,124 @@
+package runtime
+
+// Thread is everything a slice needs of one thread, as one load returns it.
+type Thread struct {
+	ID    string
+	State ThreadState
+	// Items is the thread's full view in order: the history inherited from its
+	// ancestors up to their spawn points (or the latest summary that covers
+	// it), then the thread's own items.
+	Items []Item
+	// Inherited is how many of Items come from ancestors.
+	Inherited int
+}
+
+// Own returns the thread's own items.
+func (t *Thread) Own() []Item { return t.Items[t.Inherited:] }
+
+// ThreadState is the small mutable record beside a thread's append-only
+// history. It is replaced whole by each commit.
+type ThreadState struct {
+	// Version counts commits; 0 means the thread has never been written.
+	Version int64 `json:"version"`
+	// Length is the number of own history items.
+	Length int `json:"length"`
+	// Parent is the parent thread's ID; "" for a root thread.
+	Parent string `json:"parent,omitempty"`
+	// Stack is the thread's ancestry, root first, ending with the thread itself.
+	Stack []string `json:"stack,omitempty"`
+	// SpawnCall is the parent's spawn_thread call that created this thread.
+	SpawnCall string `json:"spawn_call,omitempty"`
+	Closed    bool   `json:"closed,omitempty"`
+	// Temporary marks a child created to process one subscription event.
+	Temporary bool `json:"temporary,omitempty"`
+	// Pending is the asynchronous call awaiting its result, if any.
+	Pending *PendingCall `json:"pending,omitempty"`
+	// Outbox holds what a committed slice still has to send. Entries are sent
+	// after the commit and cleared by the next commit; a slice that loads a
+	// thread with a non-empty outbox sends it again first (same IDs).
+	Outbox []OutboxEntry `json:"outbox,omitempty"`
+	// Deferred holds events that arrived while a call was pending; they are
+	// folded in once the call has its result.
+	Deferred []Message `json:"deferred,omitempty"`
+	// Subscriptions lists active subscriptions by the call that started them.
+	Subscriptions []Subscription `json:"subscriptions,omitempty"`
+	// Tokens is the latest completion's total token count (for compaction).
+	Tokens int `json:"tokens,omitempty"`
+}
+
+// Clone returns a deep copy of s, so a slice can build the next state without
+// touching the loaded one.
+func (s ThreadState) Clone() ThreadState {
+	c := s
+	c.Stack = append([]string(nil), s.Stack...)
+	if s.Pending != nil {
+		p := *s.Pending
+		c.Pending = &p
+	}
+	c.Outbox = append([]OutboxEntry(nil), s.Outbox...)
+	c.Deferred = append([]Message(nil), s.Deferred...)
+	c.Subscriptions = append([]Subscription(nil), s.Subscriptions...)
+	return c
+}
+
+// PendingCall is an asynchronous tool call that has been recorded in history
+// and is waiting for its result.
+type PendingCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Args string `json:"args,omitempty"`
+	// Dispatched is false until the call has been sent successfully; a slice
+	// that loads a thread with an undispatched call sends it first.
+	Dispatched bool `json:"dispatched,omitempty"`
+}
+
+// Subscription is an active subscription started by a tool call.
+type Subscription struct {
+	CallID string `json:"call_id"`
+	Tool   string `json:"tool"`
+	Args   string `json:"args,omitempty"`
+}
+
+// OutboxEntry is one message or output event a committed slice must send.
+type OutboxEntry struct {
+	Message *Message     `json:"message,omitempty"`
+	Output  *OutputEvent `json:"output,omitempty"`
+	// Cancel asks a tool to cancel an interrupted call (best effort).
+	Cancel *PendingCall `json:"cancel,omitempty"`
+}
+
+// OutputEvent is what the runtime tells the outside world: an agent's reply,
+// an error, or a notice (an OAuth URL, a choice to make).
+type OutputEvent struct {
+	ID       string `json:"id"`
+	ThreadID string `json:"thread_id"`
+	Kind     string `json:"kind"` // "reply", "error", "notice"
+	Text     string `json:"text"`
+}
+
+// ChildThread is a thread created by a commit (spawn_thread, a threaded
+// subscription event).
+type ChildThread struct {
+	ID string
+	// SpawnAt is the length of the parent's full view that the child
+	// inherits: the parent's items [0, SpawnAt).
+	SpawnAt int
+	State   ThreadState
+}
+
+// Commit is one atomic write to a thread: items appended to its history, its
+// new state, and the children it creates.
+type Commit struct {
+	ThreadID string
+	// Expected is the version the slice loaded; the commit fails with
+	// ErrConflict if the stored version differs.
+	Expected int64
+	Append   []Item
+	// State replaces the thread's state. Its Version must be Expected+1 and
+	// its Length the old length plus len(Append).
+	State    ThreadState
+	Children []ChildThread
+	// Inputs lists the message IDs this commit consumes (also recorded on
+	// the appended items).
+	Inputs []string
+}

@@ -1,0 +1,51 @@
+package runtime
+
+import "strings"
+
+// turnBuffer collects one streamed completion. Nothing reaches history until
+// the completion has ended without error; a failed stream is discarded.
+type turnBuffer struct {
+	text, reasoning strings.Builder
+	call            *ToolCallDraft
+	dropped         int // tool calls after the first, dropped
+	droppedAfter    int // bytes of text streamed after the first tool call, dropped
+	usage           Usage
+}
+
+// ToolCallDraft is a tool call as the model streamed it.
+type ToolCallDraft struct {
+	ID, Name, Args string
+}
+
+func (b *turnBuffer) reset() {
+	b.text.Reset()
+	b.reasoning.Reset()
+	b.call = nil
+	b.dropped, b.droppedAfter = 0, 0
+	b.usage = Usage{}
+}
+
+func (b *turnBuffer) Text(s string) {
+	if b.call != nil {
+		b.droppedAfter += len(s)
+		return
+	}
+	b.text.WriteString(s)
+}
+
+func (b *turnBuffer) Reasoning(s string) {
+	if b.call != nil {
+		return
+	}
+	b.reasoning.WriteString(s)
+}
+
+func (b *turnBuffer) ToolCall(id, name, args string) {
+	if b.call != nil {
+		b.dropped++
+		return
+	}
+	b.call = &ToolCallDraft{ID: id, Name: name, Args: args}
+}
+
+func (b *turnBuffer) Usage(u Usage) { b.usage = u }
