@@ -15,13 +15,19 @@ import (
 
 const shardCount = 64
 
+// viewHeadroom is spare capacity in a loaded view for the items a slice
+// appends, so the engine does not copy the view to grow it.
+const viewHeadroom = 8
+
 // HistoryStore is the in-memory runtime.HistoryStore of the embedded system.
 //
 // Threads are kept in two tiers. A hot thread (one that committed recently)
-// keeps its history as a compact binary log that appends cheaply. FreezeIdle
-// compresses the logs of threads idle for a while into one zstd frame each;
-// the next load or commit thaws the frame back into a log, losslessly. Each
-// byte is compressed once per idle period, not once per slice.
+// keeps its history as decoded items, so loading it is one copy of a slice
+// header array and committing is an append. FreezeIdle encodes the history of
+// threads idle for a while into a compact binary log and compresses it into
+// one zstd frame; the next load or commit thaws the frame back into items,
+// losslessly. Each byte is encoded and compressed once per idle period, not
+// once per slice.
 type HistoryStore struct {
 	seed   maphash.Seed
 	shards [shardCount]shard
@@ -38,10 +44,10 @@ type shard struct {
 
 type record struct {
 	state   runtime.ThreadState
-	spawnAt int    // how much of the parent's view a child inherits
-	log     []byte // hot: encoded items
-	cold    []byte // frozen: zstd frame of the log
-	rawLen  int    // length of the log when frozen
+	spawnAt int            // how much of the parent's view a child inherits
+	items   []runtime.Item // hot: own items, immutable up to len
+	cold    []byte         // frozen: zstd frame of the encoded items
+	rawLen  int            // length of the encoded log when frozen
 	touched time.Time
 }
 
@@ -81,25 +87,26 @@ func (s *HistoryStore) Load(ctx context.Context, threadID string) (*runtime.Thre
 		sh.mu.Unlock()
 		return nil, err
 	}
-	state, log, parent, spawnAt := rec.state.Clone(), rec.log, rec.state.Parent, rec.spawnAt
+	state, own, parent, spawnAt := rec.state.Clone(), rec.items, rec.state.Parent, rec.spawnAt
 	sh.mu.Unlock()
 
 	var items []runtime.Item
-	var err error
 	if parent != "" {
-		if items, err = s.view(parent, spawnAt); err != nil {
+		var err error
+		if items, err = s.view(parent, spawnAt, len(own)+viewHeadroom); err != nil {
 			return nil, fmt.Errorf("local: loading ancestors of %s: %w", threadID, err)
 		}
+	} else {
+		items = make([]runtime.Item, 0, len(own)+viewHeadroom)
 	}
 	inherited := len(items)
-	if items, err = decodeItems(slices.Grow(items, state.Length), log, -1); err != nil {
-		return nil, fmt.Errorf("local: thread %s: %w", threadID, err)
-	}
+	items = append(items, own...)
 	return &runtime.Thread{ID: threadID, State: state, Items: items, Inherited: inherited}, nil
 }
 
-// view returns the first limit items of a thread's full view.
-func (s *HistoryStore) view(threadID string, limit int) ([]runtime.Item, error) {
+// view returns the first limit items of a thread's full view, in a new
+// slice with room for extra more.
+func (s *HistoryStore) view(threadID string, limit, extra int) ([]runtime.Item, error) {
 	sh := &s.shards[s.shardOf(threadID)]
 	sh.mu.Lock()
 	rec := sh.threads[threadID]
@@ -107,26 +114,44 @@ func (s *HistoryStore) view(threadID string, limit int) ([]runtime.Item, error) 
 		sh.mu.Unlock()
 		return nil, fmt.Errorf("ancestor %s does not exist", threadID)
 	}
-	log, parent, spawnAt := rec.log, rec.state.Parent, rec.spawnAt
-	cold := rec.cold
+	own, parent, spawnAt, cold := rec.items, rec.state.Parent, rec.spawnAt, rec.cold
 	sh.mu.Unlock()
-	if log == nil && cold != nil {
+	if cold != nil {
+		// Read a frozen ancestor without thawing it: it is not being written.
 		var err error
-		if log, err = s.dec.DecodeAll(cold, nil); err != nil {
-			return nil, fmt.Errorf("thawing %s: %w", threadID, err)
+		if own, err = s.decodeFrame(threadID, cold, -1); err != nil {
+			return nil, err
 		}
 	}
 	var items []runtime.Item
 	if parent != "" {
 		var err error
-		if items, err = s.view(parent, spawnAt); err != nil {
+		if items, err = s.view(parent, spawnAt, limit+extra); err != nil {
 			return nil, err
 		}
+	} else {
+		items = make([]runtime.Item, 0, limit+extra)
 	}
 	if len(items) >= limit {
 		return items[:limit], nil
 	}
-	return decodeItems(items, log, limit-len(items))
+	return append(items, own[:min(len(own), limit-len(items))]...), nil
+}
+
+func (s *HistoryStore) decodeFrame(id string, frame []byte, sizeHint int) ([]runtime.Item, error) {
+	var dst []byte
+	if sizeHint > 0 {
+		dst = make([]byte, 0, sizeHint)
+	}
+	log, err := s.dec.DecodeAll(frame, dst)
+	if err != nil {
+		return nil, fmt.Errorf("local: thawing thread %s: %w", id, err)
+	}
+	items, err := decodeItems(nil, log, -1)
+	if err != nil {
+		return nil, fmt.Errorf("local: thread %s: %w", id, err)
+	}
+	return items, nil
 }
 
 // thaw turns a frozen record hot again. Callers hold the shard lock.
@@ -134,11 +159,11 @@ func (s *HistoryStore) thaw(sh *shard, id string, rec *record) error {
 	if rec.cold == nil {
 		return nil
 	}
-	log, err := s.dec.DecodeAll(rec.cold, make([]byte, 0, rec.rawLen+rec.rawLen/4))
+	items, err := s.decodeFrame(id, rec.cold, rec.rawLen)
 	if err != nil {
-		return fmt.Errorf("local: thawing thread %s: %w", id, err)
+		return err
 	}
-	rec.log, rec.cold = log, nil
+	rec.items, rec.cold = items, nil
 	sh.hot[id] = rec
 	return nil
 }
@@ -185,9 +210,7 @@ func (s *HistoryStore) Commit(ctx context.Context, c *runtime.Commit) error {
 	if rec.state.Length+len(c.Append) != c.State.Length {
 		return fmt.Errorf("local: commit of %s: state length %d, want %d", c.ThreadID, c.State.Length, rec.state.Length+len(c.Append))
 	}
-	for i := range c.Append {
-		rec.log = appendItem(rec.log, &c.Append[i])
-	}
+	rec.items = append(rec.items, c.Append...)
 	rec.state = c.State.Clone()
 	now := s.now()
 	rec.touched = now
@@ -208,12 +231,12 @@ func (s *HistoryStore) Commit(ctx context.Context, c *runtime.Commit) error {
 func (s *HistoryStore) FreezeIdle(idle time.Duration) int {
 	cutoff := s.now().Add(-idle)
 	frozen := 0
-	var scratch []byte
+	var scratch, log []byte
 	type cand struct {
-		id  string
-		rec *record
-		log []byte
-		ver int64
+		id    string
+		rec   *record
+		items []runtime.Item
+		ver   int64
 	}
 	var cands []cand
 	for i := range s.shards {
@@ -224,20 +247,24 @@ func (s *HistoryStore) FreezeIdle(idle time.Duration) int {
 			if rec.touched.After(cutoff) {
 				continue
 			}
-			if len(rec.log) == 0 {
+			if len(rec.items) == 0 {
 				delete(sh.hot, id)
 				continue
 			}
-			cands = append(cands, cand{id, rec, rec.log, rec.state.Version})
+			cands = append(cands, cand{id, rec, rec.items, rec.state.Version})
 		}
 		sh.mu.Unlock()
 		for _, c := range cands {
-			scratch = s.enc.EncodeAll(c.log, scratch[:0])
+			log = log[:0]
+			for i := range c.items {
+				log = appendItem(log, &c.items[i])
+			}
+			scratch = s.enc.EncodeAll(log, scratch[:0])
 			frame := make([]byte, len(scratch))
 			copy(frame, scratch)
 			sh.mu.Lock()
-			if c.rec.state.Version == c.ver && c.rec.cold == nil && len(c.rec.log) == len(c.log) {
-				c.rec.cold, c.rec.rawLen, c.rec.log = frame, len(c.log), nil
+			if c.rec.state.Version == c.ver && c.rec.cold == nil {
+				c.rec.cold, c.rec.rawLen, c.rec.items = frame, len(log), nil
 				delete(sh.hot, c.id)
 				frozen++
 			}
@@ -251,9 +278,9 @@ func (s *HistoryStore) FreezeIdle(idle time.Duration) int {
 type StoreStats struct {
 	Threads   int
 	Hot       int
-	HotBytes  int // encoded log bytes of hot threads
+	HotBytes  int // payload bytes of hot threads' items
 	ColdBytes int // compressed bytes of frozen threads
-	RawBytes  int // encoded log bytes of all threads (before compression)
+	RawBytes  int // encoded bytes of frozen threads before compression, payload bytes of hot ones
 }
 
 // Stats counts threads and bytes.
@@ -269,8 +296,12 @@ func (s *HistoryStore) Stats() StoreStats {
 				st.ColdBytes += len(rec.cold)
 				st.RawBytes += rec.rawLen
 			} else {
-				st.HotBytes += len(rec.log)
-				st.RawBytes += len(rec.log)
+				n := 0
+				for i := range rec.items {
+					n += rec.items[i].Size()
+				}
+				st.HotBytes += n
+				st.RawBytes += n
 			}
 		}
 		sh.mu.Unlock()

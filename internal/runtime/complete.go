@@ -49,7 +49,7 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 		return nil, err
 	}
 	req := &CompletionRequest{ThreadID: s.threadID, CompletionID: completionID(s.threadID, s.version, n),
-		History: s.view, Tools: ts.Specs()}
+		History: s.view, Inherited: s.th.Inherited, Tools: ts.Specs()}
 	mctx := ctx
 	if !s.deadline.IsZero() {
 		var cancel context.CancelFunc
@@ -93,14 +93,15 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 	if usage != (Usage{}) {
 		up = &usage
 	}
-	if b.text.Len() > 0 || b.reasoning.Len() > 0 || b.call == nil {
-		s.appendItem(Item{Kind: ItemAssistant, Text: b.text.String(), Reasoning: b.reasoning.String(), Usage: up})
+	text := string(b.text)
+	if len(b.text) > 0 || len(b.reasoning) > 0 || b.call == nil {
+		s.appendItem(Item{Kind: ItemAssistant, Text: text, Reasoning: string(b.reasoning), Usage: up})
 		up = nil
 	}
 	s.e.observe(ctx, Event{Type: EventCompletionFinished, ThreadID: s.threadID, SliceID: s.res.SliceID, Duration: s.e.now().Sub(start)})
 	if b.call == nil {
 		s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: &OutputEvent{
-			ID: DeriveID("out_", s.threadID, strconv.Itoa(s.ownPos())), ThreadID: s.threadID, Kind: "reply", Text: b.text.String()}})
+			ID: DeriveID("out_", s.threadID, strconv.Itoa(s.ownPos())), ThreadID: s.threadID, Kind: "reply", Text: text}})
 		return nil, nil
 	}
 	call := Item{Kind: ItemToolCall, CallID: callID(s.threadID, s.ownPos()), Name: b.call.Name, Args: b.call.Args, Usage: up}

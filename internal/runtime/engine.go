@@ -155,9 +155,10 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 		return s.res, fmt.Errorf("runtime: loading thread %s: %w", s.threadID, err)
 	}
 	s.th, s.version, s.length = th, th.State.Version, th.State.Length
-	s.view = slices.Clip(th.Items)
+	s.view = th.Items // the caller owns Load's slice (see HistoryStore)
 	s.st = th.State.Clone()
 	s.res.SliceID = sliceID(s.threadID, s.version, batch)
+	s.buf.text = make([]byte, 0, 2048)
 	s.e.observe(ctx, Event{Type: EventSliceStarted, ThreadID: s.threadID, SliceID: s.res.SliceID,
 		MessageIDs: ids(batch), Version: s.version})
 

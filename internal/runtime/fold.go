@@ -121,7 +121,7 @@ func (s *slice) foldEvent(m Message) {
 		ID   string          `json:"original_tool_call_id"`
 		Args json.RawMessage `json:"original_args"`
 	}{name, m.ToolCallID, json.RawMessage(args)})
-	id := DeriveID("evt_", s.threadID, m.ID)
+	id := DeriveID(SyntheticCallPrefix, s.threadID, m.ID)
 	text := m.Text
 	switch {
 	case m.Kind == KindWake && text == "":

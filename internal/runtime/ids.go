@@ -12,14 +12,21 @@ var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadd
 // the same ID on every retry, different parts give different IDs. IDs are the
 // prefix followed by 26 base32 characters (130 bits of SHA-256).
 func DeriveID(prefix string, parts ...string) string {
-	h := sha256.New()
+	var stack [512]byte
+	buf := stack[:0]
 	for _, p := range parts {
-		h.Write([]byte(strconv.Itoa(len(p))))
-		h.Write([]byte{':'})
-		h.Write([]byte(p))
+		buf = strconv.AppendInt(buf, int64(len(p)), 10)
+		buf = append(buf, ':')
+		buf = append(buf, p...)
 	}
-	sum := h.Sum(nil)
-	return prefix + idEncoding.EncodeToString(sum[:16])
+	sum := sha256.Sum256(buf)
+	var out [64]byte
+	n := copy(out[:], prefix)
+	if n < len(prefix) {
+		return prefix + idEncoding.EncodeToString(sum[:16])
+	}
+	idEncoding.Encode(out[n:], sum[:16])
+	return string(out[:n+idEncoding.EncodedLen(16)])
 }
 
 // callID is the ID of the tool call recorded at position pos of a thread's

@@ -81,3 +81,12 @@ func (it *Item) Size() int {
 	}
 	return n + 16
 }
+
+// SyntheticCallPrefix starts the call IDs of synthetic events.
+const SyntheticCallPrefix = "evt_"
+
+// IsSynthetic reports whether it is part of a synthetic event (the runtime's
+// injected call or its result), as opposed to a call the model made.
+func IsSynthetic(it *Item) bool {
+	return it.Name == InjectedToolName && len(it.CallID) > len(SyntheticCallPrefix) && it.CallID[:len(SyntheticCallPrefix)] == SyntheticCallPrefix
+}

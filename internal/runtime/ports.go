@@ -10,7 +10,9 @@ import (
 // Both pass the conformance suite in internal/runtime/storetest.
 type HistoryStore interface {
 	// Load returns the thread's full view in one call. A thread that was
-	// never written loads as an empty root thread with Version 0.
+	// never written loads as an empty root thread with Version 0. The
+	// returned Thread and its Items slice belong to the caller, who may
+	// append to it; the strings in it must stay valid and unchanged.
 	Load(ctx context.Context, threadID string) (*Thread, error)
 	// Commit applies c atomically, or fails with ErrConflict when the stored
 	// version is not c.Expected.
@@ -67,7 +69,9 @@ type CompletionRequest struct {
 	// same ID.
 	CompletionID string
 	History      []Item
-	Tools        []ToolSpec
+	// Inherited is how many of History come from the thread's ancestors.
+	Inherited int
+	Tools     []ToolSpec
 }
 
 // TurnWriter receives a completion as it streams.

@@ -1,11 +1,10 @@
 package runtime
 
-import "strings"
-
 // turnBuffer collects one streamed completion. Nothing reaches history until
-// the completion has ended without error; a failed stream is discarded.
+// the completion has ended without error; a failed stream is discarded. Its
+// byte buffers are reused across the completions of a slice.
 type turnBuffer struct {
-	text, reasoning strings.Builder
+	text, reasoning []byte
 	call            *ToolCallDraft
 	dropped         int // tool calls after the first, dropped
 	droppedAfter    int // bytes of text streamed after the first tool call, dropped
@@ -18,8 +17,8 @@ type ToolCallDraft struct {
 }
 
 func (b *turnBuffer) reset() {
-	b.text.Reset()
-	b.reasoning.Reset()
+	b.text = b.text[:0]
+	b.reasoning = b.reasoning[:0]
 	b.call = nil
 	b.dropped, b.droppedAfter = 0, 0
 	b.usage = Usage{}
@@ -30,14 +29,14 @@ func (b *turnBuffer) Text(s string) {
 		b.droppedAfter += len(s)
 		return
 	}
-	b.text.WriteString(s)
+	b.text = append(b.text, s...)
 }
 
 func (b *turnBuffer) Reasoning(s string) {
 	if b.call != nil {
 		return
 	}
-	b.reasoning.WriteString(s)
+	b.reasoning = append(b.reasoning, s...)
 }
 
 func (b *turnBuffer) ToolCall(id, name, args string) {

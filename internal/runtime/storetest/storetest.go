@@ -248,7 +248,7 @@ func testThreeLevels(t *testing.T, s runtime.HistoryStore, id string) {
 	}
 	ib := items(b, 4)
 	err := s.Commit(context.Background(), &runtime.Commit{ThreadID: b, Expected: 0, Append: ib,
-		State: runtime.ThreadState{Version: 1, Length: 4, Parent: a, Stack: []string{a, b}},
+		State:    runtime.ThreadState{Version: 1, Length: 4, Parent: a, Stack: []string{a, b}},
 		Children: []runtime.ChildThread{{ID: c, SpawnAt: 7, State: runtime.ThreadState{Parent: b, Stack: []string{a, b, c}}}}})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,69 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+type rec struct {
+	text, reasoning strings.Builder
+	calls           []string
+}
+
+func (r *rec) Text(s string)                  { r.text.WriteString(s) }
+func (r *rec) Reasoning(s string)             { r.reasoning.WriteString(s) }
+func (r *rec) ToolCall(id, name, args string) { r.calls = append(r.calls, name+" "+args) }
+func (r *rec) Usage(runtime.Usage)            {}
+
+func TestSimPolicy(t *testing.T) {
+	m := &Sim{Chunks: 2, Tool: "run_command", ToolArgs: `{"x":1}`}
+	var r rec
+	req := &runtime.CompletionRequest{History: []runtime.Item{{Kind: runtime.ItemUser, Text: "go"}}}
+	if err := m.Complete(context.Background(), req, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.text.String() != DefaultSentence+DefaultSentence || len(r.calls) != 1 {
+		t.Fatalf("after a user message: text %q calls %v", r.text.String(), r.calls)
+	}
+	r = rec{}
+	req.History = append(req.History, runtime.Item{Kind: runtime.ItemToolCall}, runtime.Item{Kind: runtime.ItemToolResult})
+	if err := m.Complete(context.Background(), req, &r); err != nil || len(r.calls) != 0 {
+		t.Fatalf("after a tool result: calls %v err %v", r.calls, err)
+	}
+	m.Fail = func(*runtime.CompletionRequest, int) bool { return true }
+	if err := m.Complete(context.Background(), req, &rec{}); !errors.Is(err, ErrInjected) {
+		t.Fatalf("injected failure: %v", err)
+	}
+}
+
+func TestScriptParsing(t *testing.T) {
+	if _, err := ParseScript([]byte(`{"default":[{"tool_call":{"args":{}}}]}`)); err == nil || !strings.Contains(err.Error(), "without a name") {
+		t.Fatalf("unnamed tool call: %v", err)
+	}
+	if _, err := ParseScript([]byte(`{"default":[{"txt":"typo"}]}`)); err == nil {
+		t.Fatal("unknown field accepted")
+	}
+	s, err := LoadScript("testdata/script.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewScripted(s)
+	var r rec
+	req := &runtime.CompletionRequest{ThreadID: "t", History: []runtime.Item{{Kind: runtime.ItemUser, Text: "hi"}}}
+	if err := m.Complete(context.Background(), req, &r); err != nil || len(r.calls) != 1 || !strings.HasPrefix(r.calls[0], "get_time ") {
+		t.Fatalf("step 0: %v %v", r.calls, err)
+	}
+	req.History = append(req.History, runtime.Item{Kind: runtime.ItemAssistant}, runtime.Item{Kind: runtime.ItemToolCall, CallID: "c"}, runtime.Item{Kind: runtime.ItemToolResult, CallID: "c"})
+	r = rec{}
+	if err := m.Complete(context.Background(), req, &r); err != nil || r.text.String() != "It is noon in UTC." {
+		t.Fatalf("step 1: %q %v", r.text.String(), err)
+	}
+	req.History = append(req.History, runtime.Item{Kind: runtime.ItemAssistant})
+	if err := m.Complete(context.Background(), req, &rec{}); !runtime.IsPermanent(err) {
+		t.Fatalf("exhausted script: %v", err)
+	}
+}

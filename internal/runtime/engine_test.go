@@ -1,0 +1,201 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentslice/agentslice/internal/local"
+	"github.com/agentslice/agentslice/internal/model"
+	"github.com/agentslice/agentslice/internal/runtime"
+	"github.com/agentslice/agentslice/internal/runtime/runtimetest"
+)
+
+type sink struct {
+	mu   sync.Mutex
+	msgs []runtime.Message
+}
+
+func (s *sink) Send(ctx context.Context, msgs ...runtime.Message) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.msgs = append(s.msgs, msgs...)
+	return nil
+}
+
+func newEngine(store runtime.HistoryStore, m runtime.Model) (*runtime.Engine, *sink) {
+	q := &sink{}
+	tb := runtime.NewToolbox()
+	tb.MustAdd(runtime.ToolEntry{Spec: runtime.ToolSpec{Name: "echo"}, Sync: runtimetest.SyncFunc(
+		func(ctx context.Context, env *runtime.SyncEnv, inv runtime.Invocation) (runtime.ToolOutput, error) {
+			return runtime.ToolOutput{Text: "echo"}, nil
+		})})
+	return &runtime.Engine{History: store, Queue: q, Model: m, Tools: tb,
+		Limits: runtime.Limits{RetryBase: time.Millisecond}}, q
+}
+
+func userMsg(thread, id string) runtime.Message {
+	return runtime.Message{V: 1, ID: id, ThreadID: thread, Kind: runtime.KindUser, Text: "hi " + id}
+}
+
+// barrierStore lets n loads through together, so n slices of one thread
+// start from the same version (a visibility timeout expiring mid-slice).
+type barrierStore struct {
+	runtime.HistoryStore
+	wg *sync.WaitGroup
+}
+
+func (b barrierStore) Load(ctx context.Context, id string) (*runtime.Thread, error) {
+	th, err := b.HistoryStore.Load(ctx, id)
+	b.wg.Done()
+	b.wg.Wait()
+	return th, err
+}
+
+// Invariant 2 (storage side): of two concurrent slices of one thread exactly
+// one commits; the other fails with ErrConflict and, retried, is
+// deduplicated or folded in without corrupting history.
+func TestConcurrentSlicesOfOneThread(t *testing.T) {
+	store := local.NewHistoryStore()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	bs := barrierStore{store, &wg}
+	e1, _ := newEngine(bs, &model.Sim{Chunks: 1})
+	e2, _ := newEngine(bs, &model.Sim{Chunks: 1})
+	errs := make([]error, 2)
+	var run sync.WaitGroup
+	for i, e := range []*runtime.Engine{e1, e2} {
+		run.Add(1)
+		go func() {
+			defer run.Done()
+			_, errs[i] = e.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u1")}})
+		}()
+	}
+	run.Wait()
+	ok, conflicts := 0, 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, runtime.ErrConflict):
+			conflicts++
+		default:
+			t.Fatalf("unexpected error %v", err)
+		}
+	}
+	if ok != 1 || conflicts != 1 {
+		t.Fatalf("ok %d conflicts %d, want 1 and 1 (errors %v)", ok, conflicts, errs)
+	}
+	// The loser's message is redelivered: it is recognised as processed.
+	e3, _ := newEngine(store, &model.Sim{Chunks: 1})
+	res, err := e3.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u1")}})
+	if err != nil || len(res.Duplicates) != 1 {
+		t.Fatalf("redelivery: %+v %v", res, err)
+	}
+	th, _ := store.Load(context.Background(), "t")
+	if len(th.Items) != 2 {
+		t.Fatalf("history has %d items, want user + assistant:\n%s", len(th.Items), runtimetest.Transcript(th.Items))
+	}
+}
+
+// clockModel advances a fake clock by step on every completion and always
+// calls the synchronous echo tool, so only the deadline can stop the slice.
+type clockModel struct {
+	mu   sync.Mutex
+	now  time.Time
+	step time.Duration
+}
+
+func (c *clockModel) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clockModel) Complete(ctx context.Context, req *runtime.CompletionRequest, w runtime.TurnWriter) error {
+	c.mu.Lock()
+	c.now = c.now.Add(c.step)
+	c.mu.Unlock()
+	w.ToolCall("", "echo", `{}`)
+	return nil
+}
+
+// Invariant 7: reaching the deadline commits and enqueues a continuation.
+func TestDeadlineEnqueuesContinuation(t *testing.T) {
+	store := local.NewHistoryStore()
+	clock := &clockModel{now: time.Now(), step: 3 * time.Second}
+	e, q := newEngine(store, clock)
+	e.Now = clock.Now
+	e.Limits.MaxCompletions = 100
+	e.Limits.DeadlineMargin = 2 * time.Second
+	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(10*time.Second))
+	defer cancel()
+	res, err := e.RunSlice(ctx, runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 3 s per completion, 8 s usable: completions at 0, 3, 6 s; then stop.
+	if res.Completions != 3 || !res.Continued {
+		t.Fatalf("completions %d continued %v, want 3 and true", res.Completions, res.Continued)
+	}
+	if len(q.msgs) != 1 || q.msgs[0].Kind != runtime.KindContinue {
+		t.Fatalf("queued %+v, want one continuation", q.msgs)
+	}
+	th, _ := store.Load(context.Background(), "t")
+	if len(th.Items) != 7 || len(th.State.Outbox) != 0 {
+		t.Fatalf("after the slice: %d items, outbox %d", len(th.Items), len(th.State.Outbox))
+	}
+}
+
+func TestClosedThreadDropsMessages(t *testing.T) {
+	store := local.NewHistoryStore()
+	err := store.Commit(context.Background(), &runtime.Commit{ThreadID: "t", Expected: 0,
+		State: runtime.ThreadState{Version: 1, Closed: true, Stack: []string{"t"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counting := &runtimetest.CountingModel{Model: &model.Sim{Chunks: 1}}
+	e, _ := newEngine(store, counting)
+	res, err := e.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u1")}})
+	if err != nil || len(res.Dropped) != 1 || counting.Count("t") != 0 {
+		t.Fatalf("res %+v err %v completions %d", res, err, counting.Count("t"))
+	}
+}
+
+type recObserver struct {
+	mu  sync.Mutex
+	evs []runtime.Event
+}
+
+func (r *recObserver) Observe(ctx context.Context, ev runtime.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.evs = append(r.evs, ev)
+}
+
+func TestObserverSeesTheSlice(t *testing.T) {
+	store := local.NewHistoryStore()
+	obs := &recObserver{}
+	e, _ := newEngine(store, &model.Sim{Chunks: 1})
+	e.Observer = obs
+	res, err := e.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seq []string
+	for _, ev := range obs.evs {
+		if ev.ThreadID != "t" || (ev.Type != runtime.EventSliceStarted && ev.SliceID != res.SliceID) {
+			t.Fatalf("event without thread/slice: %+v", ev)
+		}
+		seq = append(seq, string(ev.Type))
+	}
+	if got := strings.Join(seq, ","); got != "slice_started,completion_finished,turn_committed,turn_committed,slice_finished" {
+		t.Fatalf("events %s", got)
+	}
+}
+
+func TestRejectsMessageForOtherThread(t *testing.T) {
+	e, _ := newEngine(local.NewHistoryStore(), &model.Sim{Chunks: 1})
+	res, err := e.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("other", "u1")}})
+	if err != nil || len(res.Rejected) != 1 || !strings.Contains(res.Rejected[0].Err.Error(), "thread_id") {
+		t.Fatalf("res %+v err %v", res, err)
+	}
+}
