@@ -24,13 +24,15 @@ type harness struct {
 	work  *runtimetest.RecordingTool // async, never answers by itself
 	echo  int                        // sync tool calls
 
+	tb  *runtime.Toolbox
 	mu  sync.Mutex
 	out []runtime.OutputEvent
+	got chan struct{} // a signal per output event
 }
 
 func newHarness(t *testing.T, model runtime.Model, mods ...func(*Config)) *harness {
 	t.Helper()
-	h := &harness{t: t, store: NewHistoryStore()}
+	h := &harness{t: t, store: NewHistoryStore(), got: make(chan struct{}, 1024)}
 	h.run = &runtimetest.RecordingTool{Reply: func(inv runtime.Invocation) (string, bool) {
 		return "ok: " + inv.Args, true
 	}}
@@ -48,8 +50,12 @@ func newHarness(t *testing.T, model runtime.Model, mods ...func(*Config)) *harne
 	cfg := Config{Model: model, Tools: tb, History: h.store,
 		Output: OutputFunc(func(ctx context.Context, ev runtime.OutputEvent) error {
 			h.mu.Lock()
-			defer h.mu.Unlock()
 			h.out = append(h.out, ev)
+			h.mu.Unlock()
+			select {
+			case h.got <- struct{}{}:
+			default: // a waiter has signals queued already
+			}
 			return nil
 		}),
 		Logger:    slog.New(slog.DiscardHandler),
@@ -59,6 +65,7 @@ func newHarness(t *testing.T, model runtime.Model, mods ...func(*Config)) *harne
 	for _, m := range mods {
 		m(&cfg)
 	}
+	h.tb = tb
 	sys, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -94,6 +101,19 @@ func (h *harness) wait() {
 	case <-h.sys.Idle():
 	case <-time.After(10 * time.Second):
 		h.t.Fatalf("system did not go idle; %d threads active", h.sys.Active())
+	}
+}
+
+// waitReplies blocks until n reply events have been published in all.
+func (h *harness) waitReplies(n int) {
+	h.t.Helper()
+	deadline := time.After(10 * time.Second)
+	for len(h.outputs("reply")) < n {
+		select {
+		case <-h.got:
+		case <-deadline:
+			h.t.Fatalf("%d replies, waited for %d", len(h.outputs("reply")), n)
+		}
 	}
 }
 

@@ -308,3 +308,18 @@ func (s *HistoryStore) Stats() StoreStats {
 	}
 	return st
 }
+
+// Threads returns the IDs of all stored threads, sorted.
+func (s *HistoryStore) Threads() []string {
+	var ids []string
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for id := range sh.threads {
+			ids = append(ids, id)
+		}
+		sh.mu.Unlock()
+	}
+	slices.Sort(ids)
+	return ids
+}

@@ -26,6 +26,11 @@ type Config struct {
 	SliceAttempts int
 	// RetryBase is the first backoff between slice attempts. Default 10ms.
 	RetryBase time.Duration
+	// OnSend, when set, sees every message accepted by Send (tests record
+	// them to redeliver them).
+	OnSend func(msgs []runtime.Message)
+	// Compaction is passed to the engine.
+	Compaction *runtime.CompactionPolicy
 }
 
 // DeadLetter is a message the system gave up on, with the reason.
@@ -85,7 +90,7 @@ func New(cfg Config) (*System, error) {
 	s := &System{cfg: cfg, log: cfg.Logger, boxes: map[string]*mailbox{}, idle: make(chan struct{})}
 	close(s.idle)
 	s.engine = &runtime.Engine{History: cfg.History, Dedup: cfg.Dedup, Queue: s, Output: cfg.Output,
-		Model: cfg.Model, Tools: cfg.Tools, Observer: cfg.Observer, Limits: cfg.Limits}
+		Model: cfg.Model, Tools: cfg.Tools, Observer: cfg.Observer, Limits: cfg.Limits, Compaction: cfg.Compaction}
 	return s, nil
 }
 
@@ -126,6 +131,9 @@ func (s *System) Send(ctx context.Context, msgs ...runtime.Message) error {
 		if err := msgs[i].Validate(); err != nil {
 			return err
 		}
+	}
+	if s.cfg.OnSend != nil {
+		s.cfg.OnSend(msgs)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

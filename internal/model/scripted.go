@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -23,6 +24,17 @@ import (
 type Script struct {
 	Default []Step            `json:"default"`
 	Threads map[string][]Step `json:"threads,omitempty"`
+	// Match picks steps for threads whose IDs are derived (children): the
+	// first rule whose Contains occurs in what the thread was started with
+	// (its own items before its first completion) wins. Threads, then
+	// Match, then Default.
+	Match []MatchRule `json:"match,omitempty"`
+}
+
+// MatchRule selects steps by the text a thread was started with.
+type MatchRule struct {
+	Contains string `json:"contains"`
+	Steps    []Step `json:"steps"`
 }
 
 // Step is one scripted completion.
@@ -36,6 +48,8 @@ type Step struct {
 	FailTimes int `json:"fail_times,omitempty"`
 	// Permanent makes the step fail with a non-retryable error.
 	Permanent string `json:"permanent_error,omitempty"`
+	// Usage is reported for the completion.
+	Usage *runtime.Usage `json:"usage,omitempty"`
 }
 
 // StepCall is a scripted tool call; Args is any JSON value (usually an
@@ -79,7 +93,38 @@ func ParseScript(b []byte) (*Script, error) {
 			return nil, err
 		}
 	}
+	for i, r := range s.Match {
+		if r.Contains == "" {
+			return nil, fmt.Errorf("model: script match rule %d has an empty contains", i)
+		}
+		if err := check(fmt.Sprintf("match %q", r.Contains), r.Steps); err != nil {
+			return nil, err
+		}
+	}
 	return &s, nil
+}
+
+// expand replaces placeholders in scripted arguments: $THREAD is the
+// thread's ID, $CALL:name the ID of the latest call to tool name in the
+// thread's view, $CHILD the latest thread spawned by this thread.
+func expand(args string, req *runtime.CompletionRequest) string {
+	if !strings.Contains(args, "$") {
+		return args
+	}
+	args = strings.ReplaceAll(args, "$THREAD", req.ThreadID)
+	for i := len(req.History) - 1; i >= 0; i-- {
+		it := req.History[i]
+		if it.Kind != runtime.ItemToolCall {
+			continue
+		}
+		if ph := "$CALL:" + it.Name; strings.Contains(args, ph) {
+			args = strings.ReplaceAll(args, ph, it.CallID)
+		}
+		if it.Name == "spawn_thread" && strings.Contains(args, "$CHILD") {
+			args = strings.ReplaceAll(args, "$CHILD", runtime.ChildThreadID(req.ThreadID, it.CallID))
+		}
+	}
+	return args
 }
 
 // Scripted plays a Script.
@@ -87,19 +132,25 @@ type Scripted struct {
 	Script *Script
 
 	mu       sync.Mutex
-	failures map[string]int // (thread, step) -> failed attempts so far
+	failures map[string]int    // (thread, step) -> failed attempts so far
+	chosen   map[string][]Step // thread -> its steps, fixed at its first completion
 }
 
 // NewScripted returns a model playing s.
-func NewScripted(s *Script) *Scripted { return &Scripted{Script: s, failures: map[string]int{}} }
+func NewScripted(s *Script) *Scripted {
+	return &Scripted{Script: s, failures: map[string]int{}, chosen: map[string][]Step{}}
+}
 
 // Complete streams the thread's next step.
 func (m *Scripted) Complete(ctx context.Context, req *runtime.CompletionRequest, w runtime.TurnWriter) error {
-	steps, ok := m.Script.Threads[req.ThreadID]
+	m.mu.Lock()
+	steps, ok := m.chosen[req.ThreadID]
 	if !ok {
-		steps = m.Script.Default
+		steps = m.Script.steps(req)
+		m.chosen[req.ThreadID] = steps
 	}
-	n := Completions(req.History[req.Inherited:])
+	m.mu.Unlock()
+	n := req.Turn
 	if n >= len(steps) {
 		return runtime.Permanent(fmt.Errorf("model: script for thread %s has %d steps; completion %d was asked for", req.ThreadID, len(steps), n+1))
 	}
@@ -123,14 +174,41 @@ func (m *Scripted) Complete(ctx context.Context, req *runtime.CompletionRequest,
 		}
 	}
 	w.Text(st.Text[half:])
+	if st.Usage != nil {
+		w.Usage(*st.Usage)
+	}
 	for _, c := range append(callsOf(st.ToolCall), st.ExtraCalls...) {
 		args := string(c.Args)
 		if c.RawArgs != "" {
 			args = c.RawArgs
 		}
-		w.ToolCall("", c.Name, args)
+		w.ToolCall("", c.Name, expand(args, req))
 	}
 	return nil
+}
+
+func (s *Script) steps(req *runtime.CompletionRequest) []Step {
+	if steps, ok := s.Threads[req.ThreadID]; ok {
+		return steps
+	}
+	if len(s.Match) > 0 {
+		// What the thread was started with: its own items before its
+		// first completion.
+		var start strings.Builder
+		for _, it := range req.History[req.Inherited:] {
+			if it.Kind == runtime.ItemAssistant || (it.Kind == runtime.ItemToolCall && !runtime.IsSynthetic(&it)) {
+				break
+			}
+			start.WriteString(it.Text)
+			start.WriteByte('\n')
+		}
+		for _, r := range s.Match {
+			if strings.Contains(start.String(), r.Contains) {
+				return r.Steps
+			}
+		}
+	}
+	return s.Default
 }
 
 func callsOf(c *StepCall) []StepCall {
@@ -138,23 +216,4 @@ func callsOf(c *StepCall) []StepCall {
 		return nil
 	}
 	return []StepCall{*c}
-}
-
-// Completions counts the completions a thread has committed in its own part
-// of the history: every assistant item, and every tool call not directly
-// after an assistant item (a completion that only called a tool). Injected
-// events are not completions.
-func Completions(h []runtime.Item) int {
-	n := 0
-	for i, it := range h {
-		switch {
-		case it.Kind == runtime.ItemAssistant:
-			n++
-		case it.Kind == runtime.ItemToolCall && !runtime.IsSynthetic(&it):
-			if i == 0 || h[i-1].Kind != runtime.ItemAssistant {
-				n++
-			}
-		}
-	}
-	return n
 }

@@ -59,10 +59,11 @@ func TestScriptParsing(t *testing.T) {
 	}
 	req.History = append(req.History, runtime.Item{Kind: runtime.ItemAssistant}, runtime.Item{Kind: runtime.ItemToolCall, CallID: "c"}, runtime.Item{Kind: runtime.ItemToolResult, CallID: "c"})
 	r = rec{}
+	req.Turn = 1
 	if err := m.Complete(context.Background(), req, &r); err != nil || r.text.String() != "It is noon in UTC." {
 		t.Fatalf("step 1: %q %v", r.text.String(), err)
 	}
-	req.History = append(req.History, runtime.Item{Kind: runtime.ItemAssistant})
+	req.Turn = 2
 	if err := m.Complete(context.Background(), req, &rec{}); !runtime.IsPermanent(err) {
 		t.Fatalf("exhausted script: %v", err)
 	}

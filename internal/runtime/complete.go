@@ -48,8 +48,9 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 	if err != nil {
 		return nil, err
 	}
+	hist, inherited := EffectiveView(s.view, s.th.Inherited)
 	req := &CompletionRequest{ThreadID: s.threadID, CompletionID: completionID(s.threadID, s.version, n),
-		History: s.view, Inherited: s.th.Inherited, Tools: ts.Specs()}
+		History: hist, Inherited: inherited, Turn: CountCompletions(s.view[s.th.Inherited:]), Tools: ts.Specs()}
 	mctx := ctx
 	if !s.deadline.IsZero() {
 		var cancel context.CancelFunc
@@ -100,6 +101,10 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 	}
 	s.e.observe(ctx, Event{Type: EventCompletionFinished, ThreadID: s.threadID, SliceID: s.res.SliceID, Duration: s.e.now().Sub(start)})
 	if b.call == nil {
+		if s.st.Compaction {
+			s.deliverSummary(text)
+			return nil, nil
+		}
 		s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: &OutputEvent{
 			ID: DeriveID("out_", s.threadID, strconv.Itoa(s.ownPos())), ThreadID: s.threadID, Kind: "reply", Text: text}})
 		return nil, nil
@@ -152,7 +157,7 @@ func (s *slice) runCall(ctx context.Context, call *Item) bool {
 		}
 	}
 	if entry.Sync != nil {
-		env := &SyncEnv{Thread: s.th, State: &s.st, Position: len(s.view), Now: s.e.now()}
+		env := &SyncEnv{Thread: s.th, State: &s.st, Position: len(s.view) - 1, CallID: c.CallID, Now: s.e.now()}
 		out, err := entry.Sync.Run(ctx, env, Invocation{ThreadID: s.threadID, CallID: c.CallID, Name: c.Name,
 			Args: c.Args, Ancestors: ancestors(s.st.Stack)})
 		if err != nil {

@@ -55,6 +55,9 @@ type Engine struct {
 	Observer Observer // optional
 	Limits   Limits
 	Now      func() time.Time // optional; time.Now
+	// Compaction, when set, summarises threads that approach the model's
+	// context window.
+	Compaction *CompactionPolicy
 }
 
 // SliceInput is one slice's work: a batch of messages for one thread, in
@@ -182,6 +185,7 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 				return s.res, err
 			}
 		}
+		s.maybeCompact()
 		if err := s.commit(ctx); err != nil {
 			return s.res, err
 		}

@@ -19,6 +19,20 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 	switch m.Kind {
 	case KindUser, KindParent, KindStart:
 		s.interrupt(m)
+		if m.Kind == KindStart && m.ToolCallID != "" {
+			// A temporary child processing one subscription event: the
+			// event first, then its instructions.
+			if s.findCall(m.ToolCallID) == nil {
+				s.reject(ctx, m.ID, &BadMessageError{ID: m.ID, Field: "tool_call_id",
+					Reason: fmt.Sprintf("no call %q in the view of thread %s", m.ToolCallID, s.threadID)})
+				return false
+			}
+			ev := m
+			ev.ID, ev.Text = m.ID+"#event", m.From
+			s.foldEvent(ev)
+			s.appendItem(Item{Kind: ItemUser, Input: m.ID, Text: threadedEventInstructions(s.threadID)})
+			return true
+		}
 		text := m.Text
 		if m.Kind == KindParent {
 			text = "Message from the parent thread: " + m.Text
@@ -28,6 +42,16 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 	case KindContinue:
 		s.appendItem(Item{Kind: ItemMarker, Input: m.ID, Text: "continue"})
 		return true
+	case KindSummary:
+		if s.st.Compacting != m.From || m.From == "" {
+			s.reject(ctx, m.ID, &BadMessageError{ID: m.ID, Field: "from",
+				Reason: fmt.Sprintf("summary from %q, but thread %s is compacted by %q", m.From, s.threadID, s.st.Compacting)})
+			return false
+		}
+		s.appendItem(Item{Kind: ItemSummary, Input: m.ID, Text: m.Text, Args: fmt.Sprintf(`{"covers":%d}`, m.Covers)})
+		s.st.Compacting = ""
+		s.st.Tokens = 0 // unknown until the next completion sees the compacted view
+		return false
 	case KindToolResult, KindWake:
 		return s.foldResult(ctx, m)
 	case KindNotice:
@@ -40,24 +64,78 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 		s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: &OutputEvent{
 			ID: DeriveID("out_", s.threadID, m.ID), ThreadID: s.threadID, Kind: "notice", Text: m.Text}})
 		return false
-	case KindEvent, KindReport:
-		if s.findCall(m.ToolCallID) == nil {
+	case KindEvent:
+		if !s.subscribed(m.ToolCallID) {
 			s.reject(ctx, m.ID, &BadMessageError{ID: m.ID, Field: "tool_call_id",
-				Reason: fmt.Sprintf("no call %q on thread %s for this %s", m.ToolCallID, s.threadID, m.Kind)})
+				Reason: fmt.Sprintf("no active subscription %q on thread %s (unknown, cancelled or ended)", m.ToolCallID, s.threadID)})
 			return false
 		}
-		if s.st.Pending != nil {
+		if m.Final {
+			s.dropSubscription(m.ToolCallID)
+		}
+		if !m.Associative {
+			s.threaded(m)
+			return false
+		}
+		return s.foldOrDefer(ctx, m)
+	case KindReport:
+		if s.findCall(m.ToolCallID) == nil {
+			s.reject(ctx, m.ID, &BadMessageError{ID: m.ID, Field: "tool_call_id",
+				Reason: fmt.Sprintf("no call %q on thread %s for this report", m.ToolCallID, s.threadID)})
+			return false
+		}
+		return s.foldOrDefer(ctx, m)
+	}
+	s.reject(ctx, m.ID, &BadMessageError{ID: m.ID, Field: "kind", Reason: fmt.Sprintf("unhandled kind %q", m.Kind)})
+	return false
+}
+
+// foldOrDefer injects an event now, or keeps it until the pending call has
+// its result (a sleep is interrupted by it instead).
+func (s *slice) foldOrDefer(ctx context.Context, m Message) bool {
+	if p := s.st.Pending; p != nil {
+		if e, ok := s.lookup(ctx, p.Name); ok && e.Interruptible {
+			s.interrupt(m)
+		} else {
 			s.st.Deferred = append(s.st.Deferred, m)
 			s.dirty = true
 			s.inputs = append(s.inputs, m.ID)
 			s.res.Processed = append(s.res.Processed, m.ID)
 			return false
 		}
-		s.foldEvent(m)
-		return true
 	}
-	s.reject(ctx, m.ID, &BadMessageError{ID: m.ID, Field: "kind", Reason: fmt.Sprintf("unhandled kind %q", m.Kind)})
+	s.foldEvent(m)
+	return true
+}
+
+func (s *slice) subscribed(callID string) bool {
+	for _, sub := range s.st.Subscriptions {
+		if sub.CallID == callID {
+			return true
+		}
+	}
 	return false
+}
+
+// threaded hands a subscription event to a temporary child thread that
+// inherits this thread's history, processes the event and reports or closes.
+// This thread records only that the event was consumed (a marker the model
+// never sees) unless a report comes back.
+func (s *slice) threaded(m Message) {
+	child := DeriveID("thr_", s.threadID, m.ID)
+	s.appendItem(Item{Kind: ItemMarker, Input: m.ID, CallID: m.ToolCallID, Text: "event handed to thread " + child})
+	stack := append(append([]string(nil), s.st.Stack...), child)
+	s.children = append(s.children, ChildThread{ID: child, SpawnAt: len(s.view) - 1,
+		State: ThreadState{Parent: s.threadID, Stack: stack, SpawnCall: m.ToolCallID, Temporary: true}})
+	start := Message{V: MessageVersion, ID: DeriveID("start_", child), ThreadID: child, Kind: KindStart,
+		ToolCallID: m.ToolCallID, From: m.Text, Content: m.Content, Final: m.Final}
+	s.st.Outbox = append(s.st.Outbox, OutboxEntry{Message: &start})
+}
+
+func threadedEventInstructions(self string) string {
+	return "You are a temporary thread (" + self + ") created to handle the event above. Decide what it means for the task. " +
+		"If the parent thread needs to know, call close_thread with thread_id \"" + self + "\" and a report_to_parent; " +
+		"otherwise call close_thread without a report."
 }
 
 // interrupt closes the pending call, if any, because the user (or parent)
@@ -69,8 +147,12 @@ func (s *slice) interrupt(m Message) {
 		return
 	}
 	s.st.Outbox = append(s.st.Outbox, OutboxEntry{Cancel: &PendingCall{ID: p.ID, Name: p.Name}})
+	cause := "a new message"
+	if m.Kind == KindEvent || m.Kind == KindReport {
+		cause = "an event"
+	}
 	s.closePending(Item{Kind: ItemToolResult, CallID: p.ID, Name: p.Name, IsError: true,
-		Text: fmt.Sprintf("interrupted: a new message arrived before %s returned; a late result will be delivered as an event", p.Name)})
+		Text: fmt.Sprintf("interrupted: %s arrived before %s returned; a late result will be delivered as an event", cause, p.Name)})
 }
 
 func (s *slice) foldResult(ctx context.Context, m Message) bool {
@@ -132,9 +214,6 @@ func (s *slice) foldEvent(m Message) {
 	s.appendItem(Item{Kind: ItemToolCall, CallID: id, Name: InjectedToolName, Args: string(a)})
 	s.appendItem(Item{Kind: ItemToolResult, Input: m.ID, CallID: id, Name: InjectedToolName,
 		Text: text, Content: m.Content, IsError: m.IsError})
-	if m.Final {
-		s.dropSubscription(m.ToolCallID)
-	}
 }
 
 func (s *slice) dropSubscription(callID string) {

@@ -32,12 +32,13 @@ const (
 	KindStart      Kind = "start"       // a freshly spawned child thread starts work
 	KindNotice     Kind = "notice"      // oauth / user-choice notice about a pending call
 	KindContinue   Kind = "continue"    // continuation after a slice hit its cap or deadline
+	KindSummary    Kind = "summary"     // a compaction child's summary for its parent
 )
 
 var knownKinds = map[Kind]bool{
 	KindUser: true, KindToolResult: true, KindEvent: true, KindWake: true,
 	KindReport: true, KindParent: true, KindStart: true, KindNotice: true,
-	KindContinue: true,
+	KindContinue: true, KindSummary: true,
 }
 
 // needsCallID lists the kinds that refer to a tool call.
@@ -73,6 +74,8 @@ type Message struct {
 	// From names the sending thread for reports and parent messages.
 	From   string `json:"from,omitempty"`
 	UserID string `json:"user_id,omitempty"`
+	// Covers is, for a summary, the length of the view it summarises.
+	Covers int `json:"covers,omitempty"`
 }
 
 // Validate checks a message's envelope and fields. It returns a

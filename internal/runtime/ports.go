@@ -68,10 +68,15 @@ type CompletionRequest struct {
 	// CompletionID is deterministic: the same slice retried asks for the
 	// same ID.
 	CompletionID string
-	History      []Item
+	// History is what the model should see: the thread's view, starting
+	// from the latest summary when the thread was compacted.
+	History []Item
 	// Inherited is how many of History come from the thread's ancestors.
 	Inherited int
-	Tools     []ToolSpec
+	// Turn is how many completions the thread has already committed in its
+	// own history (0 for its first), whatever compaction has hidden.
+	Turn  int
+	Tools []ToolSpec
 }
 
 // TurnWriter receives a completion as it streams.

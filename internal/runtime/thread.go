@@ -44,6 +44,14 @@ type ThreadState struct {
 	Subscriptions []Subscription `json:"subscriptions,omitempty"`
 	// Tokens is the latest completion's total token count (for compaction).
 	Tokens int `json:"tokens,omitempty"`
+	// Children lists the threads this thread spawned, in order.
+	Children []string `json:"children,omitempty"`
+	// Compacting is the compaction child at work on this thread, if any.
+	Compacting string `json:"compacting,omitempty"`
+	// Compaction marks a child whose one job is to summarise its history
+	// up to Covers (a position in its view) for its parent.
+	Compaction bool `json:"compaction,omitempty"`
+	Covers     int  `json:"covers,omitempty"`
 }
 
 // Clone returns a deep copy of s, so a slice can build the next state without
@@ -58,6 +66,7 @@ func (s ThreadState) Clone() ThreadState {
 	c.Outbox = append([]OutboxEntry(nil), s.Outbox...)
 	c.Deferred = append([]Message(nil), s.Deferred...)
 	c.Subscriptions = append([]Subscription(nil), s.Subscriptions...)
+	c.Children = append([]string(nil), s.Children...)
 	return c
 }
 

@@ -78,6 +78,10 @@ type ToolEntry struct {
 	Spec  ToolSpec
 	Async Tool
 	Sync  SyncTool
+	// Interruptible calls (sleeps) are ended by an incoming event as well
+	// as by a user message; other pending calls defer events until their
+	// result arrives.
+	Interruptible bool
 }
 
 // Toolbox is a fixed set of tools. It implements Toolset and ToolSource.
@@ -139,9 +143,12 @@ type SyncEnv struct {
 	Thread *Thread
 	// State is the state being built for the commit; tools may change it.
 	State *ThreadState
-	// Position is the length of the thread's full view after the tool call
-	// item, the spawn point of any child created now.
+	// Position is the length of the thread's full view before the tool
+	// call item: the spawn point of a child created now (a child inherits
+	// the history up to, not including, the call that spawned it).
 	Position int
+	// CallID is the ID of the call being run.
+	CallID   string
 	Now      time.Time
 	children []ChildThread
 	outbox   []OutboxEntry
@@ -151,4 +158,14 @@ type SyncEnv struct {
 func (env *SyncEnv) CreateChild(c ChildThread) { env.children = append(env.children, c) }
 
 // Send records a message to send once the commit has succeeded.
-func (env *SyncEnv) Send(m Message) { env.outbox = append(env.outbox, OutboxEntry{Message: &m}) }
+func (env *SyncEnv) Send(m Message) {
+	if m.V == 0 {
+		m.V = MessageVersion
+	}
+	env.outbox = append(env.outbox, OutboxEntry{Message: &m})
+}
+
+// CancelCall records a best-effort cancel notice for a tool's call.
+func (env *SyncEnv) CancelCall(id, name string) {
+	env.outbox = append(env.outbox, OutboxEntry{Cancel: &PendingCall{ID: id, Name: name}})
+}

@@ -1,14 +1,14 @@
 package main
 
 import (
-	"syscall"
-	"time"
 	"bufio"
 	"os"
 	goruntime "runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // rss returns the resident set size after a full GC that returns freed
