@@ -199,3 +199,28 @@ func TestRejectsMessageForOtherThread(t *testing.T) {
 		t.Fatalf("res %+v err %v", res, err)
 	}
 }
+
+// Invariant 5: a slice that finds an undispatched call sends it before
+// anything else, even when its own message would interrupt that call.
+func TestUndispatchedCallIsSentBeforeInterruption(t *testing.T) {
+	store := local.NewHistoryStore()
+	e, _ := newEngine(store, &model.Sim{Chunks: 1, Tool: "work", ToolArgs: `{}`})
+	tool := &runtimetest.RecordingTool{FailNext: 1}
+	e.Tools.(*runtime.Toolbox).MustAdd(runtime.ToolEntry{Spec: runtime.ToolSpec{Name: "work"}, Async: tool})
+	_, err := e.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u1")}})
+	if err == nil {
+		t.Fatal("the failed dispatch did not fail the slice")
+	}
+	// The process "crashed" after the commit; a new message arrives.
+	if _, err := e.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u2")}}); err != nil {
+		t.Fatal(err)
+	}
+	calls := tool.Calls()
+	if len(calls) < 2 || calls[0].CallID != calls[1].CallID {
+		t.Fatalf("dispatches %+v: the recorded call was not re-sent with its ID before being interrupted", calls)
+	}
+	th, _ := store.Load(context.Background(), "t")
+	if err := runtimetest.CheckOneResultPerCall(th.Items); err != nil {
+		t.Fatal(err)
+	}
+}
