@@ -234,7 +234,7 @@ func TestDeepTree(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := &runtime.Commit{ThreadID: parent, Expected: th.State.Version, Append: mk(parent+"x", 1),
-			State: runtime.ThreadState{Version: th.State.Version + 1, Length: th.State.Length + 1, Parent: th.State.Parent, Stack: stack},
+			State:    runtime.ThreadState{Version: th.State.Version + 1, Length: th.State.Length + 1, Parent: th.State.Parent, Stack: stack},
 			Children: []runtime.ChildThread{kid}}
 		mustCommit(t, s, c)
 		views[parent] = append(pv, c.Append...)
