@@ -56,7 +56,7 @@ type ConflictError struct {
 }
 
 func (e *ConflictError) Error() string {
-	s := fmt.Sprintf("dsql: thread %s: %s", e.ThreadID, e.Reason)
+	s := e.Reason.String()
 	if e.Detail != "" {
 		s += ": " + e.Detail
 	}

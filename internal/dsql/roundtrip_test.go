@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -152,5 +153,35 @@ func TestRoundTripsCold(t *testing.T) {
 	t.Logf("cold: first Load %d round trips (connect + prepare + query), first Commit %d (prepare + batch)", load, commit)
 	if load > 3 || commit > 2 {
 		t.Fatalf("cold Load took %d round trips (want <= 3), cold Commit %d (want <= 2)", load, commit)
+	}
+}
+
+// TestBatchIsOneTransaction pins what Commit relies on: a pgx.Batch sent
+// outside a transaction runs as one implicit transaction, so an error in
+// any statement rolls back the others, and an error raised at commit time
+// (as DSQL raises OC000) comes back from Close. A deferred unique constraint
+// stands in for the commit-time failure.
+func TestBatchIsOneTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := newSchemaPool(t)
+	if _, err := pool.Exec(ctx, "CREATE TABLE batchcheck (k INTEGER, CONSTRAINT batchcheck_u UNIQUE (k) DEFERRABLE INITIALLY DEFERRED)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, last string }{
+		{"statement error", "SELECT 1/0"},
+		{"commit-time error", "INSERT INTO batchcheck VALUES (1)"},
+	} {
+		b := &pgx.Batch{}
+		b.Queue("INSERT INTO batchcheck VALUES (1)")
+		b.Queue("INSERT INTO batchcheck VALUES (2)")
+		b.Queue(tc.last)
+		if err := pool.SendBatch(ctx, b).Close(); err == nil {
+			t.Fatalf("%s: Close returned no error", tc.name)
+		}
+		var n int
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM batchcheck").Scan(&n); err != nil || n != 0 {
+			t.Fatalf("%s: %d rows survived the failed batch (%v)", tc.name, n, err)
+		}
 	}
 }
