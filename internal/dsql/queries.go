@@ -1,0 +1,105 @@
+package dsql
+
+// The statements of the store. schema_test.go scans them, with the DDL, for
+// what DSQL does not accept.
+
+// loadSQL returns a thread's whole view in one query, whatever its depth:
+//
+//	part 0: the thread row (version, length, spawn_at, state);
+//	part 1: for each ancestor (depth = its place, root first), its own items
+//	        below the cutoff the thread inherits;
+//	part 2: the thread's own items.
+//
+// Rows are ordered in Go (part, depth, pos, chunk), not by the server: no
+// server-side sort of wide rows, and no dependence on the plan.
+const loadSQL = `SELECT 0 AS part, 0 AS depth, 0::bigint AS pos, 0 AS chunk,
+       t.version, t.length, t.spawn_at, t.format, t.state AS body
+  FROM threads t
+ WHERE t.id = $1
+UNION ALL
+SELECT 1, a.depth, i.pos, i.chunk, 0, 0, 0, i.format, i.body
+  FROM thread_ancestors a
+  JOIN items i ON i.thread_id = a.ancestor_id AND i.pos < a.view_cut - a.base
+ WHERE a.thread_id = $1
+UNION ALL
+SELECT 2, 0, i.pos, i.chunk, 0, 0, 0, i.format, i.body
+  FROM items i
+ WHERE i.thread_id = $1`
+
+// updateThreadSQL writes the thread's new version, length and state, and
+// fails the transaction when the stored version is not the expected one:
+// the CASE casts a marker text to bigint, which raises 22P02 with the marker
+// in the message (the cast refers to a column, so the planner cannot fold it
+// before the row is read). A missing row updates nothing; guardSQL or
+// insertRootSQL deal with that.
+//
+// $1 id, $2 expected version, $3 stored length expected, $4 new version,
+// $5 new length, $6 state format, $7 state.
+const updateThreadSQL = `UPDATE threads
+   SET version = CASE
+         WHEN version <> $2::bigint THEN ('agentslice: version conflict: stored version ' || version)::bigint
+         WHEN length <> $3::bigint THEN ('agentslice: length mismatch: stored length ' || length)::bigint
+         ELSE $4::bigint END,
+       length = $5, format = $6, state = $7
+ WHERE id = $1`
+
+// insertRootSQL creates the thread row on a first commit (expected version
+// 0) of a thread that no parent created. Two first commits racing: the
+// loser gets a unique violation (ErrConflict).
+//
+// $1 id, $2 parent (informational), $3 version, $4 length, $5 format, $6 state.
+const insertRootSQL = `INSERT INTO threads (id, parent, depth, spawn_at, version, length, format, state)
+SELECT $1::text, $2::text, 0, 0, $3::bigint, $4::bigint, $5::smallint, $6::text
+ WHERE NOT EXISTS (SELECT 1 FROM threads WHERE id = $1::text)`
+
+// guardSQL fails the transaction (22P02 with the conflict marker) when the
+// thread row is missing although a version > 0 was expected. count(*) keeps
+// the cast from being folded at plan time.
+//
+// $1 id.
+const guardSQL = `SELECT CASE WHEN count(*) = 1 THEN 0
+            ELSE ('agentslice: version conflict: thread not found, rows ' || count(*))::bigint END
+  FROM threads
+ WHERE id = $1`
+
+// insertItemSQL writes one row of an item.
+//
+// $1 thread, $2 pos, $3 chunk, $4 format, $5 body.
+const insertItemSQL = `INSERT INTO items (thread_id, pos, chunk, format, body) VALUES ($1, $2, $3, $4, $5)`
+
+// insertChildSQL creates a child thread at version 0. Its depth comes from
+// the parent row, written earlier in the same transaction; a child that
+// exists raises a unique violation (ErrConflict).
+//
+// $1 child, $2 parent, $3 spawn_at, $4 format, $5 state.
+const insertChildSQL = `INSERT INTO threads (id, parent, depth, spawn_at, version, length, format, state)
+VALUES ($1, $2, (SELECT p.depth + 1 FROM threads p WHERE p.id = $2), $3, 0, 0, $4, $5)`
+
+// insertAncestorsSQL derives the child's ancestor rows from the parent's:
+// each ancestor's cutoff is capped at the spawn point, and the parent itself
+// is added with the spawn point as cutoff and its own spawn_at as base.
+//
+// $1 child, $2 parent, $3 spawn_at.
+const insertAncestorsSQL = `INSERT INTO thread_ancestors (thread_id, depth, ancestor_id, view_cut, base)
+SELECT $1::text, a.depth, a.ancestor_id, LEAST(a.view_cut, $3::bigint), a.base
+  FROM thread_ancestors a
+ WHERE a.thread_id = $2::text
+UNION ALL
+SELECT $1::text, p.depth, p.id, $3::bigint, p.spawn_at
+  FROM threads p
+ WHERE p.id = $2::text`
+
+// dmlStatements lists the statements above for the DSQL compatibility scan.
+var dmlStatements = map[string]string{
+	"load":         loadSQL,
+	"updateThread": updateThreadSQL,
+	"insertRoot":   insertRootSQL,
+	"guard":        guardSQL,
+	"insertItem":   insertItemSQL,
+	"insertChild":  insertChildSQL,
+	"ancestors":    insertAncestorsSQL,
+	"migrations":   createMigrationsSQL,
+	"applied":      appliedSQL,
+	"record":       recordSQL,
+	"waitForJob":   waitForJobSQL,
+}

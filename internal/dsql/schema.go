@@ -1,0 +1,205 @@
+package dsql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// DB is what the store and Migrate need of a connection: *pgxpool.Pool and
+// *pgx.Conn both have it.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// migration is one versioned schema change: DDL statements, each run in a
+// transaction of its own (DSQL allows one DDL statement per transaction and
+// no DML beside it). Statements must be idempotent (IF NOT EXISTS) so that a
+// migration interrupted between two statements can run again.
+type migration struct {
+	version int
+	name    string
+	ddl     func(d Dialect) []string
+}
+
+// createIndex is CREATE INDEX ASYNC on DSQL and plain CREATE INDEX on
+// PostgreSQL.
+func createIndex(d Dialect, name, table, columns string) string {
+	async := ""
+	if d == DSQL {
+		async = " ASYNC"
+	}
+	return fmt.Sprintf("CREATE INDEX%s IF NOT EXISTS %s ON %s (%s)", async, name, table, columns)
+}
+
+// migrations is the schema history. Append; never edit a migration that may
+// have run somewhere.
+var migrations = []migration{
+	{1, "threads, items, thread_ancestors", func(Dialect) []string {
+		return []string{
+			`CREATE TABLE IF NOT EXISTS threads (
+	id       TEXT     NOT NULL PRIMARY KEY,
+	parent   TEXT     NOT NULL,
+	depth    INTEGER  NOT NULL,
+	spawn_at BIGINT   NOT NULL,
+	version  BIGINT   NOT NULL,
+	length   BIGINT   NOT NULL,
+	format   SMALLINT NOT NULL,
+	state    TEXT     NOT NULL
+)`,
+			`CREATE TABLE IF NOT EXISTS items (
+	thread_id TEXT     NOT NULL,
+	pos       BIGINT   NOT NULL,
+	chunk     INTEGER  NOT NULL,
+	format    SMALLINT NOT NULL,
+	body      TEXT     NOT NULL,
+	PRIMARY KEY (thread_id, pos, chunk)
+)`,
+			`CREATE TABLE IF NOT EXISTS thread_ancestors (
+	thread_id   TEXT    NOT NULL,
+	depth       INTEGER NOT NULL,
+	ancestor_id TEXT    NOT NULL,
+	view_cut    BIGINT  NOT NULL,
+	base        BIGINT  NOT NULL,
+	PRIMARY KEY (thread_id, depth)
+)`,
+		}
+	}},
+	{2, "threads_parent_idx", func(d Dialect) []string {
+		// Finds a thread's children (closing a subtree, operator tools)
+		// without a scan. parent never changes after insert, so the index
+		// costs one write per thread created.
+		return []string{createIndex(d, "threads_parent_idx", "threads", "parent")}
+	}},
+}
+
+const (
+	createMigrationsSQL = `CREATE TABLE IF NOT EXISTS schema_migrations (
+	version    INTEGER     NOT NULL PRIMARY KEY,
+	name       TEXT        NOT NULL,
+	applied_at TIMESTAMPTZ NOT NULL
+)`
+	appliedSQL = `SELECT version FROM schema_migrations`
+	// recordSQL skips a version another migrator recorded first.
+	recordSQL = `INSERT INTO schema_migrations (version, name, applied_at)
+SELECT $1::integer, $2::text, now()
+ WHERE NOT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1::integer)`
+	waitForJobSQL = `SELECT sys.wait_for_job($1)`
+)
+
+// SchemaVersion is the version Migrate brings a database to.
+func SchemaVersion() int { return migrations[len(migrations)-1].version }
+
+// Migrate brings the schema to SchemaVersion: it creates schema_migrations if
+// needed, then runs every migration not recorded there, each DDL statement in
+// its own transaction, and records each migration after its statements
+// succeeded. Running it again, or from two processes at once, is safe.
+//
+// It is a deployment step (`agentslice migrate`), not something a Lambda
+// does at cold start.
+func Migrate(ctx context.Context, db DB, dialect Dialect) error {
+	return migrate(ctx, db, dialect, RetryPolicy{})
+}
+
+func migrate(ctx context.Context, db DB, dialect Dialect, retry RetryPolicy) error {
+	if !dialect.Valid() {
+		return &ConfigError{Field: "Dialect", Reason: fmt.Sprintf("%q is unknown: use %q or %q", dialect, DSQL, Postgres)}
+	}
+	if err := execDDL(ctx, db, dialect, retry, createMigrationsSQL); err != nil {
+		return fmt.Errorf("dsql: migrate: creating schema_migrations: %w", err)
+	}
+	applied := map[int]bool{}
+	err := retry.run(ctx, "schema_migrations", func() (bool, error) {
+		rows, err := db.Query(ctx, appliedSQL)
+		if err != nil {
+			return retryable(err)
+		}
+		vs, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		if err != nil {
+			return retryable(err)
+		}
+		for _, v := range vs {
+			applied[int(v)] = true
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("dsql: migrate: reading schema_migrations: %w", err)
+	}
+	for _, m := range migrations {
+		if applied[m.version] {
+			continue
+		}
+		for _, stmt := range m.ddl(dialect) {
+			if err := execDDL(ctx, db, dialect, retry, stmt); err != nil {
+				return fmt.Errorf("dsql: migrate: migration %d (%s): %w", m.version, m.name, err)
+			}
+		}
+		err := retry.run(ctx, "schema_migrations", func() (bool, error) {
+			_, err := db.Exec(ctx, recordSQL, m.version, m.name)
+			if isUniqueViolation(err) {
+				return false, nil // recorded by a concurrent migrator
+			}
+			return retryable(err)
+		})
+		if err != nil {
+			return fmt.Errorf("dsql: migrate: recording migration %d: %w", m.version, err)
+		}
+	}
+	return nil
+}
+
+// execDDL runs one DDL statement as a transaction of its own. On DSQL a
+// CREATE INDEX ASYNC returns a job ID; Migrate waits for the job so that a
+// recorded migration means a usable index.
+func execDDL(ctx context.Context, db DB, dialect Dialect, retry RetryPolicy, stmt string) error {
+	return retry.run(ctx, "schema", func() (bool, error) {
+		if dialect == DSQL && strings.Contains(stmt, "INDEX ASYNC") {
+			rows, err := db.Query(ctx, stmt)
+			if err != nil {
+				return retryable(err)
+			}
+			jobs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return retryable(err)
+			}
+			for _, job := range jobs {
+				rows, err := db.Query(ctx, waitForJobSQL, job)
+				if err != nil {
+					return retryable(fmt.Errorf("waiting for index job %s: %w", job, err))
+				}
+				ok, err := pgx.CollectOneRow(rows, pgx.RowTo[bool])
+				if err != nil {
+					return retryable(fmt.Errorf("waiting for index job %s: %w", job, err))
+				}
+				if !ok {
+					return false, fmt.Errorf("index job %s failed (see sys.jobs)", job)
+				}
+			}
+			return false, nil
+		}
+		_, err := db.Exec(ctx, stmt)
+		return retryable(err)
+	})
+}
+
+// retryable reports OCC errors (worth running the transaction again) beside
+// the error itself.
+func retryable(err error) (bool, error) {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) && isOCC(pg) {
+		return true, err
+	}
+	return false, err
+}
+
+func isUniqueViolation(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && pg.Code == "23505"
+}

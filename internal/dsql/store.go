@@ -1,0 +1,372 @@
+package dsql
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// Limits keep a commit within what DSQL accepts in one transaction. The
+// defaults leave headroom under DSQL's documented limits.
+type Limits struct {
+	// MaxRows is the most rows one commit may write (DSQL: 3,000).
+	MaxRows int
+	// MaxBytes is the most bytes one commit may write, counted as the
+	// encoded bodies and states plus keys and a per-row overhead (DSQL: 10 MiB).
+	MaxBytes int
+	// ChunkBytes is the largest item body stored in one row; a larger item is
+	// split across rows (DSQL: 1 MiB per non-key column).
+	ChunkBytes int
+	// MaxStateBytes is the largest encoded thread state (DSQL: 1 MiB per
+	// column; the state is not split).
+	MaxStateBytes int
+}
+
+// The default limits.
+const (
+	DefaultMaxRows       = 3000
+	DefaultMaxBytes      = 10<<20 - 512<<10
+	DefaultChunkBytes    = 1<<20 - 64<<10
+	DefaultMaxStateBytes = 1<<20 - 64<<10
+	rowOverhead          = 48 // bytes counted per row for keys and columns besides the payload
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxRows <= 0 {
+		l.MaxRows = DefaultMaxRows
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultMaxBytes
+	}
+	if l.ChunkBytes <= 0 {
+		l.ChunkBytes = DefaultChunkBytes
+	}
+	l.ChunkBytes = max(l.ChunkBytes, utf8.UTFMax)
+	if l.MaxStateBytes <= 0 {
+		l.MaxStateBytes = DefaultMaxStateBytes
+	}
+	return l
+}
+
+// Options tune a Store. The zero value is right for DSQL.
+type Options struct {
+	Limits Limits
+	Retry  RetryPolicy
+}
+
+// Store is the runtime.HistoryStore on DSQL or PostgreSQL. It is safe for
+// concurrent use; it keeps no state besides its pool.
+type Store struct {
+	db     DB
+	limits Limits
+	retry  RetryPolicy
+}
+
+var _ runtime.HistoryStore = (*Store)(nil)
+
+// New returns a store over db (usually the process's *pgxpool.Pool). The
+// schema must have been created by Migrate.
+func New(db DB, opts Options) *Store {
+	return &Store{db: db, limits: opts.Limits.withDefaults(), retry: opts.Retry.withDefaults()}
+}
+
+// Load returns the thread's view (inherited items up to the spawn points,
+// then its own) and state, in one query. A thread never written loads as an
+// empty root at version 0.
+func (s *Store) Load(ctx context.Context, threadID string) (*runtime.Thread, error) {
+	if err := checkID("threadID", threadID); err != nil {
+		return nil, fmt.Errorf("dsql: loading thread: %w", err)
+	}
+	var th *runtime.Thread
+	err := s.retry.run(ctx, threadID, func() (bool, error) {
+		var err error
+		th, err = s.loadOnce(ctx, threadID)
+		return retryable(err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dsql: loading thread %s: %w", threadID, err)
+	}
+	return th, nil
+}
+
+// viewRow is one row of loadSQL.
+type viewRow struct {
+	part, depth int32
+	pos         int64
+	chunk       int32
+	format      int16
+	body        []byte
+}
+
+func (r *viewRow) sameItem(o *viewRow) bool {
+	return r.part == o.part && r.depth == o.depth && r.pos == o.pos
+}
+
+func compareRows(a, b viewRow) int {
+	switch {
+	case a.part != b.part:
+		return int(a.part - b.part)
+	case a.depth != b.depth:
+		return int(a.depth - b.depth)
+	case a.pos != b.pos:
+		if a.pos < b.pos {
+			return -1
+		}
+		return 1
+	}
+	return int(a.chunk - b.chunk)
+}
+
+func (s *Store) loadOnce(ctx context.Context, threadID string) (*runtime.Thread, error) {
+	rows, err := s.db.Query(ctx, loadSQL, threadID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var (
+		found                    bool
+		version, length, spawnAt int64
+		stateFormat              int16
+		stateBody                string
+		view                     []viewRow
+		part, depth, chunk       int32
+		pos, v1, v2, v3          int64
+		format                   int16
+	)
+	for rows.Next() {
+		raw := rows.RawValues()
+		if len(raw) != 9 {
+			return nil, fmt.Errorf("load query returned %d columns, want 9", len(raw))
+		}
+		// Scan the numeric columns; take the body as raw bytes, copied once
+		// (a nil destination skips a column).
+		if err := rows.Scan(&part, &depth, &pos, &chunk, &v1, &v2, &v3, &format, nil); err != nil {
+			return nil, fmt.Errorf("reading load row: %w", err)
+		}
+		if part == 0 {
+			found = true
+			version, length, spawnAt, stateFormat = v1, v2, v3, format
+			stateBody = string(raw[8])
+			continue
+		}
+		view = append(view, viewRow{part: part, depth: depth, pos: pos, chunk: chunk, format: format,
+			body: append([]byte(nil), raw[8]...)})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if !found {
+		if len(view) > 0 {
+			return nil, fmt.Errorf("items exist but the thread row does not")
+		}
+		return &runtime.Thread{ID: threadID, State: runtime.ThreadState{Stack: []string{threadID}}}, nil
+	}
+	st, err := decodeState(stateFormat, stateBody)
+	if err != nil {
+		return nil, err
+	}
+	st.Version, st.Length = version, int(length)
+	if !slices.IsSortedFunc(view, compareRows) {
+		slices.SortFunc(view, compareRows)
+	}
+	items := make([]runtime.Item, 0, int(spawnAt)+int(length))
+	inherited := 0
+	var buf []byte
+	for i := 0; i < len(view); {
+		r := &view[i]
+		body := r.body
+		j := i + 1
+		if j < len(view) && view[j].sameItem(r) { // a chunked item
+			buf = append(buf[:0], r.body...)
+			for ; j < len(view) && view[j].sameItem(r); j++ {
+				if view[j].chunk != view[j-1].chunk+1 {
+					return nil, fmt.Errorf("item %d of part %d/%d: chunk %d follows chunk %d", r.pos, r.part, r.depth, view[j].chunk, view[j-1].chunk)
+				}
+				buf = append(buf, view[j].body...)
+			}
+			body = buf
+		}
+		if r.chunk != 0 {
+			return nil, fmt.Errorf("item %d of part %d/%d starts at chunk %d", r.pos, r.part, r.depth, r.chunk)
+		}
+		it, err := decodeItem(r.format, body)
+		if err != nil {
+			return nil, fmt.Errorf("item %d of part %d/%d: %w", r.pos, r.part, r.depth, err)
+		}
+		items = append(items, it)
+		if r.part == 1 {
+			inherited++
+		}
+		i = j
+	}
+	if int64(inherited) != spawnAt {
+		return nil, fmt.Errorf("the thread inherits %d items but its ancestors hold %d of them", spawnAt, inherited)
+	}
+	if own := len(items) - inherited; int64(own) != length {
+		return nil, fmt.Errorf("the thread has length %d but %d own items", length, own)
+	}
+	return &runtime.Thread{ID: threadID, State: st, Items: items, Inherited: inherited}, nil
+}
+
+// Commit applies c in one transaction sent as one batch (see the package
+// doc). It fails with a *ConflictError (runtime.ErrConflict) when the stored
+// version is not c.Expected or a child exists, with a *TooLargeError
+// (ErrTooLarge, permanent) when c exceeds Limits, and with a plain error
+// naming the field when c is malformed.
+func (s *Store) Commit(ctx context.Context, c *runtime.Commit) error {
+	w, err := s.plan(c)
+	if err != nil {
+		return err
+	}
+	err = s.retry.run(ctx, c.ThreadID, func() (bool, error) {
+		b := &pgx.Batch{} // a batch is bound to a connection's prepared statements: build one per try
+		w.queue(b)
+		return classify(c.ThreadID, s.db.SendBatch(ctx, b).Close())
+	})
+	if err != nil {
+		return fmt.Errorf("dsql: committing thread %s at version %d: %w", c.ThreadID, c.Expected, err)
+	}
+	return nil
+}
+
+// write is a validated, encoded commit.
+type write struct {
+	c      *runtime.Commit
+	state  string
+	items  []itemRow
+	kids   []kidRow
+	rows   int
+	bytes  int
+	oldLen int
+}
+
+type itemRow struct {
+	pos   int64
+	chunk int32
+	body  string
+}
+
+type kidRow struct {
+	id, state string
+	spawnAt   int64
+}
+
+// plan validates c, encodes it and checks it against the limits.
+func (s *Store) plan(c *runtime.Commit) (*write, error) {
+	if c == nil {
+		return nil, fmt.Errorf("dsql: commit is nil")
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("dsql: commit of thread %s: %s", c.ThreadID, fmt.Sprintf(format, args...))
+	}
+	if err := checkID("ThreadID", c.ThreadID); err != nil {
+		return nil, fmt.Errorf("dsql: commit: %w", err)
+	}
+	switch {
+	case c.Expected < 0:
+		return nil, bad("Expected is %d, must not be negative", c.Expected)
+	case c.State.Version != c.Expected+1:
+		return nil, bad("State.Version is %d, must be Expected+1 = %d", c.State.Version, c.Expected+1)
+	case c.State.Length < len(c.Append):
+		return nil, bad("State.Length is %d, less than the %d appended items", c.State.Length, len(c.Append))
+	}
+	w := &write{c: c, oldLen: c.State.Length - len(c.Append)}
+	var err error
+	if w.state, err = encodeState(&c.State); err != nil {
+		return nil, bad("encoding State: %v", err)
+	}
+	if len(w.state) > s.limits.MaxStateBytes {
+		return nil, runtime.Permanent(&TooLargeError{ThreadID: c.ThreadID, What: "state bytes", Size: len(w.state), Limit: s.limits.MaxStateBytes,
+			Detail: " (the state is one column; keep large payloads in history items)"})
+	}
+	w.rows, w.bytes = 1, len(w.state)+len(c.ThreadID)+rowOverhead
+	for i := range c.Append {
+		body, err := encodeItem(&c.Append[i])
+		if err != nil {
+			return nil, bad("Append[%d]: %v", i, err)
+		}
+		pos := int64(w.oldLen + i)
+		for k, part := range splitChunks(body, s.limits.ChunkBytes) {
+			w.items = append(w.items, itemRow{pos: pos, chunk: int32(k), body: part})
+			w.rows++
+			w.bytes += len(part) + len(c.ThreadID) + rowOverhead
+		}
+	}
+	seen := map[string]bool{c.ThreadID: true}
+	for i := range c.Children {
+		ch := &c.Children[i]
+		field := fmt.Sprintf("Children[%d]", i)
+		if err := checkID(field+".ID", ch.ID); err != nil {
+			return nil, bad("%v", err)
+		}
+		switch {
+		case seen[ch.ID]:
+			return nil, bad("%s.ID %q appears twice (or is the thread itself)", field, ch.ID)
+		case ch.SpawnAt < 0:
+			return nil, bad("%s.SpawnAt is %d, must not be negative", field, ch.SpawnAt)
+		case ch.State.Version != 0 || ch.State.Length != 0:
+			return nil, bad("%s.State has version %d and length %d; a new child has neither", field, ch.State.Version, ch.State.Length)
+		}
+		seen[ch.ID] = true
+		st, err := encodeState(&ch.State)
+		if err != nil {
+			return nil, bad("encoding %s.State: %v", field, err)
+		}
+		if len(st) > s.limits.MaxStateBytes {
+			return nil, runtime.Permanent(&TooLargeError{ThreadID: c.ThreadID, What: "child state bytes", Size: len(st), Limit: s.limits.MaxStateBytes})
+		}
+		w.kids = append(w.kids, kidRow{id: ch.ID, state: st, spawnAt: int64(ch.SpawnAt)})
+		// The child row plus one thread_ancestors row per ancestor: the
+		// parent's stack is its ancestry (at least the parent itself).
+		w.rows += 1 + max(len(c.State.Stack), 1)
+		w.bytes += len(st) + len(ch.ID) + rowOverhead + max(len(c.State.Stack), 1)*(len(ch.ID)+rowOverhead+64)
+	}
+	if w.rows > s.limits.MaxRows {
+		return nil, runtime.Permanent(&TooLargeError{ThreadID: c.ThreadID, What: "rows", Size: w.rows, Limit: s.limits.MaxRows})
+	}
+	if w.bytes > s.limits.MaxBytes {
+		return nil, runtime.Permanent(&TooLargeError{ThreadID: c.ThreadID, What: "bytes", Size: w.bytes, Limit: s.limits.MaxBytes})
+	}
+	return w, nil
+}
+
+// queue adds the commit's statements to b: 2 + item rows + 2 per child.
+func (w *write) queue(b *pgx.Batch) {
+	c := w.c
+	b.Queue(updateThreadSQL, c.ThreadID, c.Expected, int64(w.oldLen), c.State.Version, int64(c.State.Length), stateFormatJSON, w.state)
+	if c.Expected == 0 {
+		b.Queue(insertRootSQL, c.ThreadID, c.State.Parent, c.State.Version, int64(c.State.Length), stateFormatJSON, w.state)
+	} else {
+		b.Queue(guardSQL, c.ThreadID)
+	}
+	for _, it := range w.items {
+		b.Queue(insertItemSQL, c.ThreadID, it.pos, it.chunk, itemFormatJSON, it.body)
+	}
+	for _, k := range w.kids {
+		b.Queue(insertChildSQL, k.id, c.ThreadID, k.spawnAt, stateFormatJSON, k.state)
+		b.Queue(insertAncestorsSQL, k.id, c.ThreadID, k.spawnAt)
+	}
+}
+
+// checkID rejects IDs that cannot be keys: empty, too long for DSQL's 1 KiB
+// primary keys (the runtime caps IDs at runtime.MaxIDLen), not UTF-8, or
+// holding NUL (PostgreSQL TEXT cannot).
+func checkID(field, id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%s is empty", field)
+	case len(id) > runtime.MaxIDLen:
+		return fmt.Errorf("%s is %d bytes, more than %d", field, len(id), runtime.MaxIDLen)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("%s %q is not valid UTF-8", field, id)
+	case strings.IndexByte(id, 0) >= 0:
+		return fmt.Errorf("%s %q contains a NUL byte", field, id)
+	}
+	return nil
+}
