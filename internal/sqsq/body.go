@@ -78,6 +78,7 @@ func escapeForSQS(b []byte) string {
 	}
 	return out.String()
 }
+
 // checkLimit validates a queue's configured maximum message size.
 func checkLimit(field string, n int) (int, error) {
 	switch {
