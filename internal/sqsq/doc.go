@@ -67,6 +67,11 @@
 //   - *BatchError: some entries of a SendMessageBatch failed after retries.
 //     Wrapped in runtime.Permanent when SQS blamed the sender for any of
 //     them, else retryable.
+//   - an SQS error that blames the message itself (InvalidMessageContents,
+//     InvalidParameterValue, MissingParameter; see Refused), for example a
+//     queue whose MaximumMessageSize is below the configured one: wrapped in
+//     runtime.Permanent. Not retryable.
 //   - anything else (network, throttling after the SDK's retries, a missing
-//     queue) is wrapped with what was being done and is retryable.
+//     queue, access denied) is wrapped with what was being done and is
+//     retryable.
 package sqsq

@@ -77,7 +77,7 @@ func (o *Output) Publish(ctx context.Context, ev runtime.OutputEvent) error {
 	}
 	_, err = o.api.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(o.cfg.URL), MessageBody: aws.String(body)})
 	if err != nil {
-		return fmt.Errorf("sqsq: publishing %s %s of thread %s to %s: %w", ev.Kind, ev.ID, ev.ThreadID, o.cfg.URL, err)
+		return permanentIfRefused(fmt.Errorf("sqsq: publishing %s %s of thread %s to %s: %w", ev.Kind, ev.ID, ev.ThreadID, o.cfg.URL, err))
 	}
 	return nil
 }

@@ -144,7 +144,7 @@ func (q *Queue) sendOne(ctx context.Context, e *entry) error {
 		MessageDeduplicationId: aws.String(e.dedup),
 	})
 	if err != nil {
-		return fmt.Errorf("sqsq: sending message %s of thread %s to %s: %w", e.msgID, e.thread, q.cfg.URL, err)
+		return permanentIfRefused(fmt.Errorf("sqsq: sending message %s of thread %s to %s: %w", e.msgID, e.thread, q.cfg.URL, err))
 	}
 	return nil
 }
@@ -179,7 +179,7 @@ func (q *Queue) sendBatch(ctx context.Context, batch []entry) error {
 		}
 		out, err := q.api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.cfg.URL), Entries: req})
 		if err != nil {
-			return fmt.Errorf("sqsq: sending a batch of %d messages to %s: %w", len(pending), q.cfg.URL, err)
+			return permanentIfRefused(fmt.Errorf("sqsq: sending a batch of %d messages to %s: %w", len(pending), q.cfg.URL, err))
 		}
 		if len(out.Failed) == 0 {
 			return nil

@@ -369,6 +369,22 @@ func TestSenderFaultIsPermanent(t *testing.T) {
 	if n := cnt.get("SendMessageBatch"); n != 1 {
 		t.Fatalf("%d batch requests: a sender fault must not be retried, and the next batch not sent", n)
 	}
+	// The same refusal of a single message.
+	err = q.Send(context.Background(), user("b", "big", strings.Repeat("x", 1500)))
+	if !sqsq.Refused(err) || !runtime.IsPermanent(err) {
+		t.Fatalf("single oversize message: %v, want a permanent refusal", err)
+	}
+}
+
+func TestMissingQueueIsRetryable(t *testing.T) {
+	c, _, url := newQueue(t, true, nil)
+	q := mustQueue(t, c, sqsq.QueueConfig{URL: strings.TrimSuffix(url, ".fifo") + "-gone.fifo"})
+	for _, msgs := range [][]runtime.Message{{user("a", "1", "x")}, {user("a", "1", "x"), user("b", "2", "x")}} {
+		err := q.Send(context.Background(), msgs...)
+		if err == nil || runtime.IsPermanent(err) || sqsq.Refused(err) || !strings.Contains(err.Error(), "-gone.fifo") {
+			t.Fatalf("sending %d messages to a missing queue: %v, want a retryable error naming the queue", len(msgs), err)
+		}
+	}
 }
 
 func TestNewQueueConfig(t *testing.T) {

@@ -56,6 +56,8 @@
 //     the delay queue's redrive policy moves it to its DLQ).
 //   - *sqsq.TooLargeError (wrapped in runtime.Permanent): the wake-up
 //     message is larger than the delay queue accepts. Not retryable.
+//   - an SQS refusal of the delayed message itself (sqsq.Refused), wrapped in
+//     runtime.Permanent. Not retryable.
 //   - anything else (network, throttling, access denied, a schedule group
 //     that does not exist) is wrapped with what was being done and is
 //     retryable.

@@ -160,7 +160,11 @@ func (t *Timers) delay(ctx context.Context, tm runtime.Timer, body string, d tim
 		DelaySeconds: secs,
 	})
 	if err != nil {
-		return fmt.Errorf("timers: sending the wake-up of call %s of thread %s to the delay queue (%d s): %w", tm.CallID, tm.ThreadID, secs, err)
+		err = fmt.Errorf("timers: sending the wake-up of call %s of thread %s to the delay queue (%d s): %w", tm.CallID, tm.ThreadID, secs, err)
+		if sqsq.Refused(err) {
+			return runtime.Permanent(err)
+		}
+		return err
 	}
 	return nil
 }
