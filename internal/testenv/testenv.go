@@ -1,33 +1,49 @@
-// Package testenv tells tests where the local service stand-ins run
-// (PostgreSQL for DSQL, DynamoDB Local, fauxqs for SQS).
+// Package testenv decides whether a test that needs a local service runs.
 //
-// The scripts under scripts/services start the servers and print the
-// variables; a test asks for its variable with Need. When the variable is
-// unset the test is skipped, unless AGENTSLICE_REQUIRE_SERVICES=1 (as in
-// `make test` and CI), where a missing service is a failure.
+// Tests that talk to a real protocol server (PostgreSQL, DynamoDB Local,
+// fauxqs) read its address from an environment variable that the service
+// scripts print (scripts/services/NAME.sh env). When the variable is unset the
+// test is skipped with a message saying how to start the service, unless
+// AGENTSLICE_REQUIRE_SERVICES=1, in which case it fails: `make test` and CI
+// set that, so a missing service can never pass as a green run.
 //
-// The package only reads the environment: it must not start servers or
-// touch any state.
+// The package must not start services or import anything beyond the
+// standard library; that is the scripts' job.
 package testenv
 
 import (
 	"os"
+	"strings"
 	"testing"
 )
 
-// RequireVar names the variable that turns a missing service into a failure.
+// RequireVar is the variable that turns a missing service into a failure.
 const RequireVar = "AGENTSLICE_REQUIRE_SERVICES"
 
-// Need returns the value of envVar, skipping the test when it is unset
-// (failing it instead when AGENTSLICE_REQUIRE_SERVICES=1).
+// scripts names the service script that provides each known variable, for
+// the skip message.
+var scripts = map[string]string{
+	"AGENTSLICE_TEST_PG_DSN":            "scripts/services/postgres.sh",
+	"AGENTSLICE_TEST_DYNAMODB_ENDPOINT": "scripts/services/dynamodb.sh",
+	"AGENTSLICE_TEST_SQS_ENDPOINT":      "scripts/services/fauxqs.sh",
+}
+
+// Need returns the value of envVar. When it is unset or blank, the test is
+// skipped, or fails when AGENTSLICE_REQUIRE_SERVICES=1.
 func Need(t testing.TB, envVar string) string {
 	t.Helper()
-	if v := os.Getenv(envVar); v != "" {
+	v := strings.TrimSpace(os.Getenv(envVar))
+	if v != "" {
 		return v
 	}
-	if os.Getenv(RequireVar) == "1" {
-		t.Fatalf("%s is not set and %s=1: start the service with scripts/services/NAME.sh start and load its variables with eval \"$(scripts/services/NAME.sh env)\"", envVar, RequireVar)
+	how := "start the service and export its variables"
+	if s, ok := scripts[envVar]; ok {
+		how = "run `" + s + " start` and `eval \"$(" + s + " env)\"`"
 	}
-	t.Skipf("%s is not set: skipping (start the service with scripts/services/NAME.sh start; eval \"$(scripts/services/NAME.sh env)\")", envVar)
+	if os.Getenv(RequireVar) == "1" {
+		t.Fatalf("%s is not set and %s=1: %s", envVar, RequireVar, how)
+		return ""
+	}
+	t.Skipf("%s is not set: %s (set %s=1 to fail instead of skipping)", envVar, how, RequireVar)
 	return ""
 }
