@@ -190,7 +190,10 @@ func decodeStrict(b []byte, v any) error {
 // when encoding/json knows it.
 func jsonFieldErr(err error) error {
 	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) && te.Field != "" {
+	if errors.As(err, &te) {
+		if te.Field == "" {
+			return fieldErr("", "the document must be a JSON object, got JSON %s", te.Value)
+		}
 		return fieldErr(te.Field, "must be %s, got JSON %s", jsonKind(te.Type.Kind().String()), te.Value)
 	}
 	var fe *FieldError
