@@ -157,7 +157,7 @@ func (e *CallbackError) Error() string {
 	if e.Field == "" {
 		return e.Err.Error()
 	}
-	return fmt.Sprintf("%s: %v", e.Field, e.Err)
+	return fmt.Sprintf("field %q: %v", e.Field, e.Err)
 }
 
 func (e *CallbackError) Unwrap() error { return e.Err }
