@@ -56,7 +56,7 @@ func RunCommand(cfg RunCommandConfig) rap.Tool {
 			"additionalProperties": false
 		}`),
 		Annotations: &rap.Annotations{Destructive: true, LongRunning: true},
-		Run: func(ctx context.Context, c *rap.Call) error { return runCommand(ctx, c, cfg) },
+		Run:         func(ctx context.Context, c *rap.Call) error { return runCommand(ctx, c, cfg) },
 	}
 }
 
