@@ -94,9 +94,17 @@ func NewRig(t testing.TB) *Rig {
 	return &Rig{Queue: q, Receiver: rcv, Signer: signer, Dispatcher: d, Callbacks: srv}
 }
 
-// StartServer starts a kit server on a real HTTP server and returns its base
+// Service is a tool server with a lifecycle: a kit *rap.Server, the MCP
+// proxy.
+type Service interface {
+	http.Handler
+	Start(ctx context.Context) error
+	Stop()
+}
+
+// StartServer starts a tool server on a real HTTP server and returns its base
 // URL. It is stopped when the test ends.
-func StartServer(t testing.TB, s *rap.Server) string {
+func StartServer(t testing.TB, s Service) string {
 	t.Helper()
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
