@@ -30,6 +30,11 @@ import (
 // they name. A tool talks back through its *Call (Result, Subscribe, Event,
 // OAuth, Choice, View); each POST to the callback URL is retried on 5xx and
 // transport errors, never on 4xx.
+//
+// RAP does not authenticate the runtime to the tool: the kit accepts any
+// well-formed invocation and POSTs to the callback URL it names. Deploy kit
+// servers where only the runtime reaches them, or wrap the handler with the
+// authentication your network needs.
 
 // InvokePath is where a kit server takes invocations, relative to its base.
 const InvokePath = "/invoke"
