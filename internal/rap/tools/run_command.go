@@ -100,9 +100,12 @@ func runCommand(ctx context.Context, c *rap.Call, cfg RunCommandConfig) error {
 		pw.Close()
 		waitErr <- err
 	}()
+	// finish stops early: kill the command, drain what the reader still
+	// sends (it ends at EOF, once Wait has closed the pipe), wait for both.
 	finish := func() error {
 		cancel()
-		_, _ = io.Copy(io.Discard, pr) // unblock the reader if we stopped early
+		for range chunks {
+		}
 		<-readDone
 		return <-waitErr
 	}

@@ -1,6 +1,10 @@
 package tools
 
 import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -140,4 +144,45 @@ func TestRunCommandTimeout(t *testing.T) {
 
 func quote(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+// TestRunCommandStopsWhenEventsAreRefused: when the runtime refuses an event
+// (4xx: the subscription is gone), the command is killed and the call ends,
+// even though the command would run forever.
+func TestRunCommandStopsWhenEventsAreRefused(t *testing.T) {
+	t.Parallel()
+	tool := RunCommand(RunCommandConfig{Allowed: []string{"sh"}})
+	ended := make(chan error, 1)
+	run := tool.Run
+	tool.Run = func(ctx context.Context, c *rap.Call) error {
+		err := run(ctx, c)
+		ended <- err
+		return err
+	}
+	rig, base := startTools(t, tool)
+	refuseEvents := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(b), `"subscription_event"`) {
+			http.Error(w, `{"error":"no such subscription"}`, http.StatusNotFound)
+			return
+		}
+		r.Body = io.NopCloser(strings.NewReader(string(b)))
+		rig.Receiver.ServeHTTP(w, r)
+	}))
+	t.Cleanup(refuseEvents.Close)
+	rig.Signer.BaseURL = refuseEvents.URL + "/callback"
+	if err := rig.Invoke(t, base, "thr_r", "call_1", "run_command", `{"command":"sh","args":["-c","while true; do echo tick; done"]}`); err != nil {
+		t.Fatal(err)
+	}
+	if m := rig.Next(t); !m.Subscription {
+		t.Fatalf("first message %+v", m)
+	}
+	select {
+	case err := <-ended:
+		if err == nil || !strings.Contains(err.Error(), "HTTP 404") {
+			t.Fatalf("run ended with %v, want the refused event's error", err)
+		}
+	case <-time.After(raptest.Timeout):
+		t.Fatal("the command kept running after its events were refused")
+	}
 }
