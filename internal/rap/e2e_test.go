@@ -357,3 +357,33 @@ func TestKitRetriesCallbacksOn5xx(t *testing.T) {
 		t.Fatalf("%d callback attempts, want 3 (two 503s, then accepted)", n)
 	}
 }
+
+// TestKitMountedUnderPrefix: a kit server mounted under a path prefix (as
+// `agentslice serve` mounts in-process tool servers) advertises an endpoint
+// under that prefix.
+func TestKitMountedUnderPrefix(t *testing.T) {
+	t.Parallel()
+	rig := newToolRig(t)
+	mux := http.NewServeMux()
+	mux.Handle("/tools/test/", rig.kit)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	l, err := NewLoader(LoaderConfig{Servers: []string{srv.URL + "/tools/test"}, Dispatcher: rig.disp, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, _ := l.SetFor(context.Background(), "thr_p")
+	e, ok := set.Lookup("echo")
+	if !ok {
+		t.Fatalf("echo not offered: %v", set.Problems())
+	}
+	if ep := e.Async.(*remoteTool).set.endpoint; ep != srv.URL+"/tools/test/invoke" {
+		t.Fatalf("endpoint %s", ep)
+	}
+	if err := e.Async.Dispatch(context.Background(), runtime.Invocation{ThreadID: "thr_p", CallID: "c1", Name: "echo", Args: `{"text":"p"}`}); err != nil {
+		t.Fatal(err)
+	}
+	if m := rig.q.next(t); m.Text != "echo: p" {
+		t.Fatalf("message %+v", m)
+	}
+}
