@@ -54,6 +54,12 @@ func everythingServer(t *testing.T) string {
 
 func startProxy(t *testing.T, cfg Config) (*raptest.Rig, string) {
 	t.Helper()
+	rig, base, _ := startProxyP(t, cfg)
+	return rig, base
+}
+
+func startProxyP(t *testing.T, cfg Config) (*raptest.Rig, string, *Proxy) {
+	t.Helper()
 	rig := raptest.NewRig(t)
 	cfg.Name = "everything"
 	cfg.Retry = raptest.FastRetry(5)
@@ -63,7 +69,7 @@ func startProxy(t *testing.T, cfg Config) (*raptest.Rig, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rig, raptest.StartServer(t, p)
+	return rig, raptest.StartServer(t, p), p
 }
 
 // exercise lists the MCP server's tools and calls three of them through the
@@ -170,6 +176,42 @@ func TestProxyStreamableHTTP(t *testing.T) {
 	}
 	rig, base := startProxy(t, Config{URL: "http://127.0.0.1:" + port + "/mcp"})
 	exercise(t, rig, base, "thr_http")
+}
+
+// TestProxyReconnects: when the MCP session drops (the subprocess is gone),
+// the next call connects again instead of failing for good.
+func TestProxyReconnects(t *testing.T) {
+	t.Parallel()
+	server := everythingServer(t)
+	rig, base, p := startProxyP(t, Config{Command: []string{"node", server, "stdio"}})
+	echo := func(call string) string {
+		if err := rig.Invoke(t, base, "thr_re", call, "everything_invoke_tool", `{"tool_name":"echo","arguments":{"message":"`+call+`"}}`); err != nil {
+			t.Fatal(err)
+		}
+		m := rig.Next(t)
+		if len(m.Content) == 0 {
+			return m.Text
+		}
+		return m.Content[0].Text
+	}
+	if got := echo("one"); got != "Echo: one" {
+		t.Fatalf("first call: %q", got)
+	}
+	p.mu.Lock()
+	first := p.session
+	p.mu.Unlock()
+	if err := first.Close(); err != nil { // ends the subprocess
+		t.Logf("closing the session: %v", err)
+	}
+	if got := echo("two"); got != "Echo: two" {
+		t.Fatalf("after the session dropped: %q", got)
+	}
+	p.mu.Lock()
+	second := p.session
+	p.mu.Unlock()
+	if second == first || second == nil {
+		t.Fatal("the proxy did not reconnect")
+	}
 }
 
 func freePort(t *testing.T) string {
