@@ -18,6 +18,15 @@
 //   - Kit (Server, Tool, Call) is for writing tool servers; see
 //     internal/rap/tools for two examples and internal/mcp for the MCP proxy.
 //
+// Files, one concept each: wire.go (wire types and field errors),
+// callback.go (callback bodies and their validation), toolset.go (toolset
+// validation and the per-root Set), loader.go (fetching and caching),
+// schema.go (inputSchema compilation and argument validation), post.go (HTTP
+// POST with bounded retries), dispatch.go (invocations and best-effort
+// notifications), sign.go (keyring and signed callback URLs), receiver.go (the
+// callback handler), stores.go (in-memory view and choice stores), kit.go (the
+// tool-server kit).
+//
 // The package must not reach into the engine's state or stores: whether a
 // call is still pending is the engine's decision (an optional one-method
 // CallChecker lets a deployment reject unknown calls early). It must never
@@ -32,6 +41,9 @@
 //   - *runtime.ToolRejectedError from Dispatch: the tool refused (4xx) or
 //     could not be reached within the retry budget; the model gets an error
 //     result.
+//   - *StatusError (a final 4xx) and *UnavailableError (5xx or transport
+//     errors until the RetryPolicy budget ran out) from the kit's Call.Post and
+//     PostChoice.
 //   - *ToolsetError: a toolset that could not be loaded or was rejected, with
 //     the server it came from (reported by Loader, never fatal to a thread).
 package rap
