@@ -1,0 +1,215 @@
+package rap
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func readTestdata(t testing.TB, dir, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestDecodeCallback(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		file      string
+		wantType  CallbackType
+		wantField string // "" = valid
+	}{
+		{"tool_result_text.json", TypeToolResult, ""},
+		{"tool_result_content.json", TypeToolResult, ""},
+		{"tool_result_subscription.json", TypeToolResult, ""},
+		{"subscription_event.json", TypeSubscriptionEvent, ""},
+		{"subscription_event_final.json", TypeSubscriptionEvent, ""},
+		{"oauth.json", TypeOAuth, ""},
+		{"user_choice.json", TypeUserChoice, ""},
+		{"view_update.json", TypeViewUpdate, ""},
+		{"bad_no_type.json", "", "type"},
+		{"bad_unknown_type.json", "", "type"},
+		{"bad_missing_group.json", "", "group_id"},
+		{"bad_missing_text.json", "", "text"},
+		{"bad_subscription_type.json", "", "subscription"},
+		{"bad_image_base64.json", "", "content[0].data"},
+		{"bad_content_type.json", "", "content[1].type"},
+		{"bad_diff_no_patch.json", "", "display_as[0].patch"},
+		{"bad_event_no_call.json", "", "tool_call_id"},
+		{"bad_event_no_text.json", "", "text"},
+		{"bad_oauth_url.json", "", "auth_url"},
+		{"bad_choice_default.json", "", "default"},
+		{"bad_choice_empty.json", "", "choices"},
+		{"bad_view_content.json", "", "content"},
+		{"bad_trailing.json", "", ""},
+		{"bad_not_object.json", "", ""},
+		{"bad_group_space.json", "", "group_id"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			t.Parallel()
+			cb, err := DecodeCallback(readTestdata(t, "callbacks", tc.file))
+			valid := strings.HasPrefix(tc.file, "bad_") == false
+			if valid {
+				if err != nil {
+					t.Fatalf("DecodeCallback: %v", err)
+				}
+				if cb.Type != tc.wantType {
+					t.Fatalf("type = %q, want %q", cb.Type, tc.wantType)
+				}
+				return
+			}
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("DecodeCallback error = %v, want a *FieldError", err)
+			}
+			if fe.Field != tc.wantField {
+				t.Fatalf("field = %q (%v), want %q", fe.Field, err, tc.wantField)
+			}
+		})
+	}
+}
+
+func TestDecodeCallbackContentWins(t *testing.T) {
+	t.Parallel()
+	cb, err := DecodeCallback(readTestdata(t, "callbacks", "tool_result_content.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := MessageFor("thr_1", "call_1", cb)
+	if m.Text != "" || len(m.Content) != 2 || m.Content[1].Type != "image" {
+		t.Fatalf("message = %+v, want the content items and no text", m)
+	}
+	if err := m.Validate(); err != nil {
+		t.Fatalf("message does not validate: %v", err)
+	}
+}
+
+func TestDecodeToolset(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		file      string
+		wantField string // "" = valid
+	}{
+		{"valid_full.json", ""},
+		{"valid_relative_endpoint.json", ""},
+		{"valid_empty.json", ""},
+		{"bad_no_name.json", "name"},
+		{"bad_long_name.json", "name"},
+		{"bad_no_endpoint.json", "endpoint"},
+		{"bad_endpoint_scheme.json", "endpoint"},
+		{"bad_no_tools.json", "tools"},
+		{"bad_tool_name.json", "tools[1].name"},
+		{"bad_dup_tool.json", "tools[1].name"},
+		{"bad_reserved_tool.json", "tools[0].name"},
+		{"bad_no_description.json", "tools[0](a).description"},
+		{"bad_no_schema.json", "tools[0](a).inputSchema"},
+		{"bad_schema_invalid.json", "tools[0](a).inputSchema"},
+		{"bad_schema_not_object_type.json", "tools[0](a).inputSchema"},
+		{"bad_schema_remote_ref.json", "tools[0](a).inputSchema"},
+		{"bad_annotation_unknown.json", "tools[0](a).annotations.dangerous"},
+		{"bad_annotation_type.json", "tools[0](a).annotations.readOnly"},
+		{"bad_tools_type.json", "tools"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			t.Parallel()
+			ts, schemas, err := DecodeToolset(readTestdata(t, "toolsets", tc.file))
+			if tc.wantField == "" {
+				if err != nil {
+					t.Fatalf("DecodeToolset: %v", err)
+				}
+				if len(schemas) != len(ts.Tools) {
+					t.Fatalf("%d schemas for %d tools", len(schemas), len(ts.Tools))
+				}
+				return
+			}
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("DecodeToolset error = %v, want a *FieldError", err)
+			}
+			if fe.Field != tc.wantField {
+				t.Fatalf("field = %q (%v), want %q", fe.Field, err, tc.wantField)
+			}
+			if ts != nil {
+				t.Fatal("a rejected toolset must not be returned in part")
+			}
+		})
+	}
+}
+
+func TestDecodeToolsetAnnotations(t *testing.T) {
+	t.Parallel()
+	ts, _, err := DecodeToolset(readTestdata(t, "toolsets", "valid_full.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := ts.Tools[0].Annotations
+	if a == nil || !a.ReadOnly || !a.LongRunning || a.Destructive || string(a.Custom["x-team"]) != `"infra"` {
+		t.Fatalf("annotations = %+v", a)
+	}
+}
+
+func seedDir(f *testing.F, dir string) {
+	entries, err := os.ReadDir(filepath.Join("testdata", dir))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, e := range entries {
+		f.Add(readTestdata(f, dir, e.Name()))
+	}
+}
+
+// FuzzDecodeCallback checks that any body either decodes into a callback
+// whose message validates, or fails with a *FieldError; never a panic.
+func FuzzDecodeCallback(f *testing.F) {
+	seedDir(f, "callbacks")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		cb, err := DecodeCallback(b)
+		if err != nil {
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("error %v is not a *FieldError", err)
+			}
+			return
+		}
+		if cb.Type == TypeViewUpdate {
+			return
+		}
+		id, _ := cb.CallRef()
+		m := MessageFor(cb.GroupID(), id, cb)
+		if err := m.Validate(); err != nil {
+			t.Fatalf("accepted callback %s gives an invalid message: %v", b, err)
+		}
+	})
+}
+
+// FuzzDecodeToolset checks that any document either decodes with one
+// compiled schema per tool, or fails with a *FieldError; never a panic.
+func FuzzDecodeToolset(f *testing.F) {
+	seedDir(f, "toolsets")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ts, schemas, err := DecodeToolset(b)
+		if err != nil {
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("error %v is not a *FieldError", err)
+			}
+			return
+		}
+		if len(schemas) != len(ts.Tools) {
+			t.Fatalf("%d schemas for %d tools", len(schemas), len(ts.Tools))
+		}
+		for i, s := range schemas {
+			_ = s.Validate([]byte(`{}`)) // must not panic
+			if !validName(ts.Tools[i].Name) {
+				t.Fatalf("accepted invalid tool name %q", ts.Tools[i].Name)
+			}
+		}
+	})
+}

@@ -1,0 +1,49 @@
+// Package rap speaks the Reactive Agent Protocol (RAP) for agentslice: the
+// wire types, toolset discovery and validation, argument validation against
+// each tool's JSON Schema, fire-and-forget dispatch, signed callback URLs,
+// the callback receiver, and a kit for writing RAP tool servers in Go.
+//
+// How it plugs into internal/runtime:
+//   - Loader implements runtime.ToolSource. It fetches each configured
+//     server's {base}/.well-known/rap-toolset once per root thread, validates
+//     it, and offers its tools beside an optional base runtime.Toolbox.
+//   - Each RAP tool it offers implements runtime.Tool (Dispatch POSTs the
+//     invocation and returns once the tool answered 200), runtime.ArgsValidator
+//     (the tool's inputSchema, draft 2020-12 by default) and runtime.Canceler
+//     (best-effort /cancel_tool_call).
+//   - Receiver is the http.Handler behind every callback URL. It verifies the
+//     URL's signature (Keyring), decodes and validates the body, checks it
+//     against the signed thread and call, and turns it into a runtime.Message
+//     sent to a runtime.Queue.
+//   - Kit (Server, Tool, Call) is for writing tool servers; see
+//     internal/rap/tools for two examples and internal/mcp for the MCP proxy.
+//
+// Files, one concept each: wire.go (wire types and field errors),
+// callback.go (callback bodies and their validation), toolset.go (toolset
+// validation and the per-root Set), loader.go (fetching and caching),
+// schema.go (inputSchema compilation and argument validation), post.go (HTTP
+// POST with bounded retries), dispatch.go (invocations and best-effort
+// notifications), sign.go (keyring and signed callback URLs), receiver.go (the
+// callback handler), stores.go (in-memory view and choice stores), kit.go (the
+// tool-server kit).
+//
+// The package must not reach into the engine's state or stores: whether a
+// call is still pending is the engine's decision (an optional one-method
+// CallChecker lets a deployment reject unknown calls early). It must never
+// enqueue anything from a callback whose signature, expiry or thread does not
+// check out.
+//
+// Error kinds a caller decides on:
+//   - *FieldError: a toolset or callback body is malformed; it names the JSON
+//     field. Receivers answer 400 with it; loaders reject the toolset whole.
+//   - ErrBadSignature, ErrExpired (wrapped in *CallbackError): a callback URL
+//     that is forged, tampered with or too old. Answer 403; never retry.
+//   - *runtime.ToolRejectedError from Dispatch: the tool refused (4xx) or
+//     could not be reached within the retry budget; the model gets an error
+//     result.
+//   - *StatusError (a final 4xx) and *UnavailableError (5xx or transport
+//     errors until the RetryPolicy budget ran out) from the kit's Call.Post and
+//     PostChoice.
+//   - *ToolsetError: a toolset that could not be loaded or was rejected, with
+//     the server it came from (reported by Loader, never fatal to a thread).
+package rap

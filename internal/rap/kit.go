@@ -1,0 +1,462 @@
+package rap
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The kit: write a RAP tool server in Go.
+//
+//	srv, _ := rap.NewServer(rap.ServerConfig{Name: "clock", Tools: []rap.Tool{...}})
+//	srv.Start(ctx)
+//	defer srv.Stop()
+//	http.ListenAndServe(addr, srv)
+//
+// The server serves the toolset at /.well-known/rap-toolset (the endpoint it
+// advertises is {base}/invoke), acknowledges each valid invocation with 200 at
+// once, and runs the tool in a goroutine it owns; Stop cancels running calls
+// and waits for them. /cancel_tool_call and /close_thread cancel the calls
+// they name. A tool talks back through its *Call (Result, Subscribe, Event,
+// OAuth, Choice, View); each POST to the callback URL is retried on 5xx and
+// transport errors, never on 4xx.
+//
+// RAP does not authenticate the runtime to the tool: the kit accepts any
+// well-formed invocation and POSTs to the callback URL it names. Deploy kit
+// servers where only the runtime reaches them, or wrap the handler with the
+// authentication your network needs.
+
+// InvokePath is where a kit server takes invocations, relative to its base.
+const InvokePath = "/invoke"
+
+// Tool is one tool of a kit server. Run does the work; it must send the
+// call's result (Result, ResultContent or Subscribe). If it returns without
+// one, the kit sends an error result for it (the error's text, or "finished
+// without a result"), so the agent never waits forever. Run's ctx is
+// cancelled when the runtime cancels the call, closes the thread, or the
+// server stops; nothing is sent for a cancelled call.
+type Tool struct {
+	Name        string
+	Description string
+	InputSchema json.RawMessage // JSON Schema (draft 2020-12 by default)
+	Annotations *Annotations
+	Run         func(ctx context.Context, c *Call) error
+}
+
+// ServerConfig configures a kit Server. Name and Tools are required.
+type ServerConfig struct {
+	Name        string
+	Description string
+	Tools       []Tool
+	// PublicURL is the base URL the runtime reaches this server at; the
+	// advertised endpoint is PublicURL+"/invoke". When empty it is derived
+	// from each toolset request (scheme, Host and the path it is mounted at).
+	PublicURL string
+	// Client posts callbacks; default: a client with a 30s timeout.
+	Client *http.Client
+	// Retry bounds the retries of one callback POST. Default: 8 attempts
+	// within 60s.
+	Retry RetryPolicy
+	// MaxRunning bounds concurrent calls; more are answered 503 (the runtime
+	// retries). Default 64.
+	MaxRunning int
+	Logger     *slog.Logger
+}
+
+// Server is a RAP tool server: an http.Handler with a Start/Stop lifecycle.
+type Server struct {
+	cfg     ServerConfig
+	tools   map[string]*Tool
+	schemas map[string]*Schema
+
+	mu      sync.Mutex
+	ctx     context.Context
+	cancel  context.CancelFunc
+	stopped bool
+	running map[string]*runningCall // by callKey(thread, call)
+	done    *boundedMap[struct{}]   // calls already run, for at-least-once dispatch
+	wg      sync.WaitGroup
+}
+
+type runningCall struct {
+	thread string
+	cancel context.CancelFunc
+}
+
+// NewServer checks cfg (the toolset it will serve must pass DecodeToolset)
+// and returns a Server. Call Start before serving.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: 30 * time.Second}
+	}
+	if cfg.Retry.Attempts <= 0 {
+		cfg.Retry.Attempts = 8
+	}
+	if cfg.Retry.Total <= 0 {
+		cfg.Retry.Total = 60 * time.Second
+	}
+	if cfg.MaxRunning <= 0 {
+		cfg.MaxRunning = 64
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	s := &Server{cfg: cfg, tools: map[string]*Tool{}, running: map[string]*runningCall{}, done: newBoundedMap[struct{}](10000)}
+	for i := range cfg.Tools {
+		t := &cfg.Tools[i]
+		if t.Run == nil {
+			return nil, fmt.Errorf("rap: kit tool %q has no Run function", t.Name)
+		}
+		if len(t.InputSchema) == 0 {
+			t.InputSchema = json.RawMessage(`{"type":"object"}`)
+		}
+		s.tools[t.Name] = t
+	}
+	doc, err := json.Marshal(s.Toolset("http://localhost"))
+	if err != nil {
+		return nil, fmt.Errorf("rap: encoding kit toolset %q: %w", cfg.Name, err)
+	}
+	ts, schemas, err := DecodeToolset(doc)
+	if err != nil {
+		return nil, fmt.Errorf("rap: kit toolset %q is invalid: %w", cfg.Name, err)
+	}
+	s.schemas = map[string]*Schema{}
+	for i, td := range ts.Tools {
+		s.schemas[td.Name] = schemas[i]
+	}
+	return s, nil
+}
+
+// Toolset returns the document served for a server reachable at base.
+func (s *Server) Toolset(base string) Toolset {
+	ts := Toolset{Name: s.cfg.Name, Description: s.cfg.Description, Endpoint: strings.TrimRight(base, "/") + InvokePath, Tools: []ToolDef{}}
+	for i := range s.cfg.Tools {
+		t := &s.cfg.Tools[i]
+		ts.Tools = append(ts.Tools, ToolDef{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations})
+	}
+	return ts
+}
+
+// Start lets the server run calls until ctx ends or Stop is called.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx != nil {
+		return errors.New("rap: kit server already started")
+	}
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	return nil
+}
+
+// Stop refuses new calls, cancels running ones and waits for them. It is
+// safe to call twice.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	s.stopped = true
+	cancel := s.cancel
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	s.wg.Wait()
+}
+
+// Running returns the number of calls in progress.
+func (s *Server) Running() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.running)
+}
+
+// ServeHTTP routes by the path's last segment, so the server can be mounted
+// under any prefix.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	switch {
+	case strings.HasSuffix(p, ToolsetPath):
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			kitError(w, http.StatusMethodNotAllowed, "", "GET the toolset")
+			return
+		}
+		base := s.cfg.PublicURL
+		if base == "" {
+			base = requestBase(r, strings.TrimSuffix(p, ToolsetPath))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(s.Toolset(base))
+	case r.Method != http.MethodPost:
+		kitError(w, http.StatusMethodNotAllowed, "", "POST to "+p)
+	case strings.HasSuffix(p, InvokePath):
+		s.invoke(w, r)
+	case strings.HasSuffix(p, CancelToolCallPath):
+		var b CancelToolCall
+		if !readBody(w, r, &b) {
+			return
+		}
+		s.cancelCalls(func(key string, rc *runningCall) bool { return key == callKey(b.ThreadID, b.ToolCallID) })
+		kitOK(w)
+	case strings.HasSuffix(p, CloseThreadPath):
+		var b CloseThread
+		if !readBody(w, r, &b) {
+			return
+		}
+		s.cancelCalls(func(_ string, rc *runningCall) bool { return rc.thread == b.ThreadID })
+		kitOK(w)
+	case strings.HasSuffix(p, MigratePath):
+		kitError(w, http.StatusNotImplemented, "", "this server does not migrate sessions")
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func requestBase(r *http.Request, prefix string) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if fp := r.Header.Get("X-Forwarded-Proto"); fp == "https" || fp == "http" {
+		scheme = fp
+	}
+	return scheme + "://" + r.Host + prefix
+}
+
+func callKey(thread, call string) string { return storeKey(thread, call) }
+
+func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
+	var inv Invocation
+	if !readBody(w, r, &inv) {
+		return
+	}
+	if fe := validateInvocation(&inv); fe != nil {
+		kitError(w, http.StatusBadRequest, fe.Field, fe.Reason)
+		return
+	}
+	tool := s.tools[inv.Operation]
+	if tool == nil {
+		kitError(w, http.StatusBadRequest, "operation", fmt.Sprintf("unknown operation %.140q", inv.Operation))
+		return
+	}
+	if err := s.schemas[inv.Operation].Validate(inv.Arguments); err != nil {
+		kitError(w, http.StatusBadRequest, "arguments", err.Error())
+		return
+	}
+	key := callKey(inv.GroupID, inv.ID)
+	s.mu.Lock()
+	switch {
+	case s.ctx == nil || s.stopped || s.ctx.Err() != nil:
+		s.mu.Unlock()
+		kitError(w, http.StatusServiceUnavailable, "", "server is not running")
+		return
+	case s.running[key] != nil:
+		s.mu.Unlock()
+		kitOK(w) // a redelivered dispatch: already running
+		return
+	}
+	if _, ran := s.done.get(key); ran {
+		s.mu.Unlock()
+		kitOK(w) // a redelivered dispatch: already done
+		return
+	}
+	if len(s.running) >= s.cfg.MaxRunning {
+		s.mu.Unlock()
+		kitError(w, http.StatusServiceUnavailable, "", "too many calls in progress; retry later")
+		return
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	s.running[key] = &runningCall{thread: inv.GroupID, cancel: cancel}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	c := &Call{Invocation: inv, srv: s}
+	go s.run(ctx, cancel, key, tool, c)
+	kitOK(w)
+}
+
+func validateInvocation(inv *Invocation) *FieldError {
+	if inv.Operation == "" {
+		return fieldErr("operation", "missing")
+	}
+	for _, f := range []struct{ name, v string }{{"id", inv.ID}, {"group_id", inv.GroupID}} {
+		if err := checkID(f.name, f.v); err != nil {
+			return err.(*FieldError)
+		}
+	}
+	if err := checkHTTPURL("callback_url", inv.CallbackURL); err != nil {
+		return err.(*FieldError)
+	}
+	if len(inv.Arguments) == 0 || string(inv.Arguments) == "null" {
+		inv.Arguments = json.RawMessage(`{}`)
+	}
+	return nil
+}
+
+func (s *Server) run(ctx context.Context, cancel context.CancelFunc, key string, tool *Tool, c *Call) {
+	defer s.wg.Done()
+	defer func() {
+		cancel()
+		s.mu.Lock()
+		delete(s.running, key)
+		s.done.put(key, struct{}{})
+		s.mu.Unlock()
+	}()
+	err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				s.cfg.Logger.Error("rap: kit tool panicked", "tool", tool.Name, "call", c.ID, "panic", r, "stack", string(debug.Stack()))
+				err = fmt.Errorf("the tool failed unexpectedly")
+			}
+		}()
+		return tool.Run(ctx, c)
+	}()
+	if ctx.Err() != nil || c.resulted.Load() {
+		if err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Warn("rap: kit tool failed after sending its result", "tool", tool.Name, "call", c.ID, "error", err)
+		}
+		return
+	}
+	text := "error: " + tool.Name + " finished without a result"
+	if err != nil {
+		text = "error: " + err.Error()
+	}
+	if perr := c.Result(ctx, text); perr != nil {
+		s.cfg.Logger.Warn("rap: kit could not deliver an error result", "tool", tool.Name, "call", c.ID, "error", perr)
+	}
+}
+
+func (s *Server) cancelCalls(match func(key string, rc *runningCall) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, rc := range s.running {
+		if match(key, rc) {
+			rc.cancel()
+		}
+	}
+}
+
+func readBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxCallbackBody))
+	if err != nil {
+		kitError(w, http.StatusRequestEntityTooLarge, "", "body too large or unreadable")
+		return false
+	}
+	if err := decodeStrict(b, v); err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			kitError(w, http.StatusBadRequest, fe.Field, fe.Reason)
+		} else {
+			kitError(w, http.StatusBadRequest, "", err.Error())
+		}
+		return false
+	}
+	return true
+}
+
+func kitOK(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"status":"accepted"}`+"\n")
+}
+
+func kitError(w http.ResponseWriter, status int, field, reason string) {
+	msg := reason
+	if field != "" {
+		msg = (&FieldError{Field: field, Reason: reason}).Error()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	b, _ := json.Marshal(map[string]string{"error": msg})
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// Call is one invocation as a kit tool sees it, with the means to answer.
+// Its methods are safe for concurrent use.
+type Call struct {
+	Invocation
+	srv      *Server
+	seq      atomic.Int64
+	resulted atomic.Bool
+}
+
+// Args decodes the call's arguments (already valid against the schema).
+func (c *Call) Args(v any) error {
+	if err := json.Unmarshal(c.Arguments, v); err != nil {
+		return fmt.Errorf("decoding arguments of %s: %w", c.Operation, err)
+	}
+	return nil
+}
+
+// Post sends a callback body to the call's callback URL, retrying 5xx and
+// transport errors. A 4xx (the runtime refused it) is returned as a
+// *StatusError and not retried.
+func (c *Call) Post(ctx context.Context, body any) error {
+	if err := postJSON(ctx, c.srv.cfg.Client, c.CallbackURL, body, c.srv.cfg.Retry); err != nil {
+		return fmt.Errorf("rap: posting callback for call %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+// Result sends the call's text result.
+func (c *Call) Result(ctx context.Context, text string) error {
+	return c.result(ctx, &ToolResult{Text: &text})
+}
+
+// ResultContent sends the call's result as content items (text and images).
+func (c *Call) ResultContent(ctx context.Context, items []ContentItem) error {
+	return c.result(ctx, &ToolResult{Content: items})
+}
+
+// Subscribe sends the call's result and marks it as the start of a
+// subscription: events (Event) follow until one is final.
+func (c *Call) Subscribe(ctx context.Context, text string) error {
+	return c.result(ctx, &ToolResult{Text: &text, Subscription: true})
+}
+
+func (c *Call) result(ctx context.Context, r *ToolResult) error {
+	r.Type, r.GroupID, r.ID = TypeToolResult, c.GroupID, c.ID
+	err := c.Post(ctx, r)
+	var se *StatusError
+	if err == nil || errors.As(err, &se) {
+		c.resulted.Store(true) // delivered, or refused for good: do not send another
+	}
+	return err
+}
+
+// Event sends one subscription event. Associative events go inline into the
+// subscribing thread; final ends the subscription. Each event carries an
+// event_id (call ID and a sequence number) so retried POSTs are deduplicated
+// exactly.
+func (c *Call) Event(ctx context.Context, text string, associative, final bool) error {
+	n := c.seq.Add(1)
+	return c.Post(ctx, &SubscriptionEvent{Type: TypeSubscriptionEvent, GroupID: c.GroupID, ToolCallID: c.ID,
+		Text: &text, Associative: associative, Final: final, EventID: c.ID + "." + strconv.FormatInt(n, 10)})
+}
+
+// OAuth asks the user to authorize at authURL; the call stays pending.
+func (c *Call) OAuth(ctx context.Context, authURL string) error {
+	return c.Post(ctx, &OAuth{Type: TypeOAuth, GroupID: c.GroupID, ID: c.ID, AuthURL: authURL})
+}
+
+// Choice asks the user to pick one of choices; the answer ({id, selected})
+// is POSTed to responseURL, which the tool serves.
+func (c *Call) Choice(ctx context.Context, prompt string, choices []string, def int, responseURL string) error {
+	return c.Post(ctx, &UserChoice{Type: TypeUserChoice, GroupID: c.GroupID, ID: c.ID, Prompt: prompt,
+		Choices: choices, Default: &def, ResponseURL: responseURL})
+}
+
+// View replaces the thread's view of viewType with content (a JSON object).
+func (c *Call) View(ctx context.Context, viewType string, content any) error {
+	b, err := json.Marshal(content)
+	if err != nil {
+		return fmt.Errorf("rap: encoding view %s: %w", viewType, err)
+	}
+	return c.Post(ctx, &ViewUpdate{Type: TypeViewUpdate, GroupID: c.GroupID, ViewType: viewType, Content: b})
+}

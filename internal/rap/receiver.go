@@ -1,0 +1,284 @@
+package rap
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// ErrUnknownCall is what a CallChecker returns (possibly wrapped) for a call
+// that is neither pending nor the start of an active subscription.
+var ErrUnknownCall = errors.New("no matching pending call or subscription")
+
+// CallChecker lets a Receiver reject callbacks for calls the thread is not
+// waiting on before anything is enqueued. The engine checks again anyway;
+// this only answers the tool earlier (404) and keeps junk off the queue.
+// Errors other than ErrUnknownCall are treated as transient (503: the tool
+// retries).
+type CallChecker interface {
+	CheckCall(ctx context.Context, threadID, callID string, t CallbackType) error
+}
+
+// ViewStore keeps the latest view_update content per thread and view type.
+type ViewStore interface {
+	PutView(ctx context.Context, threadID, viewType string, content json.RawMessage) error
+	View(ctx context.Context, threadID, viewType string) (json.RawMessage, bool, error)
+}
+
+// ChoiceStore remembers user_choice requests until the user answers; the
+// answer goes to the request's ResponseURL (see PostChoice and
+// MemoryChoices.Answer).
+type ChoiceStore interface {
+	PutChoice(ctx context.Context, threadID string, c UserChoice) error
+}
+
+// ReceiverConfig configures a Receiver. Keys and Queue are required.
+type ReceiverConfig struct {
+	Keys  *Keyring
+	Queue runtime.Queue
+	// Views stores view updates; default: NewMemoryViews(10000).
+	Views ViewStore
+	// Choices remembers user choices; default: NewMemoryChoices(10000).
+	Choices ChoiceStore
+	// Calls, when set, rejects callbacks for unknown calls early.
+	Calls CallChecker
+	// Output, when set, is told about view updates (Kind "view", Text the
+	// JSON {"view_type":..., "content":...}).
+	Output runtime.Output
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Receiver is the http.Handler behind every callback URL. It accepts a
+// callback only if the URL's signature is valid and unexpired and the body is
+// valid and belongs to the signed thread and call; then it enqueues one
+// runtime.Message (view updates are stored instead) and answers 200.
+// Anything else gets a 4xx with {"error": "..."} naming the field, and
+// nothing is enqueued. A failure to enqueue answers 503 so the tool retries.
+type Receiver struct {
+	cfg ReceiverConfig
+}
+
+// NewReceiver checks cfg and returns a Receiver.
+func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
+	if cfg.Keys == nil {
+		return nil, errors.New("rap: ReceiverConfig.Keys is required")
+	}
+	if cfg.Queue == nil {
+		return nil, errors.New("rap: ReceiverConfig.Queue is required")
+	}
+	if cfg.Views == nil {
+		cfg.Views = NewMemoryViews(10000)
+	}
+	if cfg.Choices == nil {
+		cfg.Choices = NewMemoryChoices(10000)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Receiver{cfg: cfg}, nil
+}
+
+// Views returns the store view updates go to.
+func (rc *Receiver) Views() ViewStore { return rc.cfg.Views }
+
+// Choices returns the store user choices go to.
+func (rc *Receiver) Choices() ChoiceStore { return rc.cfg.Choices }
+
+// ServeHTTP handles one callback POST.
+func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, &CallbackError{Status: http.StatusMethodNotAllowed, Err: errors.New("callbacks are POSTed")})
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxCallbackBody))
+	if err != nil {
+		var mb *http.MaxBytesError
+		status := http.StatusBadRequest
+		if errors.As(err, &mb) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		writeError(w, &CallbackError{Status: status, Err: fmt.Errorf("reading the body: %w", err)})
+		return
+	}
+	if err := rc.Accept(r.Context(), r.URL.Query(), body); err != nil {
+		var ce *CallbackError
+		if !errors.As(err, &ce) {
+			ce = &CallbackError{Status: http.StatusServiceUnavailable, Err: err}
+		}
+		if ce.Status >= 500 {
+			rc.cfg.Logger.WarnContext(r.Context(), "rap: callback not enqueued; the tool should retry", "error", err)
+		} else {
+			rc.cfg.Logger.InfoContext(r.Context(), "rap: callback rejected", "status", ce.Status, "error", err)
+		}
+		writeError(w, ce)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"status":"accepted"}`+"\n")
+}
+
+func writeError(w http.ResponseWriter, ce *CallbackError) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(ce.Status)
+	b, _ := json.Marshal(struct {
+		Error string `json:"error"`
+		Field string `json:"field,omitempty"`
+	}{ce.Error(), ce.Field})
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// Accept verifies, decodes and enqueues one callback given its URL query and
+// body; ServeHTTP wraps it, and a Lambda handler can call it directly.
+// Rejections are *CallbackError values carrying the HTTP status: 403 for a
+// bad, expired or cross-thread capability, 400 for a malformed body, 404 for
+// an unknown call (with a CallChecker), 410 for a closed thread; other errors
+// are transient (answer 503).
+func (rc *Receiver) Accept(ctx context.Context, query map[string][]string, body []byte) error {
+	capa, err := rc.cfg.Keys.Verify(query, rc.cfg.Now())
+	if err != nil {
+		return err
+	}
+	cb, err := DecodeCallback(body)
+	if err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			return &CallbackError{Status: http.StatusBadRequest, Field: fe.Field, Err: errors.New(fe.Reason)}
+		}
+		return &CallbackError{Status: http.StatusBadRequest, Err: err}
+	}
+	if g := cb.GroupID(); g != capa.ThreadID {
+		return &CallbackError{Status: http.StatusForbidden, Field: "group_id",
+			Err: fmt.Errorf("thread %.100q does not match the thread this callback URL was issued for", g)}
+	}
+	if id, field := cb.CallRef(); field != "" && id != capa.CallID {
+		return &CallbackError{Status: http.StatusForbidden, Field: field,
+			Err: fmt.Errorf("tool call %.100q does not match the call this callback URL was issued for", id)}
+	}
+	if cb.Type == TypeViewUpdate {
+		return rc.view(ctx, capa, cb.ViewUpdate)
+	}
+	if rc.cfg.Calls != nil {
+		if err := rc.cfg.Calls.CheckCall(ctx, capa.ThreadID, capa.CallID, cb.Type); err != nil {
+			if errors.Is(err, ErrUnknownCall) {
+				return &CallbackError{Status: http.StatusNotFound, Err: err}
+			}
+			return fmt.Errorf("rap: checking call %s of thread %s: %w", capa.CallID, capa.ThreadID, err)
+		}
+	}
+	if cb.Type == TypeUserChoice {
+		if err := rc.cfg.Choices.PutChoice(ctx, capa.ThreadID, *cb.UserChoice); err != nil {
+			return fmt.Errorf("rap: storing choice for call %s of thread %s: %w", capa.CallID, capa.ThreadID, err)
+		}
+	}
+	msg := MessageFor(capa.ThreadID, capa.CallID, cb)
+	if err := rc.cfg.Queue.Send(ctx, msg); err != nil {
+		var bm *runtime.BadMessageError
+		switch {
+		case errors.As(err, &bm):
+			return &CallbackError{Status: http.StatusBadRequest, Field: bm.Field, Err: errors.New(bm.Reason)}
+		case errors.Is(err, runtime.ErrClosed):
+			return &CallbackError{Status: http.StatusGone, Err: err}
+		}
+		return fmt.Errorf("rap: enqueueing %s for thread %s: %w", msg.ID, capa.ThreadID, err)
+	}
+	return nil
+}
+
+func (rc *Receiver) view(ctx context.Context, capa Capability, v *ViewUpdate) error {
+	if err := rc.cfg.Views.PutView(ctx, capa.ThreadID, v.ViewType, v.Content); err != nil {
+		return fmt.Errorf("rap: storing view %s of thread %s: %w", v.ViewType, capa.ThreadID, err)
+	}
+	if rc.cfg.Output == nil {
+		return nil
+	}
+	text, _ := json.Marshal(struct {
+		ViewType string          `json:"view_type"`
+		Content  json.RawMessage `json:"content"`
+	}{v.ViewType, v.Content})
+	ev := runtime.OutputEvent{ID: runtime.DeriveID("view_", capa.ThreadID, v.ViewType, string(v.Content)),
+		ThreadID: capa.ThreadID, Kind: "view", Text: string(text)}
+	if err := rc.cfg.Output.Publish(ctx, ev); err != nil {
+		return fmt.Errorf("rap: forwarding view %s of thread %s: %w", v.ViewType, capa.ThreadID, err)
+	}
+	return nil
+}
+
+// MessageFor turns an accepted callback (not a view_update) into the
+// runtime message it stands for. Message IDs are deterministic, so a tool
+// that retries its POST is deduplicated by the runtime:
+//   - tool_result: "res_" over (thread, call); the first result wins.
+//   - subscription_event: "sev_" over (thread, call, event_id) when the tool
+//     sent an event_id, else over (thread, call, text, associative, final).
+//   - oauth: "oauth_" over (thread, call, auth_url).
+//   - user_choice: "choice_" over (thread, call, prompt, choices, response_url).
+func MessageFor(threadID, callID string, cb *Callback) runtime.Message {
+	m := runtime.Message{V: runtime.MessageVersion, ThreadID: threadID, ToolCallID: callID}
+	switch cb.Type {
+	case TypeToolResult:
+		r := cb.ToolResult
+		m.ID = runtime.DeriveID("res_", threadID, callID)
+		m.Kind = runtime.KindToolResult
+		if len(r.Content) > 0 {
+			m.Content = append([]runtime.Content(nil), r.Content...)
+		} else if r.Text != nil {
+			m.Text = *r.Text
+		}
+		m.Subscription = r.Subscription
+	case TypeSubscriptionEvent:
+		e := cb.SubscriptionEvent
+		text := ""
+		if e.Text != nil {
+			text = *e.Text
+		} else {
+			text = "the subscription ended"
+		}
+		if e.EventID != "" {
+			m.ID = runtime.DeriveID("sev_", threadID, callID, "id", e.EventID)
+		} else {
+			m.ID = runtime.DeriveID("sev_", threadID, callID, "body", text,
+				strconv.FormatBool(e.Associative), strconv.FormatBool(e.Final))
+		}
+		m.Kind = runtime.KindEvent
+		m.Text = text
+		m.Associative = e.Associative
+		m.Final = e.Final
+	case TypeOAuth:
+		m.ID = runtime.DeriveID("oauth_", threadID, callID, cb.OAuth.AuthURL)
+		m.Kind = runtime.KindNotice
+		m.Text = "The tool needs authorization before it can continue. Open this URL to authorize: " + cb.OAuth.AuthURL
+	case TypeUserChoice:
+		u := cb.UserChoice
+		m.ID = runtime.DeriveID("choice_", threadID, callID, u.Prompt, strings.Join(u.Choices, "\x00"), u.ResponseURL)
+		m.Kind = runtime.KindNotice
+		m.Text = choiceText(u)
+	}
+	return m
+}
+
+func choiceText(u *UserChoice) string {
+	var b strings.Builder
+	b.WriteString("The tool asks you to choose: ")
+	b.WriteString(u.Prompt)
+	for i, c := range u.Choices {
+		fmt.Fprintf(&b, "\n  %d. %s", i, c)
+		if u.Default != nil && i == *u.Default {
+			b.WriteString(" (default)")
+		}
+	}
+	fmt.Fprintf(&b, "\n(choice for tool call %s)", u.ID)
+	return b.String()
+}

@@ -1,0 +1,244 @@
+package rap
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Callback URLs are capabilities. Each invocation's callback_url carries
+//
+//	t = thread ID, c = tool call ID, e = expiry (Unix seconds),
+//	k = key ID, s = base64url(HMAC-SHA256(key, "rapcb1", k, t, c, e))
+//
+// as query parameters on the receiver's base URL (each part length-prefixed
+// in the MAC input, so no two tuples share a MAC input). Only the runtime
+// holds the keys. The Keyring has a current key that signs and older keys
+// that still verify, so keys rotate without breaking URLs already handed out:
+// add a new current key, keep the old one until the longest TTL has passed,
+// then drop it.
+//
+// Expiry. A call may turn into a subscription (a tool_result with
+// subscription: true) and keep POSTing events for days, and the runtime
+// cannot know that at dispatch time; a RAP tool has no way to receive a new
+// URL later without breaking interop with tools written for Infinity. So every
+// URL is signed with the long, configurable Signer.TTL from the start (30 days
+// by default). The expiry is a bound on a leaked URL's life, not the liveness
+// check: whether the call is still pending or its subscription still active is
+// checked against thread state on every callback (the engine rejects results
+// for unknown calls and events for unknown subscriptions, and a Receiver may be
+// given a CallChecker to do it before enqueueing), so a URL stops working as
+// soon as its call is closed and its subscription cancelled, long before it
+// expires.
+
+// Query parameter names of a signed callback URL.
+const (
+	paramThread  = "t"
+	paramCall    = "c"
+	paramExpires = "e"
+	paramKey     = "k"
+	paramSig     = "s"
+)
+
+// Sentinel errors of signature verification. A *CallbackError wraps them.
+var (
+	ErrBadSignature = errors.New("callback URL signature is missing or invalid")
+	ErrExpired      = errors.New("callback URL has expired")
+)
+
+// MinKeyLen is the minimum length of a signing key in bytes.
+const MinKeyLen = 32
+
+// DefaultCallbackTTL is how long a callback URL stays valid when the Signer
+// does not say.
+const DefaultCallbackTTL = 30 * 24 * time.Hour
+
+// Key is one HMAC key with its ID.
+type Key struct {
+	ID     string
+	Secret []byte
+}
+
+// Keyring holds the current signing key and older keys that still verify.
+// It is immutable and safe for concurrent use.
+type Keyring struct {
+	current Key
+	keys    map[string][]byte
+}
+
+// NewKeyring returns a keyring signing with current and also accepting the
+// older keys. IDs must be 1..32 characters of [A-Za-z0-9_-] and distinct;
+// secrets at least MinKeyLen bytes.
+func NewKeyring(current Key, older ...Key) (*Keyring, error) {
+	kr := &Keyring{current: current, keys: map[string][]byte{}}
+	for i, k := range append([]Key{current}, older...) {
+		if k.ID == "" || len(k.ID) > 32 || !validName(k.ID) {
+			return nil, fmt.Errorf("rap: keyring key %d: id %q must be 1..32 characters of [A-Za-z0-9_-]", i, k.ID)
+		}
+		if len(k.Secret) < MinKeyLen {
+			return nil, fmt.Errorf("rap: keyring key %q: secret is %d bytes, need at least %d", k.ID, len(k.Secret), MinKeyLen)
+		}
+		if _, dup := kr.keys[k.ID]; dup {
+			return nil, fmt.Errorf("rap: keyring key id %q appears twice", k.ID)
+		}
+		kr.keys[k.ID] = append([]byte(nil), k.Secret...)
+	}
+	kr.current.Secret = kr.keys[current.ID]
+	return kr, nil
+}
+
+// ParseKeyring reads a keyring from "id:base64secret[,id:base64secret...]"
+// (standard or URL base64, padded or not); the first key is the current one.
+// It is meant for configuration taken from the environment.
+func ParseKeyring(spec string) (*Keyring, error) {
+	var keys []Key
+	for i, part := range strings.Split(spec, ",") {
+		id, b64, ok := strings.Cut(strings.TrimSpace(part), ":")
+		if !ok {
+			return nil, fmt.Errorf("rap: keyring entry %d: want id:base64secret", i)
+		}
+		secret, err := decodeB64(b64)
+		if err != nil {
+			return nil, fmt.Errorf("rap: keyring entry %d (%s): secret is not base64: %w", i, id, err)
+		}
+		keys = append(keys, Key{ID: id, Secret: secret})
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("rap: empty keyring")
+	}
+	return NewKeyring(keys[0], keys[1:]...)
+}
+
+func decodeB64(s string) ([]byte, error) {
+	s = strings.TrimRight(s, "=")
+	if strings.ContainsAny(s, "-_") {
+		return base64.RawURLEncoding.DecodeString(s)
+	}
+	return base64.RawStdEncoding.DecodeString(s)
+}
+
+// CurrentID returns the ID of the key that signs.
+func (kr *Keyring) CurrentID() string { return kr.current.ID }
+
+func mac(secret []byte, kid, thread, call, exp string) []byte {
+	h := hmac.New(sha256.New, secret)
+	for _, p := range []string{"rapcb1", kid, thread, call, exp} {
+		h.Write([]byte(strconv.Itoa(len(p))))
+		h.Write([]byte{':'})
+		h.Write([]byte(p))
+	}
+	return h.Sum(nil)
+}
+
+// Capability is what a verified callback URL grants: callbacks for one tool
+// call of one thread until Expires.
+type Capability struct {
+	ThreadID string
+	CallID   string
+	Expires  time.Time
+	KeyID    string
+}
+
+// CallbackError is a callback the receiver refuses, with the HTTP status to
+// answer and the reason (naming the field or parameter at fault).
+type CallbackError struct {
+	Status int
+	Field  string
+	Err    error
+}
+
+func (e *CallbackError) Error() string {
+	if e.Field == "" {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("field %q: %v", e.Field, e.Err)
+}
+
+func (e *CallbackError) Unwrap() error { return e.Err }
+
+// Verify checks the signature and expiry carried by a callback URL's query.
+// Failures are *CallbackError values wrapping ErrBadSignature or ErrExpired.
+func (kr *Keyring) Verify(q url.Values, now time.Time) (Capability, error) {
+	bad := func(field, reason string) (Capability, error) {
+		return Capability{}, &CallbackError{Status: 403, Field: field, Err: fmt.Errorf("%w: %s", ErrBadSignature, reason)}
+	}
+	get := func(name string) (string, bool) {
+		vs := q[name]
+		if len(vs) != 1 || vs[0] == "" {
+			return "", false
+		}
+		return vs[0], true
+	}
+	thread, ok1 := get(paramThread)
+	call, ok2 := get(paramCall)
+	exp, ok3 := get(paramExpires)
+	kid, ok4 := get(paramKey)
+	sig, ok5 := get(paramSig)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5) {
+		return bad("", "the URL lacks one of the signed parameters t, c, e, k, s (each exactly once)")
+	}
+	secret, known := kr.keys[kid]
+	if !known {
+		return bad(paramKey, "unknown signing key")
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, mac(secret, kid, thread, call, exp)) {
+		return bad(paramSig, "signature does not match")
+	}
+	secs, err := strconv.ParseInt(exp, 10, 64)
+	if err != nil {
+		return bad(paramExpires, "expiry is not a number")
+	}
+	expires := time.Unix(secs, 0)
+	if !now.Before(expires) {
+		return Capability{}, &CallbackError{Status: 403, Field: paramExpires,
+			Err: fmt.Errorf("%w (at %s)", ErrExpired, expires.UTC().Format(time.RFC3339))}
+	}
+	return Capability{ThreadID: thread, CallID: call, Expires: expires, KeyID: kid}, nil
+}
+
+// Signer mints callback URLs.
+type Signer struct {
+	Keys *Keyring
+	// BaseURL is the absolute URL the Receiver is reachable at.
+	BaseURL string
+	// TTL is how long a URL stays valid; DefaultCallbackTTL when zero.
+	TTL time.Duration
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// CallbackURL returns the signed callback URL for one tool call.
+func (s *Signer) CallbackURL(threadID, callID string) (string, error) {
+	if s == nil || s.Keys == nil {
+		return "", errors.New("rap: signer has no keyring")
+	}
+	u, err := url.Parse(s.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("rap: signer base URL %q is not an absolute http(s) URL", s.BaseURL)
+	}
+	ttl := s.TTL
+	if ttl <= 0 {
+		ttl = DefaultCallbackTTL
+	}
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	exp := strconv.FormatInt(now().Add(ttl).Unix(), 10)
+	kid := s.Keys.current.ID
+	q := u.Query()
+	q.Set(paramThread, threadID)
+	q.Set(paramCall, callID)
+	q.Set(paramExpires, exp)
+	q.Set(paramKey, kid)
+	q.Set(paramSig, base64.RawURLEncoding.EncodeToString(mac(s.Keys.current.Secret, kid, threadID, callID, exp)))
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
