@@ -15,6 +15,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
+echo "== npm packages"
+bash scripts/npm-deps.sh
+
 for s in "${services[@]}"; do
   echo "== starting $(basename "$s" .sh)"
   bash "$s" start
