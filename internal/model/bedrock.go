@@ -1,0 +1,217 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// bedrockModel streams completions with Bedrock's ConverseStream.
+type bedrockModel struct {
+	cfg        Config
+	client     *bedrockruntime.Client
+	withStatus bool
+}
+
+func newBedrock(ctx context.Context, cfg Config, o *options) (*bedrockModel, error) {
+	bc := BedrockConfig{}
+	if cfg.Bedrock != nil {
+		bc = *cfg.Bedrock
+	}
+	var awsCfg aws.Config
+	if o.awsConfig != nil {
+		awsCfg = o.awsConfig.Copy()
+	} else {
+		var lo []func(*config.LoadOptions) error
+		if bc.Region != "" {
+			lo = append(lo, config.WithRegion(bc.Region))
+		}
+		var err error
+		awsCfg, err = config.LoadDefaultConfig(ctx, lo...)
+		if err != nil {
+			return nil, fmt.Errorf("model %q: loading the AWS configuration: %w", cfg.label(), err)
+		}
+	}
+	if bc.Region != "" {
+		awsCfg.Region = bc.Region
+	}
+	if awsCfg.Region == "" {
+		return nil, &ConfigError{Model: cfg.label(), Field: "bedrock.region",
+			Reason: "no AWS region: set bedrock.region or AWS_REGION"}
+	}
+	client := bedrockruntime.NewFromConfig(awsCfg, func(opt *bedrockruntime.Options) {
+		// Zero SDK retries: the engine retries a failed completion with
+		// jittered backoff inside the slice deadline, and a retried stream
+		// must start from an empty turn buffer anyway.
+		opt.Retryer = aws.NopRetryer{}
+		opt.RetryMaxAttempts = 0
+		if bc.Endpoint != "" {
+			opt.BaseEndpoint = aws.String(bc.Endpoint)
+		}
+		if o.httpClient != nil {
+			opt.HTTPClient = o.httpClient
+		}
+	})
+	return &bedrockModel{cfg: cfg, client: client, withStatus: bc.ToolResultStatus}, nil
+}
+
+// Info describes the model.
+func (m *bedrockModel) Info() Info { return infoOf(&m.cfg) }
+
+// Complete streams one completion into w.
+func (m *bedrockModel) Complete(ctx context.Context, req *runtime.CompletionRequest, w runtime.TurnWriter) error {
+	in, err := m.input(req)
+	if err != nil {
+		return runtime.Permanent(fmt.Errorf("bedrock model %s: building the request: %w", m.cfg.ModelID, err))
+	}
+	out, err := m.client.ConverseStream(ctx, in)
+	if err != nil {
+		return m.classify("starting the stream", err)
+	}
+	stream := out.GetStream()
+	defer stream.Close()
+
+	var (
+		drafts  = map[int32]*toolDraft{}
+		stopped bool
+	)
+	// flush emits the tool calls whose blocks ended, in block order.
+	flush := func(idx int32) {
+		if d := drafts[idx]; d != nil {
+			delete(drafts, idx)
+			w.ToolCall(d.id, d.name, d.args.String())
+		}
+	}
+	events := stream.Events()
+loop:
+	for {
+		var ev types.ConverseStreamOutput
+		var ok bool
+		select {
+		case ev, ok = <-events:
+		case <-ctx.Done():
+			return fmt.Errorf("bedrock model %s: stream interrupted: %w", m.cfg.ModelID, ctx.Err())
+		}
+		if !ok {
+			break loop
+		}
+		switch v := ev.(type) {
+		case *types.ConverseStreamOutputMemberContentBlockStart:
+			if tu, ok := v.Value.Start.(*types.ContentBlockStartMemberToolUse); ok {
+				drafts[aws.ToInt32(v.Value.ContentBlockIndex)] = &toolDraft{
+					id: aws.ToString(tu.Value.ToolUseId), name: aws.ToString(tu.Value.Name)}
+			}
+		case *types.ConverseStreamOutputMemberContentBlockDelta:
+			idx := aws.ToInt32(v.Value.ContentBlockIndex)
+			switch d := v.Value.Delta.(type) {
+			case *types.ContentBlockDeltaMemberText:
+				w.Text(d.Value)
+			case *types.ContentBlockDeltaMemberReasoningContent:
+				if t, ok := d.Value.(*types.ReasoningContentBlockDeltaMemberText); ok {
+					w.Reasoning(t.Value)
+				}
+				// Signatures and redacted reasoning are not kept: history
+				// has no place for them (see history.go).
+			case *types.ContentBlockDeltaMemberToolUse:
+				dr := drafts[idx]
+				if dr == nil {
+					return fmt.Errorf("bedrock model %s: tool input delta for block %d, which did not start as a tool call", m.cfg.ModelID, idx)
+				}
+				dr.args.WriteString(aws.ToString(d.Value.Input))
+			}
+		case *types.ConverseStreamOutputMemberContentBlockStop:
+			flush(aws.ToInt32(v.Value.ContentBlockIndex))
+		case *types.ConverseStreamOutputMemberMessageStop:
+			stopped = true
+			// Blocks that never got their stop event still count, in order.
+			idxs := make([]int32, 0, len(drafts))
+			for i := range drafts {
+				idxs = append(idxs, i)
+			}
+			sort.Slice(idxs, func(a, b int) bool { return idxs[a] < idxs[b] })
+			for _, i := range idxs {
+				flush(i)
+			}
+		case *types.ConverseStreamOutputMemberMetadata:
+			if u := v.Value.Usage; u != nil {
+				w.Usage(runtime.Usage{
+					Input:  int(aws.ToInt32(u.InputTokens)),
+					Output: int(aws.ToInt32(u.OutputTokens)),
+					Cached: int(aws.ToInt32(u.CacheReadInputTokens)),
+					Total:  int(aws.ToInt32(u.TotalTokens)),
+				})
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return m.classify("reading the stream", err)
+	}
+	// The SDK's event-stream reader reports a connection dropped mid-frame
+	// (io.ErrUnexpectedEOF) as a clean end, so a missing messageStop is the
+	// only sign of a cut stream.
+	if !stopped {
+		return fmt.Errorf("bedrock model %s: the stream ended before messageStop (cut mid-turn)", m.cfg.ModelID)
+	}
+	return nil
+}
+
+type toolDraft struct {
+	id, name string
+	args     strings.Builder
+}
+
+func (m *bedrockModel) input(req *runtime.CompletionRequest) (*bedrockruntime.ConverseStreamInput, error) {
+	turns := normalize(req.History)
+	tc, err := bedrockToolConfig(req.Tools, turns)
+	if err != nil {
+		return nil, err
+	}
+	return &bedrockruntime.ConverseStreamInput{
+		ModelId:         aws.String(m.cfg.ModelID),
+		Messages:        bedrockMessages(turns, m.cfg.Images, m.withStatus),
+		ToolConfig:      tc,
+		InferenceConfig: &types.InferenceConfiguration{MaxTokens: aws.Int32(int32(min(m.cfg.MaxOutputTokens, 1<<31-1)))},
+	}, nil
+}
+
+// Bedrock error codes that retrying cannot fix, with the reason given to the
+// user. Everything else (ThrottlingException, ServiceUnavailableException,
+// InternalServerException, ModelStreamErrorException, ModelErrorException, ModelTimeoutException,
+// ModelNotReadyException, ServiceQuotaExceededException, transport errors)
+// is retried by the engine.
+var bedrockPermanent = map[string]string{
+	"AccessDeniedException":       "access denied (the role needs bedrock:InvokeModelWithResponseStream on this model, and model access must be enabled)",
+	"ValidationException":         "the request was rejected as invalid",
+	"ResourceNotFoundException":   "the model was not found (check the model ID and region)",
+	"UnrecognizedClientException": "the credentials were not recognised",
+}
+
+func (m *bedrockModel) classify(doing string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("bedrock model %s: %s: %w", m.cfg.ModelID, doing, err)
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		if reason, ok := bedrockPermanent[ae.ErrorCode()]; ok {
+			return runtime.Permanent(fmt.Errorf("bedrock model %s: %s: %w", m.cfg.ModelID, reason, err))
+		}
+	}
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		if s := re.HTTPStatusCode(); s >= 400 && s < 500 && s != 408 && s != 429 {
+			return runtime.Permanent(fmt.Errorf("bedrock model %s: %s: HTTP %d: %w", m.cfg.ModelID, doing, s, err))
+		}
+	}
+	return fmt.Errorf("bedrock model %s: %s: %w", m.cfg.ModelID, doing, err)
+}
