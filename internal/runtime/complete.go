@@ -81,6 +81,9 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 		return nil, fmt.Errorf("runtime: completion %s for thread %s failed after retries: %w", req.CompletionID, s.threadID, lastErr)
 	}
 	s.res.Completions++
+	if err := s.crash(CrashAfterCompletion); err != nil {
+		return nil, err
+	}
 	b := &s.buf
 	usage := b.usage
 	if usage.Total > 0 {

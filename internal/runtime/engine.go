@@ -58,6 +58,9 @@ type Engine struct {
 	// Compaction, when set, summarises threads that approach the model's
 	// context window.
 	Compaction *CompactionPolicy
+	// Faults injects crashes at step boundaries. Tests only: nil in
+	// production.
+	Faults FaultInjector
 }
 
 // SliceInput is one slice's work: a batch of messages for one thread, in
@@ -139,6 +142,9 @@ type slice struct {
 	inputs   []string
 	dirty    bool
 	toolset  Toolset
+	// wasClosed is whether the thread was closed when loaded or by an
+	// earlier commit of this slice.
+	wasClosed bool
 	buf      turnBuffer
 }
 
@@ -158,8 +164,12 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 		return s.res, fmt.Errorf("runtime: loading thread %s: %w", s.threadID, err)
 	}
 	s.th, s.version, s.length = th, th.State.Version, th.State.Length
+	if err := s.crash(CrashAfterLoad); err != nil {
+		return s.res, err
+	}
 	s.view = th.Items // the caller owns Load's slice (see HistoryStore)
 	s.st = th.State.Clone()
+	s.wasClosed = th.State.Closed
 	s.res.SliceID = sliceID(s.threadID, s.version, batch)
 	s.buf.text = make([]byte, 0, 2048)
 	s.e.observe(ctx, Event{Type: EventSliceStarted, ThreadID: s.threadID, SliceID: s.res.SliceID,
@@ -210,6 +220,9 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 			// a history check on redelivery.
 			s.e.observe(ctx, Event{Type: EventSliceFinished, ThreadID: s.threadID, SliceID: s.res.SliceID,
 				Reason: "dedup mark failed", Err: err})
+		}
+		if err := s.crash(CrashAfterDedupMark); err != nil {
+			return s.res, err
 		}
 	}
 	return s.res, nil
@@ -313,10 +326,17 @@ func (s *slice) commit(ctx context.Context) error {
 		return fmt.Errorf("runtime: committing thread %s at version %d: %w", s.threadID, s.version, err)
 	}
 	s.e.observe(ctx, Event{Type: EventTurnCommitted, ThreadID: s.threadID, SliceID: s.res.SliceID, Version: st.Version})
+	closing := st.Closed && !s.wasClosed
 	s.version, s.length = st.Version, st.Length
 	s.st = st
 	s.items, s.children, s.dirty = nil, nil, false
-	return nil
+	if closing {
+		s.wasClosed = true
+		if c, ok := s.e.Tools.(ThreadCloser); ok {
+			c.CloseThread(s.threadID)
+		}
+	}
+	return s.crash(CrashAfterCommit)
 }
 
 // send delivers the committed outbox and dispatches the committed pending
@@ -331,6 +351,9 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 			}
 			if o.Message.Kind == KindContinue {
 				s.res.Continued = true
+			}
+			if err := s.crash(CrashAfterSend); err != nil {
+				return false, err
 			}
 		case o.Output != nil:
 			if s.e.Output != nil {
@@ -358,6 +381,9 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 		return true, nil
 	}
 	inv := Invocation{ThreadID: s.threadID, CallID: p.ID, Name: p.Name, Args: p.Args, Ancestors: ancestors(s.st.Stack)}
+	if err := s.crash(CrashBeforeDispatch); err != nil {
+		return false, err
+	}
 	if err := entry.Async.Dispatch(ctx, inv); err != nil {
 		var rej *ToolRejectedError
 		if errors.As(err, &rej) {
@@ -368,6 +394,9 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 	}
 	s.e.observe(ctx, Event{Type: EventToolDispatched, ThreadID: s.threadID, SliceID: s.res.SliceID, ToolCallID: p.ID, ToolName: p.Name})
 	s.res.Dispatched = p.ID
+	if err := s.crash(CrashAfterDispatch); err != nil {
+		return false, err
+	}
 	pp := *p
 	pp.Dispatched = true
 	s.st.Pending = &pp

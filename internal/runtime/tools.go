@@ -73,6 +73,13 @@ type ToolSource interface {
 	Toolset(ctx context.Context, t *Thread) (Toolset, error)
 }
 
+// ThreadCloser is implemented by tool sources that want to know when a
+// thread closes (RAP notifies its tool servers). It is best effort and must
+// not block.
+type ThreadCloser interface {
+	CloseThread(threadID string)
+}
+
 // ToolEntry is one registered tool: exactly one of Async and Sync is set.
 type ToolEntry struct {
 	Spec  ToolSpec
