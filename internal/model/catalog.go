@@ -23,6 +23,10 @@ type Provider string
 const (
 	ProviderBedrock Provider = "bedrock" // Amazon Bedrock, ConverseStream
 	ProviderOpenAI  Provider = "openai"  // any OpenAI-compatible chat completions endpoint
+	// ProviderSim is the simulated model (benchmarks, demos); ProviderScripted
+	// replays a JSON script (tests, reproducible demos).
+	ProviderSim      Provider = "sim"
+	ProviderScripted Provider = "scripted"
 )
 
 // Config describes one model a deployment may run. It is decoded from JSON
@@ -43,8 +47,24 @@ type Config struct {
 	// results are replaced with a text placeholder.
 	Images bool `json:"images,omitempty"`
 
-	Bedrock *BedrockConfig `json:"bedrock,omitempty"`
-	OpenAI  *OpenAIConfig  `json:"openai,omitempty"`
+	Bedrock  *BedrockConfig  `json:"bedrock,omitempty"`
+	OpenAI   *OpenAIConfig   `json:"openai,omitempty"`
+	Sim      *SimConfig      `json:"sim,omitempty"`
+	Scripted *ScriptedConfig `json:"scripted,omitempty"`
+}
+
+// SimConfig configures the simulated model.
+type SimConfig struct {
+	Chunks   int    `json:"chunks,omitempty"`
+	Tool     string `json:"tool,omitempty"`
+	ToolArgs string `json:"tool_args,omitempty"`
+}
+
+// ScriptedConfig names the script a scripted model plays: a file, or the
+// script inline.
+type ScriptedConfig struct {
+	Path   string          `json:"path,omitempty"`
+	Script json.RawMessage `json:"script,omitempty"`
 }
 
 // BedrockConfig holds the Bedrock-only settings.
@@ -119,7 +139,7 @@ func (c *Config) validate(prefix string) error {
 		return &ConfigError{Model: c.label(), Field: prefix + field, Reason: fmt.Sprintf(format, args...)}
 	}
 	switch c.Provider {
-	case ProviderBedrock, ProviderOpenAI:
+	case ProviderBedrock, ProviderOpenAI, ProviderSim, ProviderScripted:
 	case "":
 		return bad("provider", "missing (want %q or %q)", ProviderBedrock, ProviderOpenAI)
 	default:
@@ -145,6 +165,16 @@ func (c *Config) validate(prefix string) error {
 	}
 	if c.Provider != ProviderOpenAI && c.OpenAI != nil {
 		return bad("openai", "set for provider %q; it only applies to %q", c.Provider, ProviderOpenAI)
+	}
+	if c.Provider != ProviderSim && c.Sim != nil {
+		return bad("sim", "set for provider %q; it only applies to %q", c.Provider, ProviderSim)
+	}
+	if c.Provider == ProviderScripted {
+		if sc := c.Scripted; sc == nil || (sc.Path == "") == (len(sc.Script) == 0) {
+			return bad("scripted", "set exactly one of scripted.path and scripted.script")
+		}
+	} else if c.Scripted != nil {
+		return bad("scripted", "set for provider %q; it only applies to %q", c.Provider, ProviderScripted)
 	}
 	if b := c.Bedrock; b != nil && b.Endpoint != "" {
 		if err := checkURL(b.Endpoint); err != nil {
@@ -323,6 +353,24 @@ func FromConfig(ctx context.Context, cfg Config, opts ...Option) (runtime.Model,
 		return newBedrock(ctx, cfg, &o)
 	case ProviderOpenAI:
 		return newOpenAI(cfg, &o)
+	case ProviderSim:
+		sim := &Sim{}
+		if c := cfg.Sim; c != nil {
+			sim.Chunks, sim.Tool, sim.ToolArgs = c.Chunks, c.Tool, c.ToolArgs
+		}
+		return sim, nil
+	case ProviderScripted:
+		var script *Script
+		var err error
+		if cfg.Scripted.Path != "" {
+			script, err = LoadScript(cfg.Scripted.Path)
+		} else {
+			script, err = ParseScript(cfg.Scripted.Script)
+		}
+		if err != nil {
+			return nil, &ConfigError{Model: cfg.label(), Field: "scripted", Reason: err.Error()}
+		}
+		return NewScripted(script), nil
 	}
 	return nil, &ConfigError{Model: cfg.label(), Field: "provider", Reason: fmt.Sprintf("unknown provider %q", cfg.Provider)}
 }

@@ -68,3 +68,21 @@ func TestScriptParsing(t *testing.T) {
 		t.Fatalf("exhausted script: %v", err)
 	}
 }
+
+func TestCatalogBuildsSimAndScripted(t *testing.T) {
+	m, err := FromConfig(context.Background(), Config{Provider: ProviderSim, ModelID: "sim", ContextWindow: 1000, MaxOutputTokens: 100,
+		Sim: &SimConfig{Chunks: 1}})
+	if _, ok := m.(*Sim); err != nil || !ok {
+		t.Fatalf("sim: %T %v", m, err)
+	}
+	m, err = FromConfig(context.Background(), Config{Provider: ProviderScripted, ModelID: "script", ContextWindow: 1000, MaxOutputTokens: 100,
+		Scripted: &ScriptedConfig{Path: "testdata/script.json"}})
+	if _, ok := m.(*Scripted); err != nil || !ok {
+		t.Fatalf("scripted: %T %v", m, err)
+	}
+	_, err = FromConfig(context.Background(), Config{Provider: ProviderScripted, ModelID: "script", ContextWindow: 1000, MaxOutputTokens: 100})
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "scripted" {
+		t.Fatalf("scripted without a script: %v", err)
+	}
+}
