@@ -1,0 +1,70 @@
+// Command agentslice is the command line of agentslice:
+//
+//	agentslice serve    run the embedded runtime with an HTTP API
+//	agentslice send     send a message to a thread of a deployed queue
+//	agentslice tail     print replies from a deployment's output queue
+//	agentslice migrate  create or upgrade the DSQL/PostgreSQL schema
+//
+// Each subcommand reads its flags (and, where it says so, a config file or
+// the environment), validates them, and fails with a message naming what is
+// wrong.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"serve", "run the embedded runtime with an HTTP API", runServe},
+		{"send", "send a message to a thread on a deployed FIFO input queue", runSend},
+		{"tail", "print agent replies from a deployment's output queue", runTail},
+		{"migrate", "create or upgrade the history schema (DSQL or PostgreSQL)", runMigrate},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: agentslice <command> [flags]\n\ncommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'agentslice <command> -h' for a command's flags.")
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			if err := c.run(ctx, args[1:], stdout, stderr); err != nil {
+				fmt.Fprintf(stderr, "agentslice %s: %v\n", c.name, err)
+				return 1
+			}
+			return 0
+		}
+	}
+	fmt.Fprintf(stderr, "agentslice: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 2
+}
