@@ -43,6 +43,9 @@ type shard struct {
 }
 
 type record struct {
+	// lease is held by the one slice allowed to append to items in place
+	// (beyond len, which no one else reads); nil when free.
+	lease   *leaseToken
 	state   runtime.ThreadState
 	spawnAt int            // how much of the parent's view a child inherits
 	items   []runtime.Item // hot: own items, immutable up to len
@@ -74,8 +77,20 @@ func (s *HistoryStore) shardOf(id string) int {
 	return int(maphash.String(s.seed, id) % shardCount)
 }
 
-// Load returns the thread's view: inherited items, then its own.
+// Load returns the thread's view: inherited items, then its own, in a new
+// slice the caller owns.
 func (s *HistoryStore) Load(ctx context.Context, threadID string) (*runtime.Thread, error) {
+	return s.load(threadID, false)
+}
+
+// LoadLeased is Load for the slice that will write the thread: a root
+// thread's stored items are lent to it, to append to in place, until it
+// commits or calls Release. A second concurrent loader gets a copy.
+func (s *HistoryStore) LoadLeased(ctx context.Context, threadID string) (*runtime.Thread, error) {
+	return s.load(threadID, true)
+}
+
+func (s *HistoryStore) load(threadID string, lease bool) (*runtime.Thread, error) {
 	sh := &s.shards[s.shardOf(threadID)]
 	sh.mu.Lock()
 	rec := sh.threads[threadID]
@@ -88,6 +103,18 @@ func (s *HistoryStore) Load(ctx context.Context, threadID string) (*runtime.Thre
 		return nil, err
 	}
 	state, own, parent, spawnAt := rec.state.Clone(), rec.items, rec.state.Parent, rec.spawnAt
+	if lease && parent == "" && rec.lease == nil {
+		// The common case: hand the slice the stored items themselves,
+		// with room to append in place. No copy.
+		if cap(rec.items)-len(rec.items) < viewHeadroom {
+			rec.items = slices.Grow(rec.items, max(viewHeadroom, len(rec.items)))
+		}
+		tok := &leaseToken{}
+		rec.lease = tok
+		items := rec.items
+		sh.mu.Unlock()
+		return &runtime.Thread{ID: threadID, State: state, Items: items, Lease: tok}, nil
+	}
 	sh.mu.Unlock()
 
 	var items []runtime.Item
@@ -154,6 +181,19 @@ func (s *HistoryStore) decodeFrame(id string, frame []byte, sizeHint int) ([]run
 	return items, nil
 }
 
+// leaseToken identifies one load's lease.
+type leaseToken struct{ _ byte }
+
+// Release ends the lease a load handed out.
+func (s *HistoryStore) Release(threadID string, lease any) {
+	sh := &s.shards[s.shardOf(threadID)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if rec := sh.threads[threadID]; rec != nil && rec.lease != nil && rec.lease == lease {
+		rec.lease = nil
+	}
+}
+
 // thaw turns a frozen record hot again. Callers hold the shard lock.
 func (s *HistoryStore) thaw(sh *shard, id string, rec *record) error {
 	if rec.cold == nil {
@@ -210,7 +250,17 @@ func (s *HistoryStore) Commit(ctx context.Context, c *runtime.Commit) error {
 	if rec.state.Length+len(c.Append) != c.State.Length {
 		return fmt.Errorf("local: commit of %s: state length %d, want %d", c.ThreadID, c.State.Length, rec.state.Length+len(c.Append))
 	}
-	rec.items = append(rec.items, c.Append...)
+	switch {
+	case rec.lease == nil || c.Lease == rec.lease:
+		// No lease, or the committer holds it: its view already holds
+		// these items in the slots past len (or nobody writes there).
+		rec.items = append(rec.items, c.Append...)
+	default:
+		// Another slice holds the lease and may be writing past len:
+		// move to a new array and revoke the lease.
+		rec.items = append(rec.items[:len(rec.items):len(rec.items)], c.Append...)
+		rec.lease = nil
+	}
 	rec.state = c.State.Clone()
 	now := s.now()
 	rec.touched = now
@@ -244,7 +294,7 @@ func (s *HistoryStore) FreezeIdle(idle time.Duration) int {
 		sh.mu.Lock()
 		cands = cands[:0]
 		for id, rec := range sh.hot {
-			if rec.touched.After(cutoff) {
+			if rec.touched.After(cutoff) || rec.lease != nil {
 				continue
 			}
 			if len(rec.items) == 0 {

@@ -159,11 +159,21 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 			return s.res, err
 		}
 	}
-	th, err := s.e.History.Load(ctx, s.threadID)
+	var th *Thread
+	var err error
+	leaser, leasing := s.e.History.(LeaseLoader)
+	if leasing {
+		th, err = leaser.LoadLeased(ctx, s.threadID)
+	} else {
+		th, err = s.e.History.Load(ctx, s.threadID)
+	}
 	if err != nil {
 		return s.res, fmt.Errorf("runtime: loading thread %s: %w", s.threadID, err)
 	}
 	s.th, s.version, s.length = th, th.State.Version, th.State.Length
+	if leasing && th.Lease != nil {
+		defer leaser.Release(s.threadID, th.Lease)
+	}
 	if err := s.crash(CrashAfterLoad); err != nil {
 		return s.res, err
 	}
@@ -321,7 +331,7 @@ func (s *slice) commit(ctx context.Context) error {
 	st.Version = s.version + 1
 	st.Length = s.length + len(s.items)
 	c := &Commit{ThreadID: s.threadID, Expected: s.version, Append: s.items, State: st,
-		Children: s.children, Inputs: s.inputs}
+		Children: s.children, Inputs: s.inputs, Lease: s.th.Lease}
 	if err := s.e.History.Commit(ctx, c); err != nil {
 		return fmt.Errorf("runtime: committing thread %s at version %d: %w", s.threadID, s.version, err)
 	}

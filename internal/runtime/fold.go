@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // fold applies one new message to the working state. It reports whether the
@@ -237,7 +238,8 @@ func (s *slice) findCall(id string) *Item {
 	return nil
 }
 
+// jsonObject reports whether s is one valid JSON object.
 func jsonObject(s string) bool {
-	var v map[string]json.RawMessage
-	return json.Unmarshal([]byte(s), &v) == nil && v != nil
+	t := strings.TrimLeft(s, " \t\r\n")
+	return len(t) > 0 && t[0] == '{' && json.Valid([]byte(s))
 }

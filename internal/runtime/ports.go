@@ -19,6 +19,16 @@ type HistoryStore interface {
 	Commit(ctx context.Context, c *Commit) error
 }
 
+// LeaseLoader is implemented by history stores that can lend the loading
+// slice the stored view itself (Thread.Lease), so that it appends in place
+// instead of copying. The engine uses LoadLeased instead of Load when a store
+// has it, passes the lease back in every Commit, and calls Release when the
+// slice ends, whatever its outcome. Plain Load never leases.
+type LeaseLoader interface {
+	LoadLeased(ctx context.Context, threadID string) (*Thread, error)
+	Release(threadID string, lease any)
+}
+
 // DedupStore remembers which message IDs a thread has processed. It is the
 // fast path in front of the authoritative check against history.
 type DedupStore interface {

@@ -10,6 +10,11 @@ type Thread struct {
 	Items []Item
 	// Inherited is how many of Items come from ancestors.
 	Inherited int
+	// Lease is an opaque token a store may hand out with a load; the
+	// engine passes it back in every Commit of the slice and to
+	// LeaseReleaser.Release when the slice ends. Stores use it to let the
+	// one slice that owns a thread append to its view in place.
+	Lease any
 }
 
 // Own returns the thread's own items.
@@ -130,4 +135,6 @@ type Commit struct {
 	// Inputs lists the message IDs this commit consumes (also recorded on
 	// the appended items).
 	Inputs []string
+	// Lease is the Thread.Lease of the load this commit follows.
+	Lease any
 }
