@@ -2,30 +2,54 @@ package local
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"unsafe"
 
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
-// The hot form of a thread's history is a byte log of items in a compact
-// binary encoding: kind, flags, then length-prefixed strings. It is about
-// the size of the text it carries, and decoding it allocates only the Item
-// structs: strings point into the log, which is never modified in place
-// (appends may move it; the old array stays valid while referenced).
+// The frozen form of a thread is a zstd frame of: a header (the thread's
+// state as JSON, its spawn point) and its items in a compact binary log:
+// kind, flags, then length-prefixed strings. IDs the runtime derives (a
+// model's call ID from the thread and position, a result's message ID and
+// call ID from the call) are not stored but flagged and derived again when
+// decoding, after checking at encode time that they really are the derived
+// ones: the encoding is lossless for any history. Decoded strings point
+// into the decompressed log, which is never modified.
 
 const (
 	flagError byte = 1 << iota
 	flagUsage
 	flagContent
+	flagDerivedCall  // CallID == runtime.CallIDAt(thread, position)
+	flagSameCall     // CallID == the CallID of the previous tool call item
+	flagDerivedInput // Input == runtime.ResultID(thread, CallID)
 )
+
+var errCorrupt = errors.New("local: corrupt frozen history")
 
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
 }
 
-func appendItem(b []byte, it *runtime.Item) []byte {
+// encodeFrozen appends the frozen form of a thread to b.
+func encodeFrozen(b []byte, threadID string, state *runtime.ThreadState, spawnAt int, items []runtime.Item) ([]byte, error) {
+	st, err := json.Marshal(state)
+	if err != nil {
+		return b, err
+	}
+	b = appendString(b, string(st))
+	b = binary.AppendUvarint(b, uint64(spawnAt))
+	lastCall := ""
+	for i := range items {
+		b = appendItem(b, threadID, i, &items[i], &lastCall)
+	}
+	return b, nil
+}
+
+func appendItem(b []byte, threadID string, pos int, it *runtime.Item, lastCall *string) []byte {
 	var flags byte
 	if it.IsError {
 		flags |= flagError
@@ -36,8 +60,26 @@ func appendItem(b []byte, it *runtime.Item) []byte {
 	if len(it.Content) > 0 {
 		flags |= flagContent
 	}
+	callID, input := it.CallID, it.Input
+	switch it.Kind {
+	case runtime.ItemToolCall:
+		if callID != "" && callID == runtime.CallIDAt(threadID, pos) {
+			flags |= flagDerivedCall
+			callID = ""
+		}
+		*lastCall = it.CallID
+	case runtime.ItemToolResult:
+		if callID != "" && callID == *lastCall {
+			flags |= flagSameCall
+			callID = ""
+		}
+		if input != "" && input == runtime.ResultID(threadID, it.CallID) {
+			flags |= flagDerivedInput
+			input = ""
+		}
+	}
 	b = append(b, byte(it.Kind), flags)
-	for _, s := range [...]string{it.Input, it.Text, it.Reasoning, it.CallID, it.Name, it.Args} {
+	for _, s := range [...]string{input, it.Text, it.Reasoning, callID, it.Name, it.Args} {
 		b = appendString(b, s)
 	}
 	if it.Usage != nil {
@@ -56,8 +98,6 @@ func appendItem(b []byte, it *runtime.Item) []byte {
 	}
 	return b
 }
-
-var errCorrupt = errors.New("local: corrupt history log")
 
 type logReader struct {
 	b   []byte
@@ -90,10 +130,25 @@ func (r *logReader) str() string {
 	return s
 }
 
-// decodeItems appends the first limit items of log to dst (all when limit < 0).
-func decodeItems(dst []runtime.Item, log []byte, limit int) ([]runtime.Item, error) {
+// decodeFrozen reads what encodeFrozen wrote.
+func decodeFrozen(b []byte, threadID string) (state runtime.ThreadState, spawnAt int, items []runtime.Item, err error) {
+	r := logReader{b: b}
+	st := r.str()
+	spawnAt = int(r.uvarint())
+	if r.err != nil {
+		return state, 0, nil, r.err
+	}
+	if err := json.Unmarshal([]byte(st), &state); err != nil {
+		return state, 0, nil, errCorrupt
+	}
+	items, err = decodeItems(make([]runtime.Item, 0, state.Length+viewHeadroom), r.b, threadID)
+	return state, spawnAt, items, err
+}
+
+func decodeItems(dst []runtime.Item, log []byte, threadID string) ([]runtime.Item, error) {
 	r := logReader{b: log}
-	for len(r.b) > 0 && limit != 0 {
+	lastCall := ""
+	for pos := 0; len(r.b) > 0; pos++ {
 		if len(r.b) < 2 {
 			return dst, errCorrupt
 		}
@@ -119,8 +174,19 @@ func decodeItems(dst []runtime.Item, log []byte, limit int) ([]runtime.Item, err
 		if r.err != nil {
 			return dst, r.err
 		}
+		switch {
+		case flags&flagDerivedCall != 0:
+			it.CallID = runtime.CallIDAt(threadID, pos)
+		case flags&flagSameCall != 0:
+			it.CallID = lastCall
+		}
+		if it.Kind == runtime.ItemToolCall {
+			lastCall = it.CallID
+		}
+		if flags&flagDerivedInput != 0 {
+			it.Input = runtime.ResultID(threadID, it.CallID)
+		}
 		dst = append(dst, it)
-		limit--
 	}
 	return dst, nil
 }

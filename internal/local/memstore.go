@@ -22,13 +22,16 @@ const viewHeadroom = 8
 // HistoryStore is the in-memory runtime.HistoryStore of the embedded system.
 //
 // Threads are kept in two tiers. A hot thread (one that committed recently)
-// keeps its history as decoded items, so loading it is one copy of a slice
-// header array and committing is an append. FreezeIdle encodes the history of
-// threads idle for a while into a compact binary log and compresses it into
-// one zstd frame; the next load or commit thaws the frame back into items,
-// losslessly. Each byte is encoded and compressed once per idle period, not
-// once per slice.
+// keeps its state and its history as decoded items: the slice that owns the
+// thread borrows the stored items and appends in place (LoadLeased), and a
+// commit is an append. FreezeIdle turns threads idle for a while cold: state
+// and items are encoded compactly (derivable IDs left out), compressed into
+// one zstd frame and packed into an arena of slabs; what remains of the
+// thread is a record of a few dozen bytes. The next load or commit thaws the
+// frame back, losslessly. Each byte is encoded and compressed once per idle
+// period, not once per slice.
 type HistoryStore struct {
+	arena  *arena
 	seed   maphash.Seed
 	shards [shardCount]shard
 	enc    *zstd.Encoder
@@ -42,17 +45,26 @@ type shard struct {
 	hot     map[string]*record
 }
 
+// record is one thread: hot (hot != nil) or frozen (cold holds it all).
 type record struct {
+	hot     *hotRecord
+	cold    frame
+	rawLen  int32 // length of the encoded form when frozen
+	shard   uint8
+	touched int64 // unix nanoseconds of the last commit
+}
+
+type hotRecord struct {
 	// lease is held by the one slice allowed to append to items in place
 	// (beyond len, which no one else reads); nil when free.
 	lease   *leaseToken
 	state   runtime.ThreadState
 	spawnAt int            // how much of the parent's view a child inherits
-	items   []runtime.Item // hot: own items, immutable up to len
-	cold    []byte         // frozen: zstd frame of the encoded items
-	rawLen  int            // length of the encoded log when frozen
-	touched time.Time
+	items   []runtime.Item // own items, immutable up to len
 }
+
+// leaseToken identifies one load's lease.
+type leaseToken struct{ _ byte }
 
 // NewHistoryStore returns an empty store.
 func NewHistoryStore() *HistoryStore {
@@ -65,7 +77,7 @@ func NewHistoryStore() *HistoryStore {
 	if err != nil {
 		panic(fmt.Sprintf("local: zstd decoder: %v", err))
 	}
-	s := &HistoryStore{seed: maphash.MakeSeed(), enc: enc, dec: dec, now: time.Now}
+	s := &HistoryStore{arena: newArena(slabSize), seed: maphash.MakeSeed(), enc: enc, dec: dec, now: time.Now}
 	for i := range s.shards {
 		s.shards[i].threads = map[string]*record{}
 		s.shards[i].hot = map[string]*record{}
@@ -102,16 +114,17 @@ func (s *HistoryStore) load(threadID string, lease bool) (*runtime.Thread, error
 		sh.mu.Unlock()
 		return nil, err
 	}
-	state, own, parent, spawnAt := rec.state.Clone(), rec.items, rec.state.Parent, rec.spawnAt
-	if lease && parent == "" && rec.lease == nil {
+	h := rec.hot
+	state, own, parent, spawnAt := h.state.Clone(), h.items, h.state.Parent, h.spawnAt
+	if lease && parent == "" && h.lease == nil {
 		// The common case: hand the slice the stored items themselves,
 		// with room to append in place. No copy.
-		if cap(rec.items)-len(rec.items) < viewHeadroom {
-			rec.items = slices.Grow(rec.items, max(viewHeadroom, len(rec.items)))
+		if cap(h.items)-len(h.items) < viewHeadroom {
+			h.items = slices.Grow(h.items, max(viewHeadroom, len(h.items)))
 		}
 		tok := &leaseToken{}
-		rec.lease = tok
-		items := rec.items
+		h.lease = tok
+		items := h.items
 		sh.mu.Unlock()
 		return &runtime.Thread{ID: threadID, State: state, Items: items, Lease: tok}, nil
 	}
@@ -141,14 +154,21 @@ func (s *HistoryStore) view(threadID string, limit, extra int) ([]runtime.Item, 
 		sh.mu.Unlock()
 		return nil, fmt.Errorf("ancestor %s does not exist", threadID)
 	}
-	own, parent, spawnAt, cold := rec.items, rec.state.Parent, rec.spawnAt, rec.cold
-	sh.mu.Unlock()
-	if cold != nil {
+	var own []runtime.Item
+	var parent string
+	var spawnAt int
+	if h := rec.hot; h != nil {
+		own, parent, spawnAt = h.items, h.state.Parent, h.spawnAt
+		sh.mu.Unlock()
+	} else {
 		// Read a frozen ancestor without thawing it: it is not being written.
-		var err error
-		if own, err = s.decodeFrame(threadID, cold, -1); err != nil {
+		cold, rawLen := rec.cold, rec.rawLen
+		sh.mu.Unlock()
+		st, at, items, err := s.decodeFrame(threadID, cold, rawLen)
+		if err != nil {
 			return nil, err
 		}
+		own, parent, spawnAt = items, st.Parent, at
 	}
 	var items []runtime.Item
 	if parent != "" {
@@ -165,47 +185,42 @@ func (s *HistoryStore) view(threadID string, limit, extra int) ([]runtime.Item, 
 	return append(items, own[:min(len(own), limit-len(items))]...), nil
 }
 
-func (s *HistoryStore) decodeFrame(id string, frame []byte, sizeHint int) ([]runtime.Item, error) {
-	var dst []byte
-	if sizeHint > 0 {
-		dst = make([]byte, 0, sizeHint)
-	}
-	log, err := s.dec.DecodeAll(frame, dst)
+func (s *HistoryStore) decodeFrame(id string, f frame, rawLen int32) (runtime.ThreadState, int, []runtime.Item, error) {
+	raw, err := s.dec.DecodeAll(f.bytes(), make([]byte, 0, rawLen))
 	if err != nil {
-		return nil, fmt.Errorf("local: thawing thread %s: %w", id, err)
+		return runtime.ThreadState{}, 0, nil, fmt.Errorf("local: thawing thread %s: %w", id, err)
 	}
-	items, err := decodeItems(nil, log, -1)
+	st, spawnAt, items, err := decodeFrozen(raw, id)
 	if err != nil {
-		return nil, fmt.Errorf("local: thread %s: %w", id, err)
+		return st, 0, nil, fmt.Errorf("local: thread %s: %w", id, err)
 	}
-	return items, nil
+	return st, spawnAt, items, nil
 }
 
-// leaseToken identifies one load's lease.
-type leaseToken struct{ _ byte }
+// thaw turns a frozen record hot again. Callers hold the shard lock.
+func (s *HistoryStore) thaw(sh *shard, id string, rec *record) error {
+	if rec.hot != nil {
+		return nil
+	}
+	st, spawnAt, items, err := s.decodeFrame(id, rec.cold, rec.rawLen)
+	if err != nil {
+		return err
+	}
+	s.arena.free(rec.cold)
+	rec.hot = &hotRecord{state: st, spawnAt: spawnAt, items: items}
+	rec.cold, rec.rawLen = frame{}, 0
+	sh.hot[id] = rec
+	return nil
+}
 
 // Release ends the lease a load handed out.
 func (s *HistoryStore) Release(threadID string, lease any) {
 	sh := &s.shards[s.shardOf(threadID)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if rec := sh.threads[threadID]; rec != nil && rec.lease != nil && rec.lease == lease {
-		rec.lease = nil
+	if rec := sh.threads[threadID]; rec != nil && rec.hot != nil && rec.hot.lease != nil && rec.hot.lease == lease {
+		rec.hot.lease = nil
 	}
-}
-
-// thaw turns a frozen record hot again. Callers hold the shard lock.
-func (s *HistoryStore) thaw(sh *shard, id string, rec *record) error {
-	if rec.cold == nil {
-		return nil
-	}
-	items, err := s.decodeFrame(id, rec.cold, rec.rawLen)
-	if err != nil {
-		return err
-	}
-	rec.items, rec.cold = items, nil
-	sh.hot[id] = rec
-	return nil
 }
 
 // Commit applies c atomically across the thread and the children it creates.
@@ -227,11 +242,16 @@ func (s *HistoryStore) Commit(ctx context.Context, c *runtime.Commit) error {
 			s.shards[i].mu.Unlock()
 		}
 	}()
-	sh := &s.shards[idx[slices.Index(idx, s.shardOf(c.ThreadID))]]
+	sh := &s.shards[s.shardOf(c.ThreadID)]
 	rec := sh.threads[c.ThreadID]
+	if rec != nil {
+		if err := s.thaw(sh, c.ThreadID, rec); err != nil {
+			return err
+		}
+	}
 	var version int64
 	if rec != nil {
-		version = rec.state.Version
+		version = rec.hot.state.Version
 	}
 	if version != c.Expected {
 		return fmt.Errorf("local: thread %s is at version %d, commit expected %d: %w", c.ThreadID, version, c.Expected, runtime.ErrConflict)
@@ -242,51 +262,51 @@ func (s *HistoryStore) Commit(ctx context.Context, c *runtime.Commit) error {
 		}
 	}
 	if rec == nil {
-		rec = &record{}
+		rec = &record{hot: &hotRecord{}, shard: uint8(s.shardOf(c.ThreadID))}
 		sh.threads[c.ThreadID] = rec
-	} else if err := s.thaw(sh, c.ThreadID, rec); err != nil {
-		return err
 	}
-	if rec.state.Length+len(c.Append) != c.State.Length {
-		return fmt.Errorf("local: commit of %s: state length %d, want %d", c.ThreadID, c.State.Length, rec.state.Length+len(c.Append))
+	h := rec.hot
+	if h.state.Length+len(c.Append) != c.State.Length {
+		return fmt.Errorf("local: commit of %s: state length %d, want %d", c.ThreadID, c.State.Length, h.state.Length+len(c.Append))
 	}
 	switch {
-	case rec.lease == nil || c.Lease == rec.lease:
+	case h.lease == nil || c.Lease == h.lease:
 		// No lease, or the committer holds it: its view already holds
 		// these items in the slots past len (or nobody writes there).
-		rec.items = append(rec.items, c.Append...)
+		h.items = append(h.items, c.Append...)
 	default:
 		// Another slice holds the lease and may be writing past len:
 		// move to a new array and revoke the lease.
-		rec.items = append(rec.items[:len(rec.items):len(rec.items)], c.Append...)
-		rec.lease = nil
+		h.items = append(h.items[:len(h.items):len(h.items)], c.Append...)
+		h.lease = nil
 	}
-	rec.state = c.State.Clone()
-	now := s.now()
+	h.state = c.State.Clone()
+	now := s.now().UnixNano()
 	rec.touched = now
 	sh.hot[c.ThreadID] = rec
 	for _, ch := range c.Children {
 		csh := &s.shards[s.shardOf(ch.ID)]
-		crec := &record{state: ch.State.Clone(), spawnAt: ch.SpawnAt, touched: now}
+		crec := &record{hot: &hotRecord{state: ch.State.Clone(), spawnAt: ch.SpawnAt}, touched: now, shard: uint8(s.shardOf(ch.ID))}
 		csh.threads[ch.ID] = crec
 		csh.hot[ch.ID] = crec
 	}
 	return nil
 }
 
-// FreezeIdle compresses the history of every hot thread that has not
-// committed for at least idle. It returns how many threads it froze.
-// Compression runs outside the shard locks; a thread that commits meanwhile
-// stays hot.
+// FreezeIdle freezes every hot thread that has not committed for at least
+// idle and is not lent to a slice. It returns how many threads it froze.
+// Encoding and compression run outside the shard locks; a thread that
+// commits meanwhile stays hot.
 func (s *HistoryStore) FreezeIdle(idle time.Duration) int {
-	cutoff := s.now().Add(-idle)
+	cutoff := s.now().Add(-idle).UnixNano()
 	frozen := 0
-	var scratch, log []byte
+	var scratch, raw []byte
 	type cand struct {
 		id    string
 		rec   *record
+		h     *hotRecord
+		st    runtime.ThreadState
 		items []runtime.Item
-		ver   int64
 	}
 	var cands []cand
 	for i := range s.shards {
@@ -294,34 +314,52 @@ func (s *HistoryStore) FreezeIdle(idle time.Duration) int {
 		sh.mu.Lock()
 		cands = cands[:0]
 		for id, rec := range sh.hot {
-			if rec.touched.After(cutoff) || rec.lease != nil {
-				continue
-			}
-			if len(rec.items) == 0 {
+			h := rec.hot
+			if h == nil {
 				delete(sh.hot, id)
 				continue
 			}
-			cands = append(cands, cand{id, rec, rec.items, rec.state.Version})
+			if rec.touched > cutoff || h.lease != nil {
+				continue
+			}
+			cands = append(cands, cand{id, rec, h, h.state.Clone(), h.items})
 		}
 		sh.mu.Unlock()
 		for _, c := range cands {
-			log = log[:0]
-			for i := range c.items {
-				log = appendItem(log, &c.items[i])
+			var err error
+			// The items up to the snapshot's length never change.
+			if raw, err = encodeFrozen(raw[:0], c.id, &c.st, c.h.spawnAt, c.items); err != nil {
+				continue // a state that does not encode stays hot
 			}
-			scratch = s.enc.EncodeAll(log, scratch[:0])
-			frame := make([]byte, len(scratch))
-			copy(frame, scratch)
+			scratch = s.enc.EncodeAll(raw, scratch[:0])
 			sh.mu.Lock()
-			if c.rec.state.Version == c.ver && c.rec.cold == nil {
-				c.rec.cold, c.rec.rawLen, c.rec.items = frame, len(log), nil
+			if c.rec.hot == c.h && c.h.state.Version == c.st.Version && c.h.lease == nil {
+				c.rec.cold, c.rec.rawLen, c.rec.hot = s.arena.alloc(scratch, c.rec), int32(len(raw)), nil
 				delete(sh.hot, c.id)
 				frozen++
 			}
 			sh.mu.Unlock()
 		}
 	}
+	s.compact()
 	return frozen
+}
+
+// compact moves the frames out of slabs that thawing has left mostly empty,
+// so idle memory stays close to what the frames need.
+func (s *HistoryStore) compact() {
+	for sl, owners := range s.arena.sparse() {
+		for _, rec := range owners {
+			sh := &s.shards[rec.shard]
+			sh.mu.Lock()
+			if rec.hot == nil && rec.cold.uses(sl) {
+				old := rec.cold
+				rec.cold = s.arena.alloc(old.bytes(), rec)
+				s.arena.free(old)
+			}
+			sh.mu.Unlock()
+		}
+	}
 }
 
 // StoreStats describes what a HistoryStore holds.
@@ -330,29 +368,31 @@ type StoreStats struct {
 	Hot       int
 	HotBytes  int // payload bytes of hot threads' items
 	ColdBytes int // compressed bytes of frozen threads
+	ArenaHeld int // bytes of slabs holding frozen frames (ColdBytes plus holes)
 	RawBytes  int // encoded bytes of frozen threads before compression, payload bytes of hot ones
 }
 
 // Stats counts threads and bytes.
 func (s *HistoryStore) Stats() StoreStats {
 	var st StoreStats
+	st.ArenaHeld, _ = s.arena.stats()
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		st.Threads += len(sh.threads)
-		st.Hot += len(sh.hot)
 		for _, rec := range sh.threads {
-			if rec.cold != nil {
-				st.ColdBytes += len(rec.cold)
-				st.RawBytes += rec.rawLen
-			} else {
-				n := 0
-				for i := range rec.items {
-					n += rec.items[i].Size()
-				}
-				st.HotBytes += n
-				st.RawBytes += n
+			if rec.hot == nil {
+				st.ColdBytes += rec.cold.len()
+				st.RawBytes += int(rec.rawLen)
+				continue
 			}
+			st.Hot++
+			n := 0
+			for i := range rec.hot.items {
+				n += rec.hot.items[i].Size()
+			}
+			st.HotBytes += n
+			st.RawBytes += n
 		}
 		sh.mu.Unlock()
 	}

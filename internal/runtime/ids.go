@@ -36,6 +36,16 @@ func callID(threadID string, pos int) string {
 	return DeriveID("call_", threadID, strconv.Itoa(pos))
 }
 
+// CallIDAt is the ID the engine gives a model's tool call recorded at
+// position pos of a thread's own history. Stores may use it to avoid
+// storing IDs they can derive.
+func CallIDAt(threadID string, pos int) string { return callID(threadID, pos) }
+
+// ResultID is the message ID tools built on this runtime give the result of
+// a call (the RAP receiver and the kit use it), so a tool that posts its
+// result twice is deduplicated.
+func ResultID(threadID, callID string) string { return DeriveID("res_", threadID, callID) }
+
 func completionID(threadID string, version int64, n int) string {
 	return DeriveID("cmpl_", threadID, strconv.FormatInt(version, 10), strconv.Itoa(n))
 }
