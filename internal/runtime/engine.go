@@ -145,7 +145,7 @@ type slice struct {
 	// wasClosed is whether the thread was closed when loaded or by an
 	// earlier commit of this slice.
 	wasClosed bool
-	buf      turnBuffer
+	buf       turnBuffer
 }
 
 func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
