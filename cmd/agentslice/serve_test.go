@@ -154,3 +154,30 @@ func TestServeRunsUntilCancelled(t *testing.T) {
 		t.Fatal("runServe did not return after cancel")
 	}
 }
+
+// TestServeDocExamples: the configuration and scripts docs/serve.md uses
+// load and validate.
+func TestServeDocExamples(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("..", "..", "docs", "examples", "serve")
+	cfg, err := server.LoadConfig(filepath.Join(dir, "serve.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	scripts, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	for _, p := range scripts {
+		if filepath.Base(p) == "serve.json" {
+			continue
+		}
+		c := server.Config{Script: p}
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	if len(scripts) < 4 {
+		t.Fatalf("found %d example files", len(scripts))
+	}
+}

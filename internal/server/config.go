@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -41,7 +42,8 @@ type Config struct {
 	Models *model.Catalog `json:"models,omitempty"`
 	Model  string         `json:"model,omitempty"`
 	// Script is the path of a script for the scripted model (instead of a
-	// catalog). With neither Models nor Script, the simulated model runs.
+	// catalog); in a file, relative to the file's directory. With neither
+	// Models nor Script, the simulated model runs.
 	Script string `json:"script,omitempty"`
 
 	// ToolServers are base URLs of RAP tool servers.
@@ -168,8 +170,9 @@ func (e *ConfigError) Error() string {
 // MaxConfigBytes caps a configuration file.
 const MaxConfigBytes = 4 << 20
 
-// LoadConfig reads and decodes a configuration file. It does not validate:
-// flags may still change it (call Validate after).
+// LoadConfig reads and decodes a configuration file. A relative script path
+// is taken relative to the file's directory. It does not validate: flags may
+// still change it (call Validate after).
 func LoadConfig(path string) (Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -184,6 +187,9 @@ func LoadConfig(path string) (Config, error) {
 	var ce *ConfigError
 	if errors.As(err, &ce) {
 		ce.Source = path
+	}
+	if err == nil && cfg.Script != "" && !filepath.IsAbs(cfg.Script) {
+		cfg.Script = filepath.Join(filepath.Dir(path), cfg.Script)
 	}
 	return cfg, err
 }

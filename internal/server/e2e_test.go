@@ -45,6 +45,7 @@ func TestServeKitTool(t *testing.T) {
 	if ev.Event != "reply" || ev.Data.Kind != "reply" || ev.Data.ThreadID != thread || ev.Data.Text != "It is noon, UTC." || ev.ID != ev.Data.ID {
 		t.Fatalf("first event = %+v, want the reply of the second slice", ev)
 	}
+	waitIdle(t, srv) // the slice clears its sent outbox with one more commit after publishing
 
 	th := getThread(t, srv, thread)
 	want := []runtime.ItemKind{runtime.ItemUser, runtime.ItemAssistant, runtime.ItemToolCall, runtime.ItemToolResult, runtime.ItemAssistant}
@@ -121,6 +122,8 @@ func TestServeRunCommand(t *testing.T) {
 		})
 		done = exit >= 0 && slices.ContainsFunc(th.Items[exit:], func(it runtime.Item) bool { return it.Kind == runtime.ItemAssistant })
 	}
+	waitIdle(t, srv)
+	th = getThread(t, srv, thread)
 	var call runtime.Item
 	var output, started bool
 	for _, it := range th.Items {
@@ -164,6 +167,7 @@ func TestServeMCP(t *testing.T) {
 	if ev := events.next(t); ev.Event != "reply" || ev.Data.Text != "The MCP server echoed it." {
 		t.Fatalf("event %+v, want the final reply", ev)
 	}
+	waitIdle(t, srv)
 	th := getThread(t, srv, thread)
 	i := slices.IndexFunc(th.Items, func(it runtime.Item) bool {
 		return it.Kind == runtime.ItemToolResult && it.Name == "everything_invoke_tool"
