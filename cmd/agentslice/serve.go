@@ -3,10 +3,186 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/agentslice/agentslice/internal/server"
 )
 
-// runServe is being built (issue 5, local agent server).
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// serveFlags are the flags of `agentslice serve`; each set flag overrides
+// the configuration file (a repeated flag replaces the file's whole list).
+type serveFlags struct {
+	fs                                                 *flag.FlagSet
+	config, listen, publicURL, model, script, logLevel string
+	getTime                                            bool
+	toolServers, allowCommands, mcpServers             listFlag
+}
+
+func newServeFlags(stderr io.Writer) *serveFlags {
+	f := &serveFlags{fs: flag.NewFlagSet("serve", flag.ContinueOnError)}
+	fs := f.fs
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.config, "config", "", "JSON configuration `file` (flags override it)")
+	fs.StringVar(&f.listen, "listen", "", "`address` to serve on (default "+server.DefaultListen+")")
+	fs.StringVar(&f.publicURL, "public-url", "", "base `URL` tools reach this server at (default http://<listen address>)")
+	fs.StringVar(&f.model, "model", "", "`name` of the model in the configuration's catalog")
+	fs.StringVar(&f.script, "script", "", "run the scripted model playing this JSON script `file`")
+	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (default info)")
+	fs.BoolVar(&f.getTime, "get-time", false, "serve the example get_time tool in-process")
+	fs.Var(&f.toolServers, "tool-server", "base `URL` of a RAP tool server (repeatable)")
+	fs.Var(&f.allowCommands, "allow-command", "serve the example run_command tool, allowed to run this `program` (repeatable)")
+	fs.Var(&f.mcpServers, "mcp", "proxy an MCP server: `name=command args...` (stdio) or name=http(s)://url (repeatable)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: agentslice serve [flags]\n\nRuns the embedded agent runtime with an HTTP API (see docs/serve.md).\n"+
+			"Callback keys come from "+server.CallbackKeysEnv+" or the file's callback_keys; without them a random key is generated.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	return f
+}
+
+// apply loads the file (if any) and overlays the flags that were set.
+func (f *serveFlags) apply() (server.Config, error) {
+	var cfg server.Config
+	if f.config != "" {
+		var err error
+		if cfg, err = server.LoadConfig(f.config); err != nil {
+			return cfg, err
+		}
+	}
+	var err error
+	f.fs.Visit(func(fl *flag.Flag) {
+		if err != nil {
+			return
+		}
+		switch fl.Name {
+		case "listen":
+			cfg.Listen = f.listen
+		case "public-url":
+			cfg.PublicURL = f.publicURL
+		case "model":
+			cfg.Model, cfg.Script = f.model, ""
+		case "script":
+			cfg.Script, cfg.Model, cfg.Models = f.script, "", nil
+		case "log-level":
+			cfg.LogLevel = f.logLevel
+		case "get-time":
+			if cfg.ExampleTools == nil {
+				cfg.ExampleTools = &server.ExampleTools{}
+			}
+			cfg.ExampleTools.GetTime = f.getTime
+		case "tool-server":
+			cfg.ToolServers = f.toolServers
+		case "allow-command":
+			if cfg.ExampleTools == nil {
+				cfg.ExampleTools = &server.ExampleTools{}
+			}
+			rc := cfg.ExampleTools.RunCommand
+			if rc == nil {
+				rc = &server.RunCommand{}
+			}
+			rc.Allow = f.allowCommands
+			cfg.ExampleTools.RunCommand = rc
+		case "mcp":
+			cfg.MCPServers = nil
+			for _, v := range f.mcpServers {
+				m, e := parseMCPFlag(v)
+				if e != nil {
+					err = e
+					return
+				}
+				cfg.MCPServers = append(cfg.MCPServers, m)
+			}
+		}
+	})
+	return cfg, err
+}
+
+// flagFields maps each flag to the configuration fields it sets.
+var flagFields = map[string][]string{
+	"listen": {"listen"}, "public-url": {"public_url"}, "model": {"model"}, "script": {"script"},
+	"log-level": {"log_level"}, "tool-server": {"tool_servers"}, "get-time": {"example_tools"},
+	"allow-command": {"example_tools.run_command"}, "mcp": {"mcp_servers"},
+}
+
+// attribute says where a configuration error's value came from: a flag
+// that was set, else the file.
+func (f *serveFlags) attribute(err error) error {
+	var ce *server.ConfigError
+	if !errors.As(err, &ce) || ce.Source != "" {
+		return err
+	}
+	f.fs.Visit(func(fl *flag.Flag) {
+		for _, field := range flagFields[fl.Name] {
+			if ce.Source == "" && ce.Field != "" && (ce.Field == field || strings.HasPrefix(ce.Field, field+".") || strings.HasPrefix(ce.Field, field+"[")) {
+				ce.Source = "from flag -" + fl.Name
+			}
+		}
+	})
+	if ce.Source == "" && f.config != "" && ce.Field != server.CallbackKeysEnv {
+		ce.Source = f.config
+	}
+	return err
+}
+
+// parseMCPFlag reads "name=command args..." or "name=http(s)://url".
+func parseMCPFlag(v string) (server.MCPServer, error) {
+	name, rest, ok := strings.Cut(v, "=")
+	rest = strings.TrimSpace(rest)
+	if !ok || name == "" || rest == "" {
+		return server.MCPServer{}, fmt.Errorf("flag -mcp %q: want name=command args... or name=http(s)://url", v)
+	}
+	if strings.HasPrefix(rest, "http://") || strings.HasPrefix(rest, "https://") {
+		return server.MCPServer{Name: name, URL: rest}, nil
+	}
+	return server.MCPServer{Name: name, Command: strings.Fields(rest)}, nil
+}
+
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not implemented yet")
+	f := newServeFlags(stderr)
+	if err := f.fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if f.fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (serve takes only flags; see -h)", f.fs.Arg(0))
+	}
+	cfg, err := f.apply()
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return f.attribute(err)
+	}
+	level := new(slog.LevelVar)
+	level.Set(cfg.LogLevelValue())
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	srv, err := server.New(ctx, cfg, server.Options{Logger: logger, Getenv: os.Getenv})
+	if err != nil {
+		return f.attribute(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "agentslice serve: listening on %s\n", srv.URL())
+	select {
+	case <-ctx.Done():
+		logger.Info("agentslice serve: shutting down")
+		srv.Stop()
+		return nil
+	case err := <-srv.Err():
+		srv.Stop()
+		return err
+	}
 }

@@ -1,0 +1,374 @@
+package server
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// routes is the HTTP API:
+//
+//	POST /threads/{id}/messages  {"text": ..., "id"?: ..., "user_id"?: ...} → 202 {"id", "thread_id"}
+//	GET  /threads/{id}           state summary and history items (?from=N skips the first N)
+//	GET  /threads/{id}/events    Server-Sent Events of the thread's output
+//	GET  /threads                the thread tree: roots with their children
+//	GET  /events                 Server-Sent Events of every thread
+//	GET  /dead_letters           messages the system gave up on
+//	GET  /healthz                liveness and counters
+//	POST /rap/callback           the RAP callback receiver (signed URLs)
+//	     /tools/{name}/...       the in-process tool servers
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/threads/{id}/messages", methods{http.MethodPost: s.postMessage})
+	mux.Handle("/threads/{id}/events", methods{http.MethodGet: s.threadEvents})
+	mux.Handle("/threads/{id}", methods{http.MethodGet: s.getThread})
+	mux.Handle("/threads", methods{http.MethodGet: s.listThreads})
+	mux.Handle("/events", methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {
+		serveEvents(w, r, s.events, "", s.set.keepAlive)
+	}})
+	mux.Handle("/dead_letters", methods{http.MethodGet: s.deadLetters})
+	mux.Handle("/healthz", methods{http.MethodGet: s.healthz})
+	mux.Handle(CallbackPath, s.receiver)
+	for _, m := range s.services {
+		mux.Handle(ToolsPrefix+m.name+"/", m.svc)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "", "no such endpoint: %s %s (see GET /healthz, /threads, /threads/{id}, POST /threads/{id}/messages)", r.Method, r.URL.Path)
+	})
+	return mux
+}
+
+// methods routes by method and answers anything else with a JSON 405.
+type methods map[string]http.HandlerFunc
+
+func (m methods) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h, ok := m[r.Method]; ok {
+		h(w, r)
+		return
+	}
+	if r.Method == http.MethodHead {
+		if h, ok := m[http.MethodGet]; ok {
+			h(w, r)
+			return
+		}
+	}
+	allowed := make([]string, 0, len(m))
+	for k := range m {
+		allowed = append(allowed, k)
+	}
+	slices.Sort(allowed)
+	w.Header().Set("Allow", strings.Join(allowed, ", "))
+	writeError(w, http.StatusMethodNotAllowed, "", "method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allowed, ", "))
+}
+
+// apiError is the body of every 4xx/5xx answer of the API.
+type apiError struct {
+	Error string `json:"error"`
+	Field string `json:"field,omitempty"`
+}
+
+func writeError(w http.ResponseWriter, status int, field, format string, args ...any) {
+	writeJSON(w, status, apiError{Error: fmt.Sprintf(format, args...), Field: field})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"encoding the response failed"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// threadID reads and checks the {id} path value.
+func threadID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	m := runtime.Message{V: runtime.MessageVersion, ID: "x", ThreadID: id, Kind: runtime.KindUser, Text: "x"}
+	if err := m.Validate(); err != nil {
+		var bm *runtime.BadMessageError
+		if errors.As(err, &bm) {
+			writeError(w, http.StatusBadRequest, "thread_id", "thread ID in the path: %s", bm.Reason)
+		} else {
+			writeError(w, http.StatusBadRequest, "thread_id", "thread ID in the path: %v", err)
+		}
+		return "", false
+	}
+	return id, true
+}
+
+// messageRequest is the body of POST /threads/{id}/messages.
+type messageRequest struct {
+	Text string `json:"text"`
+	// ID makes the request idempotent: the same ID is processed once.
+	ID     string `json:"id,omitempty"`
+	UserID string `json:"user_id,omitempty"`
+}
+
+type messageResponse struct {
+	ID       string `json:"id"`
+	ThreadID string `json:"thread_id"`
+}
+
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
+	thread, ok := threadID(w, r)
+	if !ok {
+		return
+	}
+	var req messageRequest
+	if !s.decodeBody(w, r, &req) {
+		return
+	}
+	if req.Text == "" {
+		writeError(w, http.StatusBadRequest, "text", "missing or empty: the message needs text")
+		return
+	}
+	if req.ID == "" {
+		req.ID = newMessageID()
+	}
+	msg := runtime.Message{V: runtime.MessageVersion, ID: req.ID, ThreadID: thread, Kind: runtime.KindUser, Text: req.Text, UserID: req.UserID}
+	if err := msg.Validate(); err != nil {
+		var bm *runtime.BadMessageError
+		if errors.As(err, &bm) {
+			writeError(w, http.StatusBadRequest, bm.Field, "%s", bm.Reason)
+			return
+		}
+		writeError(w, http.StatusBadRequest, "", "%v", err)
+		return
+	}
+	th, err := s.store.Load(r.Context(), thread)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "", "loading thread %s: %v", thread, err)
+		return
+	}
+	if th.State.Closed {
+		writeError(w, http.StatusConflict, "thread_id", "thread %s is closed and takes no more messages", thread)
+		return
+	}
+	if err := s.sys.Send(r.Context(), msg); err != nil {
+		var bm *runtime.BadMessageError
+		if errors.As(err, &bm) {
+			writeError(w, http.StatusBadRequest, bm.Field, "%s", bm.Reason)
+			return
+		}
+		writeError(w, http.StatusServiceUnavailable, "", "enqueueing the message: %v", err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, messageResponse{ID: msg.ID, ThreadID: thread})
+}
+
+// decodeBody reads a JSON object strictly within the body limit, answering
+// 4xx naming the problem when it cannot.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.set.maxBody))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			writeError(w, http.StatusRequestEntityTooLarge, "", "request body is larger than the limit of %d bytes", mb.Limit)
+			return false
+		}
+		writeError(w, http.StatusBadRequest, "", "reading the request body: %v", err)
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		ce := jsonError(body, err)
+		var cfgErr *ConfigError
+		if errors.As(ce, &cfgErr) {
+			writeError(w, http.StatusBadRequest, cfgErr.Field, "request body: %s", cfgErr.Reason)
+		} else {
+			writeError(w, http.StatusBadRequest, "", "request body: %v", err)
+		}
+		return false
+	}
+	if dec.More() {
+		writeError(w, http.StatusBadRequest, "", "request body: trailing data after the JSON object")
+		return false
+	}
+	return true
+}
+
+func newMessageID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return "msg_" + hex.EncodeToString(b)
+}
+
+// threadResponse is the body of GET /threads/{id}.
+type threadResponse struct {
+	ID string `json:"id"`
+	// Status is the committed state: "closed", "waiting_for_tool" (an
+	// asynchronous call or a sleep is pending) or "idle".
+	Status string       `json:"status"`
+	State  stateSummary `json:"state"`
+	// Inherited is how many of the thread's full view come from its
+	// ancestors; Items starts at From.
+	Inherited int            `json:"inherited"`
+	From      int            `json:"from"`
+	Total     int            `json:"total"`
+	Items     []runtime.Item `json:"items"`
+}
+
+type stateSummary struct {
+	Version       int64                  `json:"version"`
+	Length        int                    `json:"length"`
+	Parent        string                 `json:"parent,omitempty"`
+	Stack         []string               `json:"stack,omitempty"`
+	Children      []string               `json:"children,omitempty"`
+	Closed        bool                   `json:"closed,omitempty"`
+	Temporary     bool                   `json:"temporary,omitempty"`
+	Pending       *runtime.PendingCall   `json:"pending,omitempty"`
+	Subscriptions []runtime.Subscription `json:"subscriptions,omitempty"`
+	Deferred      int                    `json:"deferred,omitempty"`
+	Tokens        int                    `json:"tokens,omitempty"`
+	Compacting    string                 `json:"compacting,omitempty"`
+}
+
+func summarize(st runtime.ThreadState) (string, stateSummary) {
+	status := "idle"
+	switch {
+	case st.Closed:
+		status = "closed"
+	case st.Pending != nil:
+		status = "waiting_for_tool"
+	}
+	return status, stateSummary{Version: st.Version, Length: st.Length, Parent: st.Parent, Stack: st.Stack,
+		Children: st.Children, Closed: st.Closed, Temporary: st.Temporary, Pending: st.Pending,
+		Subscriptions: st.Subscriptions, Deferred: len(st.Deferred), Tokens: st.Tokens, Compacting: st.Compacting}
+}
+
+func (s *Server) getThread(w http.ResponseWriter, r *http.Request) {
+	thread, ok := threadID(w, r)
+	if !ok {
+		return
+	}
+	from := 0
+	if v := r.URL.Query().Get("from"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, "from", "%q is not a non-negative integer", v)
+			return
+		}
+		from = n
+	}
+	th, err := s.store.Load(r.Context(), thread)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "", "loading thread %s: %v", thread, err)
+		return
+	}
+	if th.State.Version == 0 && th.State.Parent == "" { // a created child has a parent before its first commit
+		writeError(w, http.StatusNotFound, "thread_id", "thread %s has no history yet", thread)
+		return
+	}
+	status, sum := summarize(th.State)
+	items := th.Items[min(from, len(th.Items)):]
+	if items == nil {
+		items = []runtime.Item{}
+	}
+	writeJSON(w, http.StatusOK, threadResponse{ID: thread, Status: status, State: sum, Inherited: th.Inherited,
+		From: from, Total: len(th.Items), Items: items})
+}
+
+func (s *Server) threadEvents(w http.ResponseWriter, r *http.Request) {
+	thread, ok := threadID(w, r)
+	if !ok {
+		return
+	}
+	serveEvents(w, r, s.events, thread, s.set.keepAlive)
+}
+
+// treeNode is one thread of GET /threads.
+type treeNode struct {
+	ID        string      `json:"id"`
+	Status    string      `json:"status"`
+	Temporary bool        `json:"temporary,omitempty"`
+	Length    int         `json:"length"`
+	Children  []*treeNode `json:"children,omitempty"`
+}
+
+type treeResponse struct {
+	Threads   []*treeNode `json:"threads"`
+	Count     int         `json:"count"`
+	Truncated bool        `json:"truncated,omitempty"`
+}
+
+func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
+	ids := s.store.Threads()
+	resp := treeResponse{Threads: []*treeNode{}}
+	if len(ids) > s.set.maxListed {
+		ids, resp.Truncated = ids[:s.set.maxListed], true
+	}
+	nodes := make(map[string]*treeNode, len(ids))
+	parents := make(map[string]string, len(ids))
+	order := make(map[string][]string, len(ids)) // a parent's children as it lists them
+	for _, id := range ids {
+		th, err := s.store.Load(r.Context(), id)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, "", "loading thread %s: %v", id, err)
+			return
+		}
+		status, _ := summarize(th.State)
+		nodes[id] = &treeNode{ID: id, Status: status, Temporary: th.State.Temporary, Length: th.State.Length}
+		parents[id] = th.State.Parent
+		order[id] = th.State.Children
+	}
+	placed := map[string]bool{}
+	for _, id := range ids { // children in the order their parent spawned them
+		for _, c := range order[id] {
+			if n := nodes[c]; n != nil && parents[c] == id && !placed[c] {
+				nodes[id].Children = append(nodes[id].Children, n)
+				placed[c] = true
+			}
+		}
+	}
+	for _, id := range ids {
+		if placed[id] {
+			continue
+		}
+		if p := nodes[parents[id]]; p != nil && parents[id] != "" {
+			p.Children = append(p.Children, nodes[id]) // a child its parent does not list (a threaded event)
+		} else {
+			resp.Threads = append(resp.Threads, nodes[id]) // a root, or its parent was not listed
+		}
+	}
+	resp.Count = len(ids)
+	writeJSON(w, http.StatusOK, resp)
+}
+
+type deadLetterView struct {
+	Message runtime.Message `json:"message"`
+	Reason  string          `json:"reason"`
+	At      time.Time       `json:"at"`
+}
+
+func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
+	dead, total := s.sys.DeadLetters()
+	out := make([]deadLetterView, len(dead))
+	for i, d := range dead {
+		out[i] = deadLetterView{Message: d.Message, Reason: d.Reason, At: d.At}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"dead_letters": out, "total": total})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	_, dead := s.sys.DeadLetters()
+	subs, _ := s.events.Subscribers()
+	st := s.store.Stats()
+	writeJSON(w, http.StatusOK, map[string]any{
+		"status": "ok", "threads": st.Threads, "hot_threads": st.Hot, "active_threads": s.sys.Active(),
+		"dead_letters": dead, "event_subscribers": subs, "dropped_subscribers": s.events.DroppedCount(),
+		"model": s.set.model.Name,
+	})
+}

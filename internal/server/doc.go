@@ -1,0 +1,23 @@
+// Package server is the local agent server behind `agentslice serve`: the
+// embedded runtime (internal/local) wired to RAP tool servers, MCP servers
+// through the proxy, a model from the catalog, and an HTTP API.
+//
+// It owns:
+//   - the configuration (config.go): a strict JSON file plus overrides, with
+//     errors naming the field (*ConfigError);
+//   - the wiring and lifecycle (server.go): a Server builds the history store,
+//     the system, the local timers, the RAP dispatcher, loader and callback
+//     receiver, mounts the in-process tool servers, and stops all of it again;
+//   - the HTTP API (api.go): send a message, read a thread, list the thread
+//     tree, health and dead letters, with 4xx JSON errors naming the problem;
+//   - the event stream (events.go): a Broadcaster fed by the system's
+//     runtime.Output that fans a thread's output events out to Server-Sent
+//     Events subscribers without ever blocking a slice.
+//
+// The package must not change how slices run: it only calls the exported API
+// of internal/local, internal/rap and internal/mcp. Everything it starts has
+// an owner that waits for it in Stop.
+//
+// Error kinds: *ConfigError (bad configuration, names the field); anything
+// else returned by New or Start is wrapped with what was being done.
+package server

@@ -1,0 +1,359 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentslice/agentslice/internal/local"
+	"github.com/agentslice/agentslice/internal/mcp"
+	"github.com/agentslice/agentslice/internal/model"
+	"github.com/agentslice/agentslice/internal/rap"
+	"github.com/agentslice/agentslice/internal/rap/tools"
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// Paths of the HTTP API that other parts refer to.
+const (
+	CallbackPath = "/rap/callback"
+	ToolsPrefix  = "/tools/"
+)
+
+// Options are what a caller may inject besides the configuration.
+type Options struct {
+	Logger *slog.Logger
+	// Getenv reads CallbackKeysEnv and model API keys; default os.Getenv.
+	Getenv func(string) string
+	// ModelOptions are passed to model.FromConfig (tests: an HTTP client).
+	ModelOptions []model.Option
+	// RAPRetry, when set, replaces the retry policy of invocations and of
+	// the in-process tool servers' callbacks (tests shorten it).
+	RAPRetry *rap.RetryPolicy
+}
+
+// service is an in-process tool server mounted under ToolsPrefix.
+type service interface {
+	http.Handler
+	Start(ctx context.Context) error
+	Stop()
+}
+
+type mounted struct {
+	name string // path under ToolsPrefix, e.g. "examples" or "mcp/everything"
+	svc  service
+}
+
+// Server is the local agent server. Build it with New, then Start; Stop
+// shuts everything down and waits for it.
+type Server struct {
+	cfg   Config
+	set   *settings
+	log   *slog.Logger
+	opts  Options
+	model runtime.Model
+	keys  *rap.Keyring
+
+	ln       net.Listener
+	url      string
+	client   *http.Client
+	store    *local.HistoryStore
+	sys      *local.System
+	timers   *local.Timers
+	disp     *rap.Dispatcher
+	loader   *rap.Loader
+	receiver *rap.Receiver
+	events   *Broadcaster
+	services []mounted
+	httpSrv  *http.Server
+
+	startOnce sync.Once
+	started   bool
+	stopOnce  sync.Once
+	stopping  chan struct{}
+	wg        sync.WaitGroup
+	serveErr  chan error
+}
+
+// New validates cfg, builds the model and the callback keyring, and returns
+// a Server that is not yet listening. Configuration problems are
+// *ConfigError values naming the field.
+func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
+	set, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	s := &Server{cfg: cfg, set: set, log: opts.Logger, opts: opts, stopping: make(chan struct{}), serveErr: make(chan error, 1)}
+	mopts := append([]model.Option{model.WithGetenv(opts.Getenv)}, opts.ModelOptions...)
+	if s.model, err = model.FromConfig(ctx, set.model, mopts...); err != nil {
+		var me *model.ConfigError
+		if errors.As(err, &me) {
+			return nil, prefixModelError(err)
+		}
+		return nil, fmt.Errorf("server: building model %q: %w", set.model.Name, err)
+	}
+	spec, field := cfg.CallbackKeys, "callback_keys"
+	if v := strings.TrimSpace(opts.Getenv(CallbackKeysEnv)); v != "" {
+		spec, field = v, CallbackKeysEnv
+	}
+	if spec != "" {
+		if s.keys, err = rap.ParseKeyring(spec); err != nil {
+			return nil, &ConfigError{Field: field, Reason: err.Error()}
+		}
+	} else {
+		secret := make([]byte, rap.MinKeyLen)
+		_, _ = rand.Read(secret) // never fails (crypto/rand)
+		if s.keys, err = rap.NewKeyring(rap.Key{ID: "ephemeral", Secret: secret}); err != nil {
+			return nil, fmt.Errorf("server: generating a callback key: %w", err)
+		}
+		s.log.Warn("no callback keys configured: generated a random key; callback URLs handed out now stop working after a restart",
+			"set", CallbackKeysEnv+" or callback_keys")
+	}
+	return s, nil
+}
+
+// URL returns the public base URL (known once Start returned).
+func (s *Server) URL() string { return s.url }
+
+// Events returns the broadcaster of output events (known once Start
+// returned).
+func (s *Server) Events() *Broadcaster { return s.events }
+
+// System returns the embedded system (known once Start returned).
+func (s *Server) System() *local.System { return s.sys }
+
+// Err delivers the error that ended HTTP serving early, if any.
+func (s *Server) Err() <-chan error { return s.serveErr }
+
+// Start listens, builds and starts the runtime and the tool servers, and
+// serves the API until Stop. On error everything started is stopped again.
+func (s *Server) Start(ctx context.Context) (err error) {
+	first := false
+	s.startOnce.Do(func() { first = true })
+	if !first {
+		return errors.New("server: already started")
+	}
+	s.started = true
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
+	if s.ln, err = net.Listen("tcp", s.set.listen); err != nil {
+		return fmt.Errorf("server: listening on %s: %w", s.set.listen, err)
+	}
+	s.url = s.set.publicURL
+	if s.url == "" {
+		s.url = "http://" + reachable(s.ln.Addr())
+	}
+	s.client = &http.Client{Timeout: 30 * time.Second}
+	s.store = local.NewHistoryStore()
+	s.events = NewBroadcaster(s.set.eventBuffer, s.log)
+
+	// The sleep tools need the timers when the toolbox is built, and the
+	// timers need the system as their queue: build the timers first and
+	// give them the system once it exists (before anything can schedule).
+	s.timers = local.NewTimers(nil)
+	box := runtime.NewToolbox()
+	for _, e := range append(runtime.ThreadTools(), runtime.SleepTools(s.timers, nil)...) {
+		if err := box.Add(e); err != nil {
+			return fmt.Errorf("server: registering built-in tools: %w", err)
+		}
+	}
+	retry := rap.RetryPolicy{}
+	if s.opts.RAPRetry != nil {
+		retry = *s.opts.RAPRetry
+	}
+	signer := &rap.Signer{Keys: s.keys, BaseURL: s.url + CallbackPath, TTL: s.set.callbackTTL}
+	if s.disp, err = rap.NewDispatcher(rap.DispatcherConfig{Signer: signer, Client: s.client, Retry: retry, Logger: s.log}); err != nil {
+		return fmt.Errorf("server: building the RAP dispatcher: %w", err)
+	}
+	if err := s.buildServices(retry); err != nil {
+		return err
+	}
+	servers := append([]string(nil), s.cfg.ToolServers...)
+	for _, m := range s.services {
+		servers = append(servers, s.url+ToolsPrefix+m.name)
+	}
+	if s.loader, err = rap.NewLoader(rap.LoaderConfig{Servers: servers, Base: box, Dispatcher: s.disp, Client: s.client, Logger: s.log}); err != nil {
+		return fmt.Errorf("server: building the RAP loader: %w", err)
+	}
+	var compaction *runtime.CompactionPolicy
+	if !s.cfg.Compaction.Disabled {
+		compaction = &runtime.CompactionPolicy{ContextWindow: s.set.model.ContextWindow, Threshold: s.cfg.Compaction.Threshold}
+	}
+	l := s.cfg.Limits
+	s.sys, err = local.New(local.Config{
+		Model: s.model, Tools: s.loader, History: s.store, Output: s.events, Logger: s.log,
+		Limits:        runtime.Limits{MaxCompletions: l.MaxCompletions, ModelAttempts: l.ModelAttempts},
+		SliceAttempts: l.SliceAttempts, Compaction: compaction,
+	})
+	if err != nil {
+		return fmt.Errorf("server: building the embedded system: %w", err)
+	}
+	s.timers.Queue = s.sys
+	if s.receiver, err = rap.NewReceiver(rap.ReceiverConfig{Keys: s.keys, Queue: s.sys, Output: s.events, Logger: s.log}); err != nil {
+		return fmt.Errorf("server: building the callback receiver: %w", err)
+	}
+
+	for _, m := range s.services {
+		if err := m.svc.Start(context.WithoutCancel(ctx)); err != nil {
+			return fmt.Errorf("server: starting tool server %s: %w", m.name, err)
+		}
+	}
+	if err := s.sys.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("server: starting the embedded system: %w", err)
+	}
+	s.httpSrv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	s.wg.Add(1)
+	go func() { // owned by Stop, which shuts the HTTP server down and waits
+		defer s.wg.Done()
+		if err := s.httpSrv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("HTTP serving failed", "error", err)
+			s.serveErr <- fmt.Errorf("server: serving HTTP: %w", err)
+		}
+	}()
+	if !s.cfg.Freeze.Disabled {
+		s.wg.Add(1)
+		go s.freezeLoop() // owned by Stop (closes stopping, waits)
+	}
+	s.logToolsets(ctx)
+	s.log.Info("agentslice serve: ready", "url", s.url, "listen", s.ln.Addr().String(), "model", s.set.model.Name,
+		"provider", string(s.set.model.Provider), "tool_servers", len(servers))
+	return nil
+}
+
+// buildServices builds the in-process tool servers (example tools, MCP
+// proxies); Start starts them.
+func (s *Server) buildServices(retry rap.RetryPolicy) error {
+	if e := s.cfg.ExampleTools; e != nil && (e.GetTime || e.RunCommand != nil) {
+		var list []rap.Tool
+		if e.GetTime {
+			list = append(list, tools.GetTime(nil))
+		}
+		if rc := e.RunCommand; rc != nil {
+			list = append(list, tools.RunCommand(tools.RunCommandConfig{Allowed: rc.Allow, Dir: rc.Dir, Timeout: s.set.commandTimeout}))
+		}
+		kit, err := rap.NewServer(rap.ServerConfig{Name: "examples", Description: "agentslice example tools",
+			Tools: list, PublicURL: s.url + ToolsPrefix + "examples", Client: s.client, Retry: retry, Logger: s.log})
+		if err != nil {
+			return fmt.Errorf("server: building the example tools: %w", err)
+		}
+		s.services = append(s.services, mounted{"examples", kit})
+	}
+	for _, m := range s.cfg.MCPServers {
+		name := "mcp/" + m.Name
+		p, err := mcp.New(mcp.Config{Name: m.Name, Description: "MCP server " + m.Name, Command: m.Command, Env: m.Env, Dir: m.Dir,
+			URL: m.URL, PublicURL: s.url + ToolsPrefix + name, Client: s.client, Retry: retry, Logger: s.log})
+		if err != nil {
+			return fmt.Errorf("server: building the MCP proxy %s: %w", m.Name, err)
+		}
+		s.services = append(s.services, mounted{name, p})
+	}
+	return nil
+}
+
+// logToolsets fetches every toolset once and logs what agents will be
+// offered, and why a server was left out.
+func (s *Server) logToolsets(ctx context.Context) {
+	set := s.loader.Load(ctx)
+	names := make([]string, 0, len(set.Specs()))
+	for _, sp := range set.Specs() {
+		names = append(names, sp.Name)
+	}
+	s.log.Info("tools offered to agents", "tools", strings.Join(names, ","))
+	for _, p := range set.Problems() {
+		s.log.Warn("tool server left out", "problem", p.Error())
+	}
+}
+
+// freezeLoop compresses idle threads' history now and then.
+func (s *Server) freezeLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.set.freezeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopping:
+			return
+		case <-t.C:
+			s.freezeOnce()
+		}
+	}
+}
+
+func (s *Server) freezeOnce() int {
+	n := s.store.FreezeIdle(s.set.freezeIdle)
+	if n > 0 {
+		s.log.Debug("froze idle threads", "threads", n)
+	}
+	return n
+}
+
+// Stop shuts down in order: event streams and HTTP, the system (running
+// slices are cancelled), the timers, the tool servers, the dispatcher. It
+// waits for every goroutine the server started and is safe to call twice.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() {
+		close(s.stopping)
+		if s.events != nil {
+			s.events.Close()
+		}
+		if s.httpSrv != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := s.httpSrv.Shutdown(ctx); err != nil {
+				s.log.Warn("HTTP shutdown did not finish in time; closing connections", "error", err)
+				_ = s.httpSrv.Close()
+			}
+			cancel()
+		} else if s.ln != nil {
+			_ = s.ln.Close()
+		}
+		s.wg.Wait()
+		if s.sys != nil {
+			s.sys.Stop()
+		}
+		if s.timers != nil {
+			s.timers.Stop()
+		}
+		for _, m := range s.services {
+			m.svc.Stop()
+		}
+		if s.disp != nil {
+			s.disp.Close()
+		}
+		if s.client != nil {
+			s.client.CloseIdleConnections()
+		}
+		if s.started {
+			s.log.Info("agentslice serve: stopped")
+		}
+	})
+}
+
+// reachable turns a listener address into one a client on this machine
+// can dial: an unspecified host (0.0.0.0, ::) becomes 127.0.0.1.
+func reachable(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
