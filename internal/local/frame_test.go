@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"time"
 	"testing"
 
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -27,9 +28,10 @@ func TestArenaCompactionKeepsHistoriesExact(t *testing.T) {
 		want[id] = items
 	}
 	s.FreezeIdle(-1)
-	// Thaw two threads in three by writing to them, then freeze again.
+	// Thaw five threads in six by writing to them; they stay hot, so the
+	// slabs they were frozen in are left mostly empty.
 	for i := 0; i < n; i++ {
-		if i%3 == 2 {
+		if i%6 == 5 {
 			continue
 		}
 		id := fmt.Sprintf("t%02d", i)
@@ -40,13 +42,15 @@ func TestArenaCompactionKeepsHistoriesExact(t *testing.T) {
 		}
 		want[id] = append(want[id], more)
 	}
-	s.FreezeIdle(-1)
+	s.FreezeIdle(time.Hour) // freezes nothing new; compacts
 	st := s.Stats()
-	if st.Hot != 0 {
-		t.Fatalf("%d threads still hot", st.Hot)
+	if st.Hot != n-n/6 {
+		t.Fatalf("%d threads hot, want %d", st.Hot, n-n/6)
 	}
-	if st.ArenaHeld > st.ColdBytes+3*(16<<10) {
-		t.Fatalf("arena holds %d bytes for %d live bytes after compaction", st.ArenaHeld, st.ColdBytes)
+	// After compaction every slab but the current one is at least half
+	// live, whatever the order frames were written in.
+	if limit := 2*st.ColdBytes + 16<<10; st.ArenaHeld > limit {
+		t.Fatalf("arena holds %d bytes for %d live bytes after compaction (limit %d)", st.ArenaHeld, st.ColdBytes, limit)
 	}
 	for id, items := range want {
 		th, err := s.Load(ctx, id)
