@@ -1,12 +1,13 @@
 # agentslice — the two commands a newcomer needs:
 #   make loadtest   the density benchmark on the embedded runtime (the main job)
 #   make test       every test, with the local stand-ins for AWS started and stopped
+# Deploying to AWS (docs/deploy.md): make build, make synth, make deploy, make destroy.
 GO      ?= go
 AGENTS  ?= 20000
 TURNS   ?= 20
 WAVE    ?= 500
 
-.PHONY: all test test-go loadtest loadtest-full vet fmt fuzz
+.PHONY: all test test-go loadtest loadtest-full vet fmt fuzz build synth deploy destroy cdk-deps
 
 all: test
 
@@ -33,3 +34,42 @@ loadtest-full:
 
 fuzz:
 	$(GO) test -run XXX -fuzz FuzzDecodeMessage -fuzztime 30s ./internal/runtime/
+
+# --- Deploying to AWS (see docs/deploy.md) ---------------------------------
+
+# The Lambda functions, each built from ./cmd/<name> into bin/<name>/bootstrap.
+FUNCTIONS := slicefn rapreceiver delayrelay
+# The CDK CLI pinned in package.json; extra flags, e.g.
+#   make deploy CDK_FLAGS='-c toolServers=https://tools.example.com --profile dev'
+CDK       ?= node_modules/.bin/cdk
+CDK_FLAGS ?=
+# jsii prints an end-of-life banner on every run under Node 20; the app works.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
+
+# Cross-compiled for provided.al2023 on arm64, no Docker. Reproducible
+# (-trimpath, no VCS stamp): an unchanged function keeps its asset hash and
+# is not redeployed.
+build:
+	@for fn in $(FUNCTIONS); do \
+	  echo "go build ./cmd/$$fn -> bin/$$fn/bootstrap"; rm -f bin/$$fn/bootstrap; \
+	  GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -buildvcs=false \
+	    -ldflags='-s -w' -o bin/$$fn/bootstrap ./cmd/$$fn || exit 1; \
+	done
+
+cdk-deps:
+	@bash scripts/npm-deps.sh
+
+# The CloudFormation template, offline (no credentials): cdk.out/<stack>.template.json.
+# cdk.json turns on validateAgainstDefaultRules and --strict refuses warnings,
+# so any finding of the default rules fails this target.
+synth: build cdk-deps
+	$(CDK) synth --quiet --strict --no-notices $(CDK_FLAGS)
+	@ls cdk.out/*.template.json
+
+# Needs AWS credentials and a bootstrapped account (cdk bootstrap). Stack
+# outputs (queue URLs, receiver URL, DSQL endpoint) go to cdk-outputs.json.
+deploy: build cdk-deps
+	$(CDK) deploy --strict --no-notices --outputs-file cdk-outputs.json $(CDK_FLAGS)
+
+destroy: build cdk-deps
+	$(CDK) destroy --no-notices $(CDK_FLAGS)

@@ -23,7 +23,8 @@
 // validation and the per-root Set), loader.go (fetching and caching),
 // schema.go (inputSchema compilation and argument validation), post.go (HTTP
 // POST with bounded retries), dispatch.go (invocations and best-effort
-// notifications), sign.go (keyring and signed callback URLs), receiver.go (the
+// notifications), sign.go (keyring and signed callback URLs),
+// keyring_secret.go (the keyring as a deployment stores it), receiver.go (the
 // callback handler), stores.go (in-memory view and choice stores), kit.go (the
 // tool-server kit).
 //

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/agentslice/agentslice/internal/stack"
+)
+
+// Context keys (cdk.json "context", or `cdk synth -c key=value`). Values
+// given with -c arrive as strings; cdk.json may also hold lists, numbers and
+// booleans.
+const (
+	ctxStackName          = "stackName"          // default DefaultStackName
+	ctxToolServers        = "toolServers"        // RAP base URLs: a list, or comma-separated
+	ctxModelCatalog       = "modelCatalog"       // a JSON file path, or the JSON itself
+	ctxModelName          = "modelName"          // catalog name; default the catalog's default
+	ctxBinDir             = "binDir"             // default "bin"
+	ctxSliceBatchSize     = "sliceBatchSize"     // 1..10
+	ctxMaxConcurrency     = "maxConcurrency"     // 2..1000
+	ctxCallbackPrincipals = "callbackPrincipals" // IAM principal ARNs: a list, or comma-separated
+	ctxRetainData         = "retainData"         // true keeps table and cluster on destroy
+)
+
+// Defaults of the context values.
+const (
+	DefaultStackName    = "Agentslice"
+	DefaultModelCatalog = "deploy/models.json"
+	DefaultBinDir       = "bin"
+)
+
+// config is what main passes to stack.New.
+type config struct {
+	stackName string
+	props     stack.StackProps
+}
+
+// readConfig reads the context (get returns nil for an unset key), falling
+// back to the environment for the values the slice function also reads
+// (AGENTSLICE_TOOL_SERVERS, AGENTSLICE_MODEL_CATALOG, AGENTSLICE_MODEL).
+// Errors name the context key.
+func readConfig(get func(string) any, getenv func(string) string, readFile func(string) ([]byte, error)) (config, error) {
+	var c config
+	var err error
+	str := func(key, env, def string) (string, error) {
+		switch v := get(key).(type) {
+		case nil:
+			if env != "" {
+				if s := getenv(env); s != "" {
+					return s, nil
+				}
+			}
+			return def, nil
+		case string:
+			return v, nil
+		default:
+			return "", fmt.Errorf("context %s: want a string, got %T", key, v)
+		}
+	}
+	list := func(key, env string) ([]string, error) {
+		var parts []string
+		switch v := get(key).(type) {
+		case nil:
+			if env != "" {
+				parts = strings.Split(getenv(env), ",")
+			}
+		case string:
+			parts = strings.Split(v, ",")
+		case []any:
+			for i, e := range v {
+				s, ok := e.(string)
+				if !ok {
+					return nil, fmt.Errorf("context %s[%d]: want a string, got %T", key, i, e)
+				}
+				parts = append(parts, s)
+			}
+		default:
+			return nil, fmt.Errorf("context %s: want a list or a comma-separated string, got %T", key, v)
+		}
+		var out []string
+		for _, p := range parts {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+		return out, nil
+	}
+	num := func(key string) (int, error) {
+		switch v := get(key).(type) {
+		case nil:
+			return 0, nil
+		case float64:
+			if v != float64(int(v)) {
+				return 0, fmt.Errorf("context %s: %v is not a whole number", key, v)
+			}
+			return int(v), nil
+		case string:
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return 0, fmt.Errorf("context %s: %q is not a whole number", key, v)
+			}
+			return n, nil
+		default:
+			return 0, fmt.Errorf("context %s: want a number, got %T", key, v)
+		}
+	}
+	boolean := func(key string) (bool, error) {
+		switch v := get(key).(type) {
+		case nil:
+			return false, nil
+		case bool:
+			return v, nil
+		case string:
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				return false, fmt.Errorf("context %s: %q is not true or false", key, v)
+			}
+			return b, nil
+		default:
+			return false, fmt.Errorf("context %s: want true or false, got %T", key, v)
+		}
+	}
+
+	p := &c.props
+	if c.stackName, err = str(ctxStackName, "", DefaultStackName); err != nil {
+		return c, err
+	}
+	if p.ToolServers, err = list(ctxToolServers, stack.EnvToolServers); err != nil {
+		return c, err
+	}
+	catalog, err := str(ctxModelCatalog, stack.EnvModelCatalog, DefaultModelCatalog)
+	if err != nil {
+		return c, err
+	}
+	if strings.HasPrefix(strings.TrimSpace(catalog), "{") {
+		p.ModelCatalog = catalog
+	} else {
+		b, err := readFile(catalog)
+		if err != nil {
+			return c, fmt.Errorf("context %s: reading the model catalog: %w", ctxModelCatalog, err)
+		}
+		p.ModelCatalog = string(b)
+	}
+	if p.ModelName, err = str(ctxModelName, stack.EnvModel, ""); err != nil {
+		return c, err
+	}
+	if p.BinDir, err = str(ctxBinDir, "", DefaultBinDir); err != nil {
+		return c, err
+	}
+	if p.SliceBatchSize, err = num(ctxSliceBatchSize); err != nil {
+		return c, err
+	}
+	if p.MaxConcurrency, err = num(ctxMaxConcurrency); err != nil {
+		return c, err
+	}
+	if p.CallbackPrincipals, err = list(ctxCallbackPrincipals, ""); err != nil {
+		return c, err
+	}
+	if p.RetainData, err = boolean(ctxRetainData); err != nil {
+		return c, err
+	}
+	return c, nil
+}

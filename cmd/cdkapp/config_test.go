@@ -1,0 +1,107 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/agentslice/agentslice/internal/stack"
+)
+
+// These tests never start jsii: readConfig takes the context as a function.
+
+func TestReadConfig(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		DefaultModelCatalog: `{"default":"a"}`,
+		"other.json":        `{"default":"b"}`,
+	}
+	readFile := func(name string) ([]byte, error) {
+		if s, ok := files[name]; ok {
+			return []byte(s), nil
+		}
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	tests := []struct {
+		name    string
+		ctx     map[string]any
+		env     map[string]string
+		check   func(t *testing.T, c config)
+		wantErr string
+	}{
+		{name: "defaults", check: func(t *testing.T, c config) {
+			want := config{stackName: DefaultStackName, props: stack.StackProps{ModelCatalog: `{"default":"a"}`, BinDir: DefaultBinDir}}
+			if !reflect.DeepEqual(c, want) {
+				t.Errorf("config = %+v, want %+v", c, want)
+			}
+		}},
+		{name: "strings from -c", ctx: map[string]any{
+			"stackName": "Dev", "toolServers": " https://a.example.com , https://b.example.com,",
+			"modelCatalog": "other.json", "modelName": "b", "binDir": "out",
+			"sliceBatchSize": "5", "maxConcurrency": "20", "callbackPrincipals": "arn:aws:iam::1:root",
+			"retainData": "true",
+		}, check: func(t *testing.T, c config) {
+			p := c.props
+			if c.stackName != "Dev" || p.ModelCatalog != `{"default":"b"}` || p.ModelName != "b" || p.BinDir != "out" ||
+				p.SliceBatchSize != 5 || p.MaxConcurrency != 20 || !p.RetainData ||
+				!reflect.DeepEqual(p.ToolServers, []string{"https://a.example.com", "https://b.example.com"}) ||
+				!reflect.DeepEqual(p.CallbackPrincipals, []string{"arn:aws:iam::1:root"}) {
+				t.Errorf("config = %+v", c)
+			}
+		}},
+		{name: "typed values from cdk.json", ctx: map[string]any{
+			"toolServers": []any{"https://a.example.com"}, "sliceBatchSize": float64(3), "retainData": false,
+			"modelCatalog": `{"default":"inline"}`,
+		}, check: func(t *testing.T, c config) {
+			p := c.props
+			if p.SliceBatchSize != 3 || p.RetainData || p.ModelCatalog != `{"default":"inline"}` ||
+				!reflect.DeepEqual(p.ToolServers, []string{"https://a.example.com"}) {
+				t.Errorf("config = %+v", c)
+			}
+		}},
+		{name: "environment fallback", env: map[string]string{
+			stack.EnvToolServers: "https://env.example.com", stack.EnvModel: "m", stack.EnvModelCatalog: `{"default":"env"}`,
+		}, check: func(t *testing.T, c config) {
+			p := c.props
+			if p.ModelName != "m" || p.ModelCatalog != `{"default":"env"}` || !reflect.DeepEqual(p.ToolServers, []string{"https://env.example.com"}) {
+				t.Errorf("config = %+v", c)
+			}
+		}},
+		{name: "context wins over environment", ctx: map[string]any{"modelName": "ctx"}, env: map[string]string{stack.EnvModel: "env"},
+			check: func(t *testing.T, c config) {
+				if c.props.ModelName != "ctx" {
+					t.Errorf("ModelName = %q, want ctx", c.props.ModelName)
+				}
+			}},
+		{name: "missing catalog file", ctx: map[string]any{"modelCatalog": "nope.json"}, wantErr: "context modelCatalog: reading the model catalog"},
+		{name: "bad number", ctx: map[string]any{"maxConcurrency": "many"}, wantErr: `context maxConcurrency: "many" is not a whole number`},
+		{name: "fractional number", ctx: map[string]any{"sliceBatchSize": 2.5}, wantErr: "context sliceBatchSize: 2.5 is not a whole number"},
+		{name: "bad bool", ctx: map[string]any{"retainData": "maybe"}, wantErr: `context retainData: "maybe" is not true or false`},
+		{name: "bad list item", ctx: map[string]any{"toolServers": []any{"https://a", 3.0}}, wantErr: "context toolServers[1]: want a string"},
+		{name: "bad list", ctx: map[string]any{"callbackPrincipals": 7.0}, wantErr: "context callbackPrincipals: want a list"},
+		{name: "bad string", ctx: map[string]any{"stackName": true}, wantErr: "context stackName: want a string"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			get := func(k string) any { return tt.ctx[k] }
+			getenv := func(k string) string { return tt.env[k] }
+			c, err := readConfig(get, getenv, readFile)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("readConfig() error = %v, want %q", err, tt.wantErr)
+				}
+				if tt.name == "missing catalog file" && !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("error %v does not wrap fs.ErrNotExist", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("readConfig() error = %v", err)
+			}
+			tt.check(t, c)
+		})
+	}
+}

@@ -1,0 +1,48 @@
+package stack
+
+// The environment variables the functions read: the contract between this
+// stack and cmd/slicefn, cmd/rapreceiver and cmd/delayrelay.
+//
+//	variable                         slicefn  rapreceiver  delayrelay
+//	AGENTSLICE_INPUT_QUEUE_URL          x         x            x
+//	AGENTSLICE_DLQ_URL                  x
+//	AGENTSLICE_OUTPUT_QUEUE_URL         x
+//	AGENTSLICE_DELAY_QUEUE_URL          x
+//	AGENTSLICE_DEDUP_TABLE              x
+//	AGENTSLICE_DSQL_ENDPOINT            x
+//	AGENTSLICE_SCHEDULER_ROLE_ARN       x
+//	AGENTSLICE_SCHEDULE_GROUP           x
+//	AGENTSLICE_MODEL_CATALOG            x
+//	AGENTSLICE_MODEL                    x
+//	AGENTSLICE_TOOL_SERVERS             x
+//	AGENTSLICE_CALLBACK_URL             x
+//	AGENTSLICE_CALLBACK_KEYS_SECRET     x         x
+const (
+	EnvInputQueueURL      = "AGENTSLICE_INPUT_QUEUE_URL"
+	EnvDLQURL             = "AGENTSLICE_DLQ_URL" // the input queue's FIFO DLQ
+	EnvOutputQueueURL     = "AGENTSLICE_OUTPUT_QUEUE_URL"
+	EnvDelayQueueURL      = "AGENTSLICE_DELAY_QUEUE_URL"
+	EnvDedupTable         = "AGENTSLICE_DEDUP_TABLE"   // table name
+	EnvDSQLEndpoint       = "AGENTSLICE_DSQL_ENDPOINT" // cluster host name
+	EnvSchedulerRoleARN   = "AGENTSLICE_SCHEDULER_ROLE_ARN"
+	EnvScheduleGroup      = "AGENTSLICE_SCHEDULE_GROUP"
+	EnvModelCatalog       = "AGENTSLICE_MODEL_CATALOG" // model.Catalog JSON
+	EnvModel              = "AGENTSLICE_MODEL"         // catalog name; empty = default
+	EnvToolServers        = "AGENTSLICE_TOOL_SERVERS"  // comma-separated RAP base URLs
+	EnvCallbackURL        = "AGENTSLICE_CALLBACK_URL"  // receiver URL + "rap/callback"
+	EnvCallbackKeysSecret = "AGENTSLICE_CALLBACK_KEYS_SECRET"
+)
+
+// CallbackPath is the path of the receiver's Function URL that callback URLs
+// point at (the Function URL ends with "/", so the callback URL is
+// "https://<id>.lambda-url.<region>.on.aws/rap/callback").
+const CallbackPath = "rap/callback"
+
+// Lambda allows 4 KB of environment per function (names and values). The
+// slice function's values known only at deploy time (queue URLs, ARNs,
+// names, the endpoint) are estimated at deployValueBytes each; what is left
+// is the budget for the catalog, the tool server list and the model name.
+const (
+	lambdaEnvBytes   = 4096
+	deployValueBytes = 140
+)

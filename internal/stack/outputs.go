@@ -1,0 +1,41 @@
+package stack
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Output names of the stack (what `cdk deploy --outputs-file` writes and
+// the agentslice command line reads).
+const (
+	OutInputQueueURL   = "InputQueueUrl"
+	OutInputDLQURL     = "InputDlqUrl"
+	OutOutputQueueURL  = "OutputQueueUrl"
+	OutDelayQueueURL   = "DelayQueueUrl"
+	OutReceiverURL     = "ReceiverUrl"
+	OutReceiverFnARN   = "ReceiverFunctionArn"
+	OutDSQLEndpoint    = "DsqlEndpoint"
+	OutDedupTable      = "DedupTableName"
+	OutScheduleGroup   = "ScheduleGroupName"
+	OutKeyringSecretID = "CallbackKeyringSecretArn"
+)
+
+func (s *Stack) addOutputs() {
+	out := func(name string, value *string, description string) {
+		awscdk.NewCfnOutput(s.Stack, jsii.String(name), &awscdk.CfnOutputProps{
+			Value:       value,
+			Description: jsii.String(description),
+		})
+	}
+	q := s.Queues
+	out(OutInputQueueURL, q.Input.QueueUrl(), "FIFO input queue (agentslice send --queue-url)")
+	out(OutInputDLQURL, q.InputDLQ.QueueUrl(), "FIFO dead-letter queue of the input queue (poison messages)")
+	out(OutOutputQueueURL, q.Output.QueueUrl(), "output queue of agent replies (agentslice tail --queue-url)")
+	out(OutDelayQueueURL, q.Delay.QueueUrl(), "delay queue for sleeps up to 900 s")
+	out(OutReceiverURL, s.ReceiverURL.Url(), "RAP callback receiver Function URL (IAM auth)")
+	out(OutReceiverFnARN, s.Receiver.FunctionArn(), "receiver function; tool servers need lambda:InvokeFunctionUrl on it")
+	out(OutDSQLEndpoint, s.Cluster.AttrEndpoint(), "Aurora DSQL endpoint (agentslice migrate)")
+	out(OutDedupTable, s.Table.TableName(), "DynamoDB table of processed message IDs")
+	out(OutScheduleGroup, s.Scheduler.Group.ScheduleGroupName(), "EventBridge Scheduler group of long sleeps")
+	out(OutKeyringSecretID, s.Keyring.SecretArn(), "Secrets Manager secret holding the callback HMAC keyring")
+}

@@ -1,0 +1,132 @@
+package stack
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+
+	"github.com/agentslice/agentslice/internal/model"
+)
+
+// StackProps configures an agentslice deployment.
+type StackProps struct {
+	awscdk.StackProps
+
+	// ToolServers are the RAP tool servers' base URLs (absolute https URLs,
+	// no query, no commas). The slice function gets them comma-separated in
+	// AGENTSLICE_TOOL_SERVERS.
+	ToolServers []string
+	// ModelCatalog is the JSON of a model.Catalog (model.DecodeCatalog). It is
+	// validated here and passed to the slice function unchanged.
+	ModelCatalog string
+	// ModelName names the catalog model the slice function runs; empty means
+	// the catalog's default.
+	ModelName string
+	// BinDir holds the prebuilt functions: BinDir/<name>/bootstrap for
+	// each name in Functions (what `make build` writes).
+	BinDir string
+
+	// SliceBatchSize is the input queue's event source batch size (1..10,
+	// the FIFO maximum); 0 means DefaultSliceBatchSize.
+	SliceBatchSize int
+	// MaxConcurrency caps how many slice functions the input queue's event
+	// source runs at once (2..1000); 0 means DefaultMaxConcurrency.
+	MaxConcurrency int
+	// CallbackPrincipals are IAM principal ARNs (roles, users, or accounts
+	// as arn:aws:iam::123456789012:root) allowed to invoke the receiver's
+	// Function URL, for RAP tool servers outside this account. Principals in
+	// this account need only an identity policy.
+	CallbackPrincipals []string
+	// RetainData keeps the table and the DSQL cluster (with deletion
+	// protection) when the stack is destroyed. By default they are deleted
+	// with the stack, as everything else always is.
+	RetainData bool
+}
+
+// Defaults for the zero values of StackProps.
+const (
+	DefaultSliceBatchSize = 10
+	DefaultMaxConcurrency = 50
+)
+
+// PropsError is a StackProps field that cannot be deployed.
+type PropsError struct {
+	Field  string
+	Reason string
+	Err    error // the cause, when a caller may test for it (ErrMissingBootstrap)
+}
+
+func (e *PropsError) Error() string { return "stack: " + e.Field + ": " + e.Reason }
+
+// ErrMissingBootstrap is wrapped by the PropsError for a function binary
+// that was not built.
+var ErrMissingBootstrap = errors.New("bootstrap not built (run `make build`)")
+
+// Check validates p and returns the decoded catalog, or a *PropsError.
+func (p *StackProps) Check() (*model.Catalog, error) {
+	bad := func(field, format string, args ...any) error {
+		return &PropsError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	for i, s := range p.ToolServers {
+		if err := checkToolServer(s); err != nil {
+			return nil, bad(fmt.Sprintf("ToolServers[%d]", i), "%v", err)
+		}
+	}
+	if strings.TrimSpace(p.ModelCatalog) == "" {
+		return nil, bad("ModelCatalog", "empty: the slice function needs a model catalog (JSON)")
+	}
+	cat, err := model.DecodeCatalog([]byte(p.ModelCatalog))
+	if err != nil {
+		return nil, bad("ModelCatalog", "%v", err)
+	}
+	if p.ModelName != "" {
+		if _, err := cat.Lookup(p.ModelName); err != nil {
+			return nil, bad("ModelName", "%v", err)
+		}
+	}
+	if n := p.SliceBatchSize; n < 0 || n > 10 {
+		return nil, bad("SliceBatchSize", "%d is outside 1..10 (the FIFO event source maximum), or 0 for the default", n)
+	}
+	if n := p.MaxConcurrency; n != 0 && (n < 2 || n > 1000) {
+		return nil, bad("MaxConcurrency", "%d is outside 2..1000, or 0 for the default", n)
+	}
+	for i, arn := range p.CallbackPrincipals {
+		if !strings.HasPrefix(arn, "arn:") || strings.Count(arn, ":") < 5 {
+			return nil, bad(fmt.Sprintf("CallbackPrincipals[%d]", i), "%q is not an IAM principal ARN", arn)
+		}
+	}
+	if p.BinDir == "" {
+		return nil, bad("BinDir", "empty: it must hold <name>/bootstrap for %s", strings.Join(Functions(), ", "))
+	}
+	for _, name := range Functions() {
+		path := filepath.Join(p.BinDir, name, "bootstrap")
+		if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+			return nil, &PropsError{Field: "BinDir", Reason: fmt.Sprintf("%s: %v", path, ErrMissingBootstrap), Err: ErrMissingBootstrap}
+		}
+	}
+	return cat, nil
+}
+
+// Unwrap returns the cause, if any.
+func (e *PropsError) Unwrap() error { return e.Err }
+
+func checkToolServer(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL: %v", s, err)
+	}
+	switch {
+	case u.Scheme != "https" || u.Host == "":
+		return fmt.Errorf("%q is not an absolute https URL (the slice function calls it over the internet)", s)
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return fmt.Errorf("%q has a query, fragment or user info; a RAP base URL has none", s)
+	case strings.ContainsAny(s, ", \t\n"):
+		return fmt.Errorf("%q contains a comma or white space (the list is passed comma-separated)", s)
+	}
+	return nil
+}

@@ -1,0 +1,129 @@
+package stack
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentslice/agentslice/internal/dedup"
+	"github.com/agentslice/agentslice/internal/sqsq"
+)
+
+// testCatalog is a valid catalog with one Bedrock and one OpenAI model.
+const testCatalog = `{
+  "default": "sonnet",
+  "models": [
+    {"name": "sonnet", "provider": "bedrock", "model_id": "us.anthropic.claude-sonnet-4-20250514-v1:0",
+     "context_window": 200000, "max_output_tokens": 8192},
+    {"name": "local", "provider": "openai", "model_id": "qwen3", "context_window": 32768,
+     "max_output_tokens": 4096, "openai": {"base_url": "https://llm.example.com/v1"}}
+  ]
+}`
+
+// fakeBinDir writes a placeholder bootstrap for every function (the asset
+// directories must exist at synth time; nothing runs them).
+func fakeBinDir(dir string) error {
+	for _, name := range Functions() {
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+			return err
+		}
+		body := "#!/bin/sh\n# placeholder " + name + " for stack tests\n"
+		if err := os.WriteFile(filepath.Join(dir, name, "bootstrap"), []byte(body), 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	bin := t.TempDir()
+	if err := fakeBinDir(bin); err != nil {
+		t.Fatal(err)
+	}
+	good := func() StackProps {
+		return StackProps{ModelCatalog: testCatalog, BinDir: bin, ToolServers: []string{"https://tools.example.com/rap"}}
+	}
+	tests := []struct {
+		name      string
+		edit      func(p *StackProps)
+		wantField string // "" = valid
+		wantIn    string
+	}{
+		{name: "valid", edit: func(p *StackProps) {}},
+		{name: "valid full", edit: func(p *StackProps) {
+			p.ModelName, p.SliceBatchSize, p.MaxConcurrency = "local", 1, 2
+			p.CallbackPrincipals = []string{"arn:aws:iam::123456789012:root"}
+		}},
+		{name: "http tool server", edit: func(p *StackProps) { p.ToolServers = []string{"http://tools.example.com"} },
+			wantField: "ToolServers[0]", wantIn: "absolute https URL"},
+		{name: "relative tool server", edit: func(p *StackProps) { p.ToolServers = []string{"a", "tools.example.com"} },
+			wantField: "ToolServers[0]", wantIn: "absolute https URL"},
+		{name: "tool server with query", edit: func(p *StackProps) { p.ToolServers = []string{"https://t.example.com/?k=v"} },
+			wantField: "ToolServers[0]", wantIn: "query"},
+		{name: "tool server with comma", edit: func(p *StackProps) { p.ToolServers = []string{"https://t.example.com/a,b"} },
+			wantField: "ToolServers[0]", wantIn: "comma"},
+		{name: "no catalog", edit: func(p *StackProps) { p.ModelCatalog = " " }, wantField: "ModelCatalog", wantIn: "empty"},
+		{name: "bad catalog", edit: func(p *StackProps) { p.ModelCatalog = `{"default":"x","models":[]}` },
+			wantField: "ModelCatalog", wantIn: "models"},
+		{name: "unknown model", edit: func(p *StackProps) { p.ModelName = "gpt-9" }, wantField: "ModelName", wantIn: "gpt-9"},
+		{name: "batch too big", edit: func(p *StackProps) { p.SliceBatchSize = 11 }, wantField: "SliceBatchSize", wantIn: "1..10"},
+		{name: "concurrency 1", edit: func(p *StackProps) { p.MaxConcurrency = 1 }, wantField: "MaxConcurrency", wantIn: "2..1000"},
+		{name: "bad principal", edit: func(p *StackProps) { p.CallbackPrincipals = []string{"123456789012"} },
+			wantField: "CallbackPrincipals[0]", wantIn: "not an IAM principal ARN"},
+		{name: "no bin dir", edit: func(p *StackProps) { p.BinDir = "" }, wantField: "BinDir", wantIn: "empty"},
+		{name: "missing bootstrap", edit: func(p *StackProps) { p.BinDir = t.TempDir() }, wantField: "BinDir", wantIn: "slicefn"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := good()
+			tt.edit(&p)
+			cat, err := p.Check()
+			if tt.wantField == "" {
+				if err != nil || cat == nil {
+					t.Fatalf("Check() = %v, %v; want a catalog", cat, err)
+				}
+				return
+			}
+			var pe *PropsError
+			if !errors.As(err, &pe) || pe.Field != tt.wantField || !strings.Contains(err.Error(), tt.wantIn) {
+				t.Fatalf("Check() error = %v, want a *PropsError for %s containing %q", err, tt.wantField, tt.wantIn)
+			}
+		})
+	}
+	t.Run("missing bootstrap is ErrMissingBootstrap", func(t *testing.T) {
+		t.Parallel()
+		p := good()
+		p.BinDir = t.TempDir()
+		if _, err := p.Check(); !errors.Is(err, ErrMissingBootstrap) {
+			t.Fatalf("Check() error = %v, want ErrMissingBootstrap", err)
+		}
+	})
+}
+
+func TestEnvBudget(t *testing.T) {
+	t.Parallel()
+	if err := checkEnvBudget(strings.Repeat("x", 2000), "https://a.example.com", "m"); err != nil {
+		t.Errorf("2 KB catalog: %v", err)
+	}
+	err := checkEnvBudget(strings.Repeat("x", 3500), "", "")
+	var pe *PropsError
+	if !errors.As(err, &pe) || pe.Field != "ModelCatalog" || !strings.Contains(err.Error(), "4096") {
+		t.Errorf("3.5 KB catalog: error = %v, want a ModelCatalog PropsError naming the limit", err)
+	}
+}
+
+// TestConstantsAgree pins the constants the stack shares with the packages
+// the functions run.
+func TestConstantsAgree(t *testing.T) {
+	t.Parallel()
+	if DedupKeyAttr != dedup.KeyAttr || DedupExpiryAttr != dedup.ExpiryAttr {
+		t.Errorf("table attributes %q/%q, dedup uses %q/%q", DedupKeyAttr, DedupExpiryAttr, dedup.KeyAttr, dedup.ExpiryAttr)
+	}
+	if MaxMessageBytes != sqsq.SQSMaxMessageBytes {
+		t.Errorf("MaxMessageBytes = %d, sqsq.SQSMaxMessageBytes = %d", MaxMessageBytes, sqsq.SQSMaxMessageBytes)
+	}
+}

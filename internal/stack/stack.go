@@ -1,0 +1,200 @@
+package stack
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdsql"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/agentslice/agentslice/internal/model"
+)
+
+// Stack is an agentslice deployment.
+type Stack struct {
+	awscdk.Stack
+
+	Queues    *Queues
+	Table     awsdynamodb.TableV2
+	Cluster   awsdsql.CfnCluster
+	Keyring   awssecretsmanager.Secret
+	Scheduler *Scheduler
+
+	Slice, Receiver, Relay awslambda.Function
+	// ReceiverURL is the receiver's Function URL (IAM auth).
+	ReceiverURL awslambda.FunctionUrl
+}
+
+// New validates props and defines the stack in scope. Bad props give a
+// *PropsError and define nothing.
+func New(scope constructs.Construct, id string, props StackProps) (*Stack, error) {
+	cat, err := props.Check()
+	if err != nil {
+		return nil, err
+	}
+	var catalog bytes.Buffer
+	if err := json.Compact(&catalog, []byte(props.ModelCatalog)); err != nil {
+		return nil, &PropsError{Field: "ModelCatalog", Reason: err.Error()}
+	}
+	toolServers := strings.Join(props.ToolServers, ",")
+	if err := checkEnvBudget(catalog.String(), toolServers, props.ModelName); err != nil {
+		return nil, err
+	}
+	batch, maxConc := props.SliceBatchSize, props.MaxConcurrency
+	if batch == 0 {
+		batch = DefaultSliceBatchSize
+	}
+	if maxConc == 0 {
+		maxConc = DefaultMaxConcurrency
+	}
+
+	st := awscdk.NewStack(scope, jsii.String(id), &props.StackProps)
+	// Only the stores honour RetainData: queues, functions, logs, the
+	// secret and the schedule group go with the stack.
+	removal := awscdk.RemovalPolicy_DESTROY
+	s := &Stack{Stack: st}
+	s.Queues = newQueues(st, SliceTimeout, RelayTimeout, removal)
+	s.Table = newDedupTable(st, props.RetainData)
+	s.Cluster = newCluster(st, props.RetainData)
+	s.Keyring = newKeyringSecret(st)
+	s.Scheduler = newScheduler(st, s.Queues.Input, removal)
+	q := s.Queues
+
+	// The receiver first: its URL goes into the slice function's
+	// environment, and it depends on nothing of the slice function.
+	s.Receiver = newFunction(st, props.BinDir, fnSpec{
+		id: "ReceiverFunction", name: FnReceiver,
+		description: "agentslice: RAP callback receiver (verifies signed callback URLs, enqueues results)",
+		memoryMB:    256, timeout: ReceiverTimeout,
+		env: map[string]*string{
+			EnvInputQueueURL:      q.Input.QueueUrl(),
+			EnvCallbackKeysSecret: s.Keyring.SecretArn(),
+		},
+	}, removal)
+	s.ReceiverURL = s.Receiver.AddFunctionUrl(&awslambda.FunctionUrlOptions{
+		AuthType: awslambda.FunctionUrlAuthType_AWS_IAM,
+	})
+	q.Input.GrantSendMessages(s.Receiver)
+	grantReadSecret(s.Receiver, s.Keyring)
+	for _, arn := range props.CallbackPrincipals {
+		s.Receiver.GrantInvokeUrl(awsiam.NewArnPrincipal(jsii.String(arn)))
+	}
+
+	s.Slice = newFunction(st, props.BinDir, fnSpec{
+		id: "SliceFunction", name: FnSlice,
+		description: "agentslice: runs one slice per thread for the messages of the FIFO input queue",
+		memoryMB:    512, timeout: SliceTimeout,
+		env: map[string]*string{
+			EnvInputQueueURL:      q.Input.QueueUrl(),
+			EnvDLQURL:             q.InputDLQ.QueueUrl(),
+			EnvOutputQueueURL:     q.Output.QueueUrl(),
+			EnvDelayQueueURL:      q.Delay.QueueUrl(),
+			EnvDedupTable:         s.Table.TableName(),
+			EnvDSQLEndpoint:       s.Cluster.AttrEndpoint(),
+			EnvSchedulerRoleARN:   s.Scheduler.Role.RoleArn(),
+			EnvScheduleGroup:      s.Scheduler.Group.ScheduleGroupName(),
+			EnvModelCatalog:       jsii.String(catalog.String()),
+			EnvModel:              jsii.String(props.ModelName),
+			EnvToolServers:        jsii.String(toolServers),
+			EnvCallbackURL:        awscdk.Fn_Join(jsii.String(""), &[]*string{s.ReceiverURL.Url(), jsii.String(CallbackPath)}),
+			EnvCallbackKeysSecret: s.Keyring.SecretArn(),
+		},
+	}, removal)
+	s.Slice.AddEventSource(awslambdaeventsources.NewSqsEventSource(q.Input, &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(batch),
+		ReportBatchItemFailures: jsii.Bool(true),
+		MaxConcurrency:          jsii.Number(maxConc),
+	}))
+	s.grantSlice(cat)
+
+	s.Relay = newFunction(st, props.BinDir, fnSpec{
+		id: "DelayRelayFunction", name: FnDelayRelay,
+		description: "agentslice: relays due wake-ups from the delay queue into the FIFO input queue",
+		memoryMB:    128, timeout: RelayTimeout,
+		env: map[string]*string{
+			EnvInputQueueURL: q.Input.QueueUrl(),
+		},
+	}, removal)
+	s.Relay.AddEventSource(awslambdaeventsources.NewSqsEventSource(q.Delay, &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(10),
+		ReportBatchItemFailures: jsii.Bool(true),
+	}))
+	q.Input.GrantSendMessages(s.Relay)
+
+	s.addOutputs()
+	return s, nil
+}
+
+// grantSlice gives the slice function what it uses and nothing else.
+// Consuming the input queue is granted by its event source.
+func (s *Stack) grantSlice(cat *model.Catalog) {
+	fn, q := s.Slice, s.Queues
+	for _, queue := range []awssqs.Queue{q.Input, q.InputDLQ, q.Output, q.Delay} {
+		queue.GrantSendMessages(fn)
+	}
+	s.Table.Grant(fn, jsii.String("dynamodb:BatchGetItem"), jsii.String("dynamodb:PutItem"))
+	grantReadSecret(fn, s.Keyring)
+	allow := func(actions []string, resources []*string, conditions map[string]interface{}) {
+		st := &awsiam.PolicyStatementProps{Actions: jsii.Strings(actions...), Resources: &resources}
+		if conditions != nil {
+			st.Conditions = &conditions
+		}
+		fn.AddToRolePolicy(awsiam.NewPolicyStatement(st))
+	}
+	// IAM auth as the cluster's admin role (the schema's owner).
+	allow([]string{"dsql:DbConnectAdmin"}, []*string{s.Cluster.AttrResourceArn()}, nil)
+	// One-time schedules for long sleeps, only in the stack's group, and
+	// only run as the scheduler role.
+	allow([]string{"scheduler:CreateSchedule", "scheduler:DeleteSchedule"}, []*string{s.Scheduler.scheduleARNs(s.Stack)}, nil)
+	allow([]string{"iam:PassRole"}, []*string{s.Scheduler.Role.RoleArn()}, map[string]interface{}{
+		"StringEquals": map[string]interface{}{"iam:PassedToService": "scheduler.amazonaws.com"},
+	})
+	if arns := bedrockResources(cat); len(arns) > 0 {
+		resources := make([]*string, len(arns))
+		for i, arn := range arns {
+			resources[i] = jsii.String(arn)
+			if strings.Contains(arn, "${") {
+				resources[i] = awscdk.Fn_Sub(resources[i], nil)
+			}
+		}
+		allow([]string{"bedrock:InvokeModelWithResponseStream"}, resources, nil)
+	}
+}
+
+// grantReadSecret allows reading the secret's value, and nothing else
+// (Secret.GrantRead adds DescribeSecret).
+func grantReadSecret(fn awslambda.Function, secret awssecretsmanager.Secret) {
+	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("secretsmanager:GetSecretValue"),
+		Resources: jsii.Strings(*secret.SecretArn()),
+	}))
+}
+
+// checkEnvBudget fails when the slice function's environment would exceed
+// Lambda's 4 KB with the deploy-time values estimated generously.
+func checkEnvBudget(catalog, toolServers, modelName string) error {
+	size := len(catalog) + len(toolServers) + len(modelName)
+	for _, name := range []string{EnvInputQueueURL, EnvDLQURL, EnvOutputQueueURL, EnvDelayQueueURL,
+		EnvDedupTable, EnvDSQLEndpoint, EnvSchedulerRoleARN, EnvScheduleGroup, EnvModelCatalog,
+		EnvModel, EnvToolServers, EnvCallbackURL, EnvCallbackKeysSecret} {
+		size += len(name)
+	}
+	const deployValues = 10 // the variables whose values are known only at deploy time
+	size += deployValues * deployValueBytes
+	if size > lambdaEnvBytes {
+		return &PropsError{Field: "ModelCatalog", Reason: fmt.Sprintf(
+			"the slice function's environment would be about %d bytes, over Lambda's %d: the catalog (%d bytes compacted) and the tool server list (%d bytes) must shrink",
+			size, lambdaEnvBytes, len(catalog), len(toolServers))}
+	}
+	return nil
+}
