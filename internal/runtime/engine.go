@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -190,7 +191,15 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 	// error result and the model goes on.
 	wake := false
 	if len(s.st.Outbox) > 0 || (s.st.Pending != nil && !s.st.Pending.Dispatched) {
-		if wake, err = s.send(ctx); err != nil {
+		sent, err := s.outboxMarkedSent(ctx)
+		if err != nil {
+			return s.res, err
+		}
+		if sent {
+			// The predecessor sent everything and recorded that in the
+			// dedup store instead of a second commit: clear it with ours.
+			s.clearOutbox()
+		} else if wake, err = s.send(ctx); err != nil {
 			return s.res, err
 		}
 	}
@@ -199,6 +208,7 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 			wake = true
 		}
 	}
+	sentMarker := ""
 	for {
 		if wake && s.st.Pending == nil && !s.st.Closed {
 			if err := s.complete(ctx); err != nil {
@@ -218,16 +228,27 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 		}
 		wake = rejected // a rejected dispatch got an error result: the model goes on
 		if !wake {
+			if s.e.Dedup != nil {
+				// Record "sent" with the dedup write below instead of a
+				// second commit; the next slice clears the outbox.
+				sentMarker = outboxSentID(s.version)
+				break
+			}
 			if err := s.commit(ctx); err != nil {
 				return s.res, err
 			}
 			break
 		}
 	}
-	if s.e.Dedup != nil && len(s.inputs) > 0 {
-		if err := s.e.Dedup.Mark(ctx, s.threadID, s.inputs); err != nil {
-			// History already records the inputs; a missing mark only costs
-			// a history check on redelivery.
+	if s.e.Dedup != nil && (len(s.inputs) > 0 || sentMarker != "") {
+		ids := s.inputs
+		if sentMarker != "" {
+			ids = append(slices.Clone(ids), sentMarker)
+		}
+		if err := s.e.Dedup.Mark(ctx, s.threadID, ids); err != nil {
+			// History already records the inputs, and an outbox not marked
+			// sent is sent again (same IDs): a missing mark costs a check
+			// or a duplicate delivery, never a loss.
 			s.e.observe(ctx, Event{Type: EventSliceFinished, ThreadID: s.threadID, SliceID: s.res.SliceID,
 				Reason: "dedup mark failed", Err: err})
 		}
@@ -236,6 +257,33 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 		}
 	}
 	return s.res, nil
+}
+
+// outboxSentID is the dedup record saying that the outbox committed at
+// version v was sent in full.
+func outboxSentID(v int64) string { return "outbox-sent:" + strconv.FormatInt(v, 10) }
+
+// outboxMarkedSent reports whether the loaded outbox was sent already.
+func (s *slice) outboxMarkedSent(ctx context.Context) (bool, error) {
+	if s.e.Dedup == nil {
+		return false, nil
+	}
+	seen, err := s.e.Dedup.Seen(ctx, s.threadID, []string{outboxSentID(s.version)})
+	if err != nil {
+		return false, fmt.Errorf("runtime: checking the outbox of thread %s: %w", s.threadID, err)
+	}
+	return len(seen) == 1 && seen[0], nil
+}
+
+// clearOutbox records that everything the outbox held was sent.
+func (s *slice) clearOutbox() {
+	s.st.Outbox = nil
+	if p := s.st.Pending; p != nil && !p.Dispatched {
+		pp := *p
+		pp.Dispatched = true
+		s.st.Pending = &pp
+	}
+	s.dirty = true
 }
 
 // validate drops messages that can never be processed, recording why.

@@ -224,3 +224,74 @@ func TestUndispatchedCallIsSentBeforeInterruption(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// countingStore counts loads and commits.
+type countingStore struct {
+	runtime.HistoryStore
+	loads, commits int
+}
+
+func (c *countingStore) Load(ctx context.Context, id string) (*runtime.Thread, error) {
+	c.loads++
+	return c.HistoryStore.Load(ctx, id)
+}
+
+func (c *countingStore) Commit(ctx context.Context, cm *runtime.Commit) error {
+	c.commits++
+	return c.HistoryStore.Commit(ctx, cm)
+}
+
+// With a dedup store, a slice is one read and one commit: "sent" is
+// recorded with the dedup write, and the next slice clears the outbox
+// without sending it again. Without the record, the next slice sends again
+// with the same IDs.
+func TestOutboxSentRecordReplacesSecondCommit(t *testing.T) {
+	for _, lose := range []bool{false, true} {
+		t.Run(map[bool]string{false: "recorded", true: "record lost"}[lose], func(t *testing.T) {
+			store := &countingStore{HistoryStore: local.NewHistoryStore()}
+			var dd runtime.DedupStore = local.NewDedupStore(time.Hour)
+			if lose {
+				dd = forgetful{}
+			}
+			e, _ := newEngine(store, &model.Sim{Chunks: 1, Tool: "work", ToolArgs: `{}`})
+			e.Dedup = dd
+			tool := &runtimetest.RecordingTool{}
+			e.Tools.(*runtime.Toolbox).MustAdd(runtime.ToolEntry{Spec: runtime.ToolSpec{Name: "work"}, Async: tool})
+			ctx := context.Background()
+			if _, err := e.RunSlice(ctx, runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u1")}, FirstDelivery: true}); err != nil {
+				t.Fatal(err)
+			}
+			if store.loads != 1 || store.commits != 1 {
+				t.Fatalf("first slice: %d loads, %d commits; want 1 and 1", store.loads, store.commits)
+			}
+			call := tool.Calls()[0].CallID
+			res := runtime.Message{V: 1, ID: "r1", ThreadID: "t", Kind: runtime.KindToolResult, ToolCallID: call, Text: "done"}
+			if _, err := e.RunSlice(ctx, runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{res}, FirstDelivery: true}); err != nil {
+				t.Fatal(err)
+			}
+			wantDispatches := 1
+			if lose {
+				wantDispatches = 2 // sent again, same ID: at-least-once
+			}
+			calls := tool.Calls()
+			if len(calls) != wantDispatches || calls[len(calls)-1].CallID != call {
+				t.Fatalf("dispatches %+v, want %d of %s", calls, wantDispatches, call)
+			}
+			th, _ := store.HistoryStore.Load(ctx, "t")
+			if err := runtimetest.CheckOneResultPerCall(th.Items); err != nil {
+				t.Fatal(err)
+			}
+			if len(th.State.Outbox) != 1 || th.State.Outbox[0].Output == nil {
+				t.Fatalf("after the reply the outbox holds %+v, want the reply awaiting its sent record", th.State.Outbox)
+			}
+		})
+	}
+}
+
+// forgetful is a dedup store whose writes are lost.
+type forgetful struct{}
+
+func (forgetful) Seen(ctx context.Context, thread string, ids []string) ([]bool, error) {
+	return make([]bool, len(ids)), nil
+}
+func (forgetful) Mark(ctx context.Context, thread string, ids []string) error { return nil }
