@@ -1,0 +1,185 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/agentslice/agentslice/internal/model"
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// Root is the root thread of every scenario.
+const Root = "main"
+
+// Step is one outside input of a scenario: user messages, a tool's answer,
+// a subscription event, a timer firing. The driver runs slices until no
+// thread has mail after each step.
+type Step func(ctx context.Context, r *Run) error
+
+// Scenario is a scripted conversation and the outside inputs that drive it.
+type Scenario struct {
+	Name   string
+	Script *model.Script
+	Limits runtime.Limits
+	Steps  []Step
+	// SingleThread says only the root thread ever runs (such scenarios
+	// also run on the embedded System, whose threads run concurrently).
+	SingleThread bool
+}
+
+func call(name, args string) *model.StepCall {
+	return &model.StepCall{Name: name, Args: json.RawMessage(args)}
+}
+
+func user(id, text string) Step {
+	return func(ctx context.Context, r *Run) error {
+		return r.Send(ctx, runtime.Message{V: 1, ID: id, ThreadID: Root, Kind: runtime.KindUser, Text: text})
+	}
+}
+
+// answerWork answers the n-th call of the "work" tool.
+func answerWork(id string, n int, text string, subscription bool) Step {
+	return func(ctx context.Context, r *Run) error {
+		calls := r.Calls("work")
+		if len(calls) <= n {
+			return fmt.Errorf("work call %d was never dispatched (%d calls)", n, len(calls))
+		}
+		c := calls[n]
+		return r.Send(ctx, runtime.Message{V: 1, ID: id, ThreadID: c.ThreadID, Kind: runtime.KindToolResult,
+			ToolCallID: c.CallID, Text: text, Subscription: subscription})
+	}
+}
+
+// event sends a subscription event for the first "work" call.
+func event(id, text string, associative, final bool) Step {
+	return func(ctx context.Context, r *Run) error {
+		calls := r.Calls("work")
+		if len(calls) == 0 {
+			return fmt.Errorf("no subscription was started")
+		}
+		return r.Send(ctx, runtime.Message{V: 1, ID: id, ThreadID: Root, Kind: runtime.KindEvent,
+			ToolCallID: calls[0].CallID, Text: text, Associative: associative, Final: final})
+	}
+}
+
+func fire(late bool) Step {
+	return func(ctx context.Context, r *Run) error { return r.FireTimers(ctx, late) }
+}
+
+func subscribeSteps(after ...model.Step) []model.Step {
+	return append([]model.Step{
+		{Text: "Watching the build.", ToolCall: call("work", `{"watch":"ci"}`)},
+		{Text: "Subscribed."},
+	}, after...)
+}
+
+// Scenarios returns every scenario, the seven the reliability claim names
+// first (plain turn, tool call, sync tool loop-back, spawn and report,
+// threaded event, associative event, sleep), then the ones that reach the
+// remaining paths (interruptions, cancelled timers, deferred reports,
+// continuations).
+func Scenarios() []*Scenario {
+	return []*Scenario{
+		{Name: "plain_turn", SingleThread: true,
+			Script: &model.Script{Default: []model.Step{{Text: "Hello there."}, {Text: "Still here."}}},
+			Steps:  []Step{user("u1", "hi"), user("u2", "are you there?")}},
+		{Name: "tool_call", SingleThread: true,
+			Script: &model.Script{Default: []model.Step{
+				{Text: "Listing.", ToolCall: call("run_command", `{"command":"ls"}`)},
+				{Text: "Listed."},
+			}},
+			Steps: []Step{user("u1", "list the files")}},
+		{Name: "sync_loop_back", SingleThread: true,
+			Script: &model.Script{Default: []model.Step{
+				{ToolCall: call("echo", `{"x":1}`)},
+				{Text: "Once more.", ToolCall: call("echo", `{"x":2}`)},
+				{Text: "Echoed twice."},
+			}},
+			Steps: []Step{user("u1", "echo twice")}},
+		{Name: "spawn_report",
+			Script: &model.Script{
+				Default: []model.Step{
+					{Text: "Splitting the work.", ToolCall: call("spawn_thread", `{"instructions":"alpha task: check the parser","child_of":["main"]}`)},
+					{Text: "The child is working."},
+					{Text: "Alpha reported."},
+				},
+				Match: []model.MatchRule{{Contains: "alpha task", Steps: []model.Step{
+					{ToolCall: call("report_to_parent", `{"report":"the parser is fine"}`)},
+					{ToolCall: call("close_thread", `{"thread_id":"$THREAD"}`)},
+				}}},
+			},
+			Steps: []Step{user("u1", "check everything")}},
+		{Name: "threaded_event",
+			Script: &model.Script{
+				Default: subscribeSteps(model.Step{Text: "The build failed; looking into it."}),
+				Match: []model.MatchRule{
+					{Contains: "build failed", Steps: []model.Step{
+						{ToolCall: call("close_thread", `{"thread_id":"$THREAD","report_to_parent":"the build failed on main"}`)},
+					}},
+					{Contains: "heartbeat", Steps: []model.Step{
+						{ToolCall: call("close_thread", `{"thread_id":"$THREAD"}`)},
+					}},
+				},
+			},
+			Steps: []Step{user("u1", "watch the build"), answerWork("sub-ok", 0, "watching ci", true),
+				event("e1", "heartbeat: all green", false, false), event("e2", "build failed: 3 tests", false, false)}},
+		{Name: "associative_event", SingleThread: true,
+			Script: &model.Script{Default: subscribeSteps(
+				model.Step{Text: "Line 1 noted."},
+				model.Step{Text: "The build exited with 0."},
+			)},
+			Steps: []Step{user("u1", "watch the build"), answerWork("sub-ok", 0, "watching ci", true),
+				event("e1", "line 1: compiling", true, false), event("e2", "exit code 0", true, true),
+				event("e3", "too late", true, false)}},
+		{Name: "sleep", SingleThread: true,
+			Script: &model.Script{Default: []model.Step{
+				{Text: "Waiting for the deploy.", ToolCall: call("sleep", `{"seconds":600}`)},
+				{Text: "Awake; the deploy should be done."},
+			}},
+			Steps: []Step{user("u1", "wait ten minutes"), fire(false)}},
+		{Name: "interrupted_sleep", SingleThread: true,
+			Script: &model.Script{Default: []model.Step{
+				{Text: "Waiting.", ToolCall: call("sleep", `{"seconds":600}`)},
+				{Text: "Awake early: what is up?"},
+			}},
+			Steps: []Step{user("u1", "wait ten minutes"), user("u2", "actually, check now"), fire(true)}},
+		{Name: "interrupted_tool", SingleThread: true,
+			Script: &model.Script{Default: []model.Step{
+				{Text: "Starting the build.", ToolCall: call("work", `{"job":"build"}`)},
+				{Text: "Understood, stopping."},
+				{Text: "The build finished after all."},
+			}},
+			Steps: []Step{user("u1", "build it"), user("u2", "never mind"), answerWork("r1", 0, "build ok", false)}},
+		{Name: "deferred_report",
+			Script: &model.Script{
+				Default: []model.Step{
+					{ToolCall: call("spawn_thread", `{"instructions":"beta task: count the tests","child_of":["main"]}`)},
+					{Text: "Building meanwhile.", ToolCall: call("work", `{"job":"build"}`)},
+					{Text: "Build done and beta reported."},
+				},
+				Match: []model.MatchRule{{Contains: "beta task", Steps: []model.Step{
+					{ToolCall: call("close_thread", `{"thread_id":"$THREAD","report_to_parent":"412 tests"}`)},
+				}}},
+			},
+			Steps: []Step{user("u1", "count and build"), answerWork("r1", 0, "build ok", false)}},
+		{Name: "continuation", SingleThread: true, Limits: runtime.Limits{MaxCompletions: 2},
+			Script: &model.Script{Default: []model.Step{
+				{ToolCall: call("echo", `{"n":1}`)},
+				{ToolCall: call("echo", `{"n":2}`)},
+				{ToolCall: call("echo", `{"n":3}`)},
+				{Text: "All echoed."},
+			}},
+			Steps: []Step{user("u1", "echo three times")}},
+	}
+}
+
+// ScenarioNamed returns the scenario called name, or nil.
+func ScenarioNamed(name string) *Scenario {
+	for _, sc := range Scenarios() {
+		if sc.Name == name {
+			return sc
+		}
+	}
+	return nil
+}
