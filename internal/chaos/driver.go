@@ -30,6 +30,9 @@ type Plan struct {
 	// of the run passes, in order) where the run's one crash happens; -1 for
 	// none.
 	CrashAt int
+	// CrashAgain, when above 0, kills the run a second time, that many
+	// passages after the first crash (usually in the slice that recovers).
+	CrashAgain int
 	// HookAt is the passage where Hook is called (the slice then goes on);
 	// -1 for none.
 	HookAt int
@@ -88,14 +91,15 @@ type Run struct {
 	send    func(ctx context.Context, msgs ...runtime.Message) error
 
 	// driver state (one slice at a time)
-	boxes    map[string][]delivery
-	ready    []string
-	inReady  map[string]bool
-	later    []delayed
-	rng      *rand.Rand
-	step     int
-	failures map[string]int
-	current  runtime.SliceInput // the batch of the slice running now
+	boxes     map[string][]delivery
+	ready     []string
+	inReady   map[string]bool
+	later     []delayed
+	rng       *rand.Rand
+	step      int
+	failures  map[string]int
+	delivered map[string]bool    // message IDs handed to a slice at least once
+	current   runtime.SliceInput // the batch of the slice running now
 
 	mu         sync.Mutex
 	dispatches []runtime.Invocation
@@ -103,6 +107,8 @@ type Run struct {
 	problems   []string
 	slices     int
 	crashes    int
+	conflicts  int // slices that lost a race
+	resends    int // copies of a message delivered after the first
 }
 
 // newRun builds a run's ports around the backend.
@@ -111,9 +117,12 @@ func newRun(sc *Scenario, b Backend, plan Plan) *Run {
 		plan.MaxBatch = 10
 	}
 	r := &Run{sc: sc, plan: plan, store: newRecordingStore(b.History), dedup: b.Dedup, timers: newManualTimers(),
-		out: &outputs{}, f: &faults{crashAt: plan.CrashAt, hookAt: plan.HookAt},
+		out: &outputs{}, f: &faults{crashAt: plan.CrashAt, again: NoCrash, hookAt: plan.HookAt},
 		model: model.NewScripted(sc.Script), boxes: map[string][]delivery{}, inReady: map[string]bool{},
-		failures: map[string]int{}, dead: map[string]string{}}
+		failures: map[string]int{}, delivered: map[string]bool{}, dead: map[string]string{}}
+	if plan.CrashAgain > 0 && plan.CrashAt >= 0 {
+		r.f.again = plan.CrashAt + plan.CrashAgain
+	}
 	if plan.Hook != nil {
 		r.f.hook = func(s Site) { plan.Hook(r, s) }
 	}
@@ -148,14 +157,15 @@ func newRun(sc *Scenario, b Backend, plan Plan) *Run {
 // numbered by f. Every engine of a run shares its stores, queue and tools.
 func (r *Run) newEngine(f *faults) *runtime.Engine {
 	e := &runtime.Engine{
-		History: crashHistory{HistoryStore: r.store, f: f},
-		Queue:   runQueue{r},
-		Output:  crashOutput{inner: r.out, f: f},
-		Model:   r.model,
-		Tools:   r.toolbox(crashTimers{inner: r.timers, f: f}),
-		Limits:  r.sc.Limits,
-		Now:     func() time.Time { return Clock },
-		Faults:  engineFaults{f},
+		History:    crashHistory{HistoryStore: r.store, f: f},
+		Queue:      runQueue{r},
+		Output:     crashOutput{inner: r.out, f: f},
+		Model:      r.model,
+		Tools:      r.toolbox(crashTimers{inner: r.timers, f: f}),
+		Limits:     r.sc.Limits,
+		Compaction: r.sc.Compaction,
+		Now:        func() time.Time { return Clock },
+		Faults:     engineFaults{f},
 	}
 	if e.Limits.RetryBase == 0 {
 		e.Limits.RetryBase = time.Millisecond
@@ -169,13 +179,15 @@ func (r *Run) newEngine(f *faults) *runtime.Engine {
 // DuplicateEngine returns a second engine on the run's stores with no
 // faults, to race a duplicate slice against the run's own.
 func (r *Run) DuplicateEngine() *runtime.Engine {
-	return r.newEngine(&faults{crashAt: NoCrash, hookAt: NoCrash})
+	return r.newEngine(&faults{crashAt: NoCrash, again: NoCrash, hookAt: NoCrash})
 }
 
 // runQueue is the queue engines and tools send to.
 type runQueue struct{ r *Run }
 
-func (q runQueue) Send(ctx context.Context, msgs ...runtime.Message) error { return q.r.Send(ctx, msgs...) }
+func (q runQueue) Send(ctx context.Context, msgs ...runtime.Message) error {
+	return q.r.Send(ctx, msgs...)
+}
 
 // Send delivers messages to threads, as the input queue does.
 func (r *Run) Send(ctx context.Context, msgs ...runtime.Message) error {
@@ -264,6 +276,10 @@ func (r *Run) drain(ctx context.Context, final bool) {
 		first := true
 		msgs := make([]runtime.Message, n)
 		for i := range batch {
+			if batch[i].receives > 0 || r.delivered[batch[i].msg.ID] {
+				r.resends++
+			}
+			r.delivered[batch[i].msg.ID] = true
 			first = first && batch[i].receives == 0
 			batch[i].receives++
 			msgs[i] = batch[i].msg
@@ -296,6 +312,7 @@ func (r *Run) slice(ctx context.Context, th string, batch []delivery, msgs []run
 	case r.f.takeCrash():
 		r.crashes++
 	case r.plan.AllowConflicts && errors.Is(err, runtime.ErrConflict):
+		r.conflicts++
 	default:
 		r.problem("unexpected slice error on thread %s: %v", th, err)
 	}

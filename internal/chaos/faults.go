@@ -40,11 +40,19 @@ func (s Site) String() string { return string(s.Point) + "@" + s.Thread }
 type faults struct {
 	mu      sync.Mutex
 	crashAt int // passage to crash at; -1 for none
+	again   int // passage of a second crash; -1 for none
 	hookAt  int // passage to call hook at; -1 for none
 	hook    func(Site)
-	sites   []Site
-	fired   *Site // the crash that happened, once it has
-	inSlice bool  // a crash fired during the current slice
+	// target, when set, is the site to crash at instead of crashAt, on its
+	// occurrence-th passage (counted from 0): an address that does not
+	// depend on how concurrent threads interleave.
+	target     *Site
+	occurrence int
+	seen       map[Site]int
+	sites      []Site
+	fired      *Site // the (first) crash that happened, once it has
+	second     *Site // the second crash, once it has
+	inSlice    bool  // a crash fired during the current slice
 }
 
 func (f *faults) pass(p runtime.CrashPoint, thread string) bool {
@@ -54,8 +62,20 @@ func (f *faults) pass(p runtime.CrashPoint, thread string) bool {
 	f.sites = append(f.sites, s)
 	hook := n == f.hookAt && f.hook != nil
 	crash := n == f.crashAt && f.fired == nil
+	if f.target != nil {
+		if f.seen == nil {
+			f.seen = map[Site]int{}
+		}
+		crash = s == *f.target && f.seen[s] == f.occurrence && f.fired == nil
+		f.seen[s]++
+	}
 	if crash {
 		f.fired = &s
+		f.inSlice = true
+	}
+	if n == f.again && f.fired != nil && f.second == nil {
+		crash = true
+		f.second = &s
 		f.inSlice = true
 	}
 	f.mu.Unlock()

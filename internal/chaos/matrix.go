@@ -20,6 +20,8 @@ type Report struct {
 	runs        int
 	modes       map[string]int
 	divergences []Divergence
+	// evidence that the recovery paths ran
+	slices, crashes, redispatches, resends, conflicts int
 }
 
 // NewReport returns an empty report.
@@ -27,9 +29,25 @@ func NewReport() *Report {
 	return &Report{points: map[runtime.CrashPoint]int{}, scenarios: map[string]bool{}, modes: map[string]int{}}
 }
 
-func (rep *Report) add(sc, mode, run string, crashed *Site, problems []string) *Divergence {
+func (rep *Report) add(sc, mode, run string, r *Run, crashed *Site, problems []string) *Divergence {
 	rep.mu.Lock()
 	defer rep.mu.Unlock()
+	if r != nil {
+		r.mu.Lock()
+		rep.slices += r.slices
+		rep.crashes += r.crashes
+		rep.conflicts += r.conflicts
+		seen := map[string]bool{}
+		for _, inv := range r.dispatches {
+			k := inv.ThreadID + " " + inv.CallID
+			if seen[k] {
+				rep.redispatches++
+			}
+			seen[k] = true
+		}
+		rep.resends += r.resends
+		r.mu.Unlock()
+	}
 	rep.scenarios[sc] = true
 	rep.runs++
 	rep.modes[mode]++
@@ -78,6 +96,8 @@ func (rep *Report) Details() string {
 	for _, p := range Points {
 		fmt.Fprintf(&b, " %s=%d", p, rep.points[p])
 	}
+	fmt.Fprintf(&b, "\nrecovery evidence: %d slices, %d killed, %d lost a race (ErrConflict), %d calls dispatched again, %d messages delivered again",
+		rep.slices, rep.crashes, rep.conflicts, rep.redispatches, rep.resends)
 	return b.String()
 }
 
@@ -152,8 +172,28 @@ func (m *Matrix) Crashes(ctx context.Context) []Divergence {
 				problems = append(problems, fmt.Sprintf("the crash planned at passage %d (%s) fired at %s: the run is not deterministic", i, want, fired))
 			}
 		}
-		if d := m.Report.add(m.Scenario.Name, "crash/"+m.Backend, fmt.Sprintf("#%d %s", i, want), fired, problems); d != nil {
+		if d := m.Report.add(m.Scenario.Name, "crash/"+m.Backend, fmt.Sprintf("#%d %s", i, want), r, fired, problems); d != nil {
 			out = append(out, *d)
+		}
+	}
+	return out
+}
+
+// DoubleCrashes kills the scenario at every site and again `after`
+// passages later, for each after in 1..depth: the second crash lands in the
+// slice that recovers from the first.
+func (m *Matrix) DoubleCrashes(ctx context.Context, depth int) []Divergence {
+	var out []Divergence
+	for _, i := range m.sites() {
+		for after := 1; after <= depth; after++ {
+			r, problems := m.play(ctx, Plan{CrashAt: i, CrashAgain: after, HookAt: NoCrash})
+			var fired *Site
+			if r != nil {
+				_, fired = r.f.state()
+			}
+			if d := m.Report.add(m.Scenario.Name, "double-crash/"+m.Backend, fmt.Sprintf("#%d+%d", i, after), r, fired, problems); d != nil {
+				out = append(out, *d)
+			}
 		}
 	}
 	return out
@@ -164,8 +204,8 @@ func (m *Matrix) Crashes(ctx context.Context) []Divergence {
 func (m *Matrix) Redeliveries(ctx context.Context, seeds []uint64) []Divergence {
 	var out []Divergence
 	for _, seed := range seeds {
-		_, problems := m.play(ctx, Plan{CrashAt: NoCrash, HookAt: NoCrash, Duplicates: &Duplicates{Seed: seed, MaxDelay: 6}})
-		if d := m.Report.add(m.Scenario.Name, "redelivery/"+m.Backend, fmt.Sprintf("seed %d", seed), nil, problems); d != nil {
+		r, problems := m.play(ctx, Plan{CrashAt: NoCrash, HookAt: NoCrash, Duplicates: &Duplicates{Seed: seed, MaxDelay: 6}})
+		if d := m.Report.add(m.Scenario.Name, "redelivery/"+m.Backend, fmt.Sprintf("seed %d", seed), r, nil, problems); d != nil {
 			out = append(out, *d)
 		}
 	}
@@ -183,7 +223,7 @@ func (m *Matrix) CrashesWithRedelivery(ctx context.Context) []Divergence {
 		if r != nil {
 			_, fired = r.f.state()
 		}
-		if d := m.Report.add(m.Scenario.Name, "crash+redelivery/"+m.Backend, fmt.Sprintf("#%d", i), fired, problems); d != nil {
+		if d := m.Report.add(m.Scenario.Name, "crash+redelivery/"+m.Backend, fmt.Sprintf("#%d", i), r, fired, problems); d != nil {
 			out = append(out, *d)
 		}
 	}
@@ -195,9 +235,16 @@ func (m *Matrix) CrashesWithRedelivery(ctx context.Context) []Divergence {
 // the first slice is stopped at the site, then the first goes on. Exactly
 // one of them commits the batch; the other commits nothing of it (it fails
 // with runtime.ErrConflict, or finds the batch processed), and the failed
-// batch is redelivered and deduplicated.
-func (m *Matrix) Races(ctx context.Context) []Divergence {
+// batch is redelivered and deduplicated. With greedy set, the duplicate's
+// batch also takes the messages that reached the thread since (the batch
+// of a redelivery need not equal the first one); they stay in the mailbox
+// too, so they are delivered twice.
+func (m *Matrix) Races(ctx context.Context, greedy bool) []Divergence {
 	var out []Divergence
+	mode := "race"
+	if greedy {
+		mode = "race-greedy"
+	}
 	for _, i := range m.sites() {
 		want := m.Sites[i]
 		var raced bool
@@ -205,6 +252,14 @@ func (m *Matrix) Races(ctx context.Context) []Divergence {
 		hook := func(r *Run, s Site) {
 			raced = true
 			in := r.current
+			in.Messages = slices.Clone(in.Messages)
+			if greedy {
+				for _, d := range r.boxes[in.ThreadID] {
+					if len(in.Messages) < r.plan.MaxBatch {
+						in.Messages = append(in.Messages, d.msg)
+					}
+				}
+			}
 			in.FirstDelivery = false
 			res, err := r.DuplicateEngine().RunSlice(ctx, in)
 			dupErr = err
@@ -214,14 +269,14 @@ func (m *Matrix) Races(ctx context.Context) []Divergence {
 				}
 			}
 		}
-		_, problems := m.play(ctx, Plan{CrashAt: NoCrash, HookAt: i, Hook: hook, AllowConflicts: true})
+		r, problems := m.play(ctx, Plan{CrashAt: NoCrash, HookAt: i, Hook: hook, AllowConflicts: true})
 		if !raced {
 			problems = append(problems, fmt.Sprintf("the duplicate slice planned at passage %d (%s) never started", i, want))
 		}
 		if dupErr != nil && !errors.Is(dupErr, runtime.ErrConflict) {
 			problems = append(problems, fmt.Sprintf("the duplicate slice failed with something other than a conflict: %v", dupErr))
 		}
-		if d := m.Report.add(m.Scenario.Name, "race/"+m.Backend, fmt.Sprintf("#%d %s", i, want), nil, problems); d != nil {
+		if d := m.Report.add(m.Scenario.Name, mode+"/"+m.Backend, fmt.Sprintf("#%d %s", i, want), r, nil, problems); d != nil {
 			out = append(out, *d)
 		}
 	}

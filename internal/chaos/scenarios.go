@@ -22,7 +22,9 @@ type Scenario struct {
 	Name   string
 	Script *model.Script
 	Limits runtime.Limits
-	Steps  []Step
+	// Compaction, when set, is the engine's compaction policy.
+	Compaction *runtime.CompactionPolicy
+	Steps      []Step
 	// SingleThread says only the root thread ever runs (such scenarios
 	// also run on the embedded System, whose threads run concurrently).
 	SingleThread bool
@@ -48,6 +50,18 @@ func answerWork(id string, n int, text string, subscription bool) Step {
 		c := calls[n]
 		return r.Send(ctx, runtime.Message{V: 1, ID: id, ThreadID: c.ThreadID, Kind: runtime.KindToolResult,
 			ToolCallID: c.CallID, Text: text, Subscription: subscription})
+	}
+}
+
+// notice sends an oauth/user-choice notice for the n-th "work" call.
+func notice(id string, n int, text string) Step {
+	return func(ctx context.Context, r *Run) error {
+		calls := r.Calls("work")
+		if len(calls) <= n {
+			return fmt.Errorf("work call %d was never dispatched", n)
+		}
+		return r.Send(ctx, runtime.Message{V: 1, ID: id, ThreadID: Root, Kind: runtime.KindNotice,
+			ToolCallID: calls[n].CallID, Text: text})
 	}
 }
 
@@ -171,6 +185,55 @@ func Scenarios() []*Scenario {
 				{Text: "All echoed."},
 			}},
 			Steps: []Step{user("u1", "echo three times")}},
+		{Name: "event_wakes_sleep", SingleThread: true,
+			Script: &model.Script{Default: subscribeSteps(
+				model.Step{Text: "Sleeping until something happens.", ToolCall: call("sleep", `{"seconds":3600}`)},
+				model.Step{Text: "Woken by the build event."},
+			)},
+			Steps: []Step{user("u1", "watch the build"), answerWork("sub-ok", 0, "watching ci", true),
+				user("u2", "sleep for an hour"), event("e1", "build finished", true, false), fire(true)}},
+		{Name: "notice", SingleThread: true,
+			Script: &model.Script{Default: []model.Step{
+				{Text: "Connecting the calendar.", ToolCall: call("work", `{"service":"calendar"}`)},
+				{Text: "Connected."},
+			}},
+			Steps: []Step{user("u1", "connect my calendar"), notice("n1", 0, "open https://auth.example/xyz to sign in"),
+				answerWork("r1", 0, "connected", false)}},
+		{Name: "parent_message",
+			Script: &model.Script{
+				Default: []model.Step{
+					{ToolCall: call("spawn_thread", `{"instructions":"gamma task: wait for my go","child_of":["main"]}`)},
+					{Text: "Gamma waits."},
+					{ToolCall: call("send_message_to_child", `{"thread_id":"$CHILD","message":"go"}`)},
+					{Text: "Told gamma to go."},
+					{Text: "Gamma finished."},
+				},
+				Match: []model.MatchRule{{Contains: "gamma task", Steps: []model.Step{
+					{Text: "Waiting for the go."},
+					{ToolCall: call("close_thread", `{"thread_id":"$THREAD","report_to_parent":"gone"}`)},
+				}}},
+			},
+			Steps: []Step{user("u1", "start gamma"), user("u2", "tell gamma to go")}},
+		{Name: "cancel_subscription", SingleThread: true,
+			Script: &model.Script{Default: subscribeSteps(
+				model.Step{ToolCall: call("cancel_subscription", `{"tool_call_id":"$CALL:work"}`)},
+				model.Step{Text: "Stopped watching."},
+			)},
+			Steps: []Step{user("u1", "watch the build"), answerWork("sub-ok", 0, "watching ci", true),
+				user("u2", "stop watching"), event("e1", "line after cancel", true, false)}},
+		{Name: "compaction",
+			Compaction: &runtime.CompactionPolicy{ContextWindow: 1000, Threshold: 0.8},
+			Script: &model.Script{
+				Default: []model.Step{
+					{Text: "Starting the long build.", ToolCall: call("work", `{"job":"build"}`),
+						Usage: &runtime.Usage{Input: 850, Output: 50, Total: 900}},
+					{Text: "The build is done."},
+				},
+				Match: []model.MatchRule{{Contains: "Summarise the conversation", Steps: []model.Step{
+					{Text: "SUMMARY: the user asked for a build; it is running."},
+				}}},
+			},
+			Steps: []Step{user("u1", "build it"), answerWork("r1", 0, "build ok", false)}},
 	}
 }
 

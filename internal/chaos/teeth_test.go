@@ -61,7 +61,7 @@ func TestBrokenStoresDiverge(t *testing.T) {
 		t.Logf("lying dedup: %d divergences, first:\n%s", len(d), d[0])
 	}
 	m = &chaos.Matrix{Scenario: sc, Backend: "blind-store", New: blind, Ref: ref, Sites: sites, Report: chaos.NewReport()}
-	if d := m.Races(ctx); len(d) == 0 {
+	if d := m.Races(ctx, false); len(d) == 0 {
 		t.Error("a history store without version checks went unnoticed by the race runs")
 	} else {
 		t.Logf("blind store: %d divergences, first:\n%s", len(d), d[0])
