@@ -1,12 +1,15 @@
 # agentslice — the two commands a newcomer needs:
 #   make loadtest   the density benchmark on the embedded runtime (the main job)
 #   make test       every test, with the local stand-ins for AWS started and stopped
+# and, for the reliability claims (docs/reliability.md):
+#   make chaos      the crash/redelivery/race matrix; ends with its summary line
+#   make fuzz       every fuzz target for FUZZTIME each
 GO      ?= go
 AGENTS  ?= 20000
 TURNS   ?= 20
 WAVE    ?= 500
 
-.PHONY: all test test-go loadtest loadtest-full vet fmt fuzz
+.PHONY: all test test-go loadtest loadtest-full loadtest-storage vet fmt fuzz chaos
 
 all: test
 
@@ -31,5 +34,13 @@ loadtest:
 loadtest-full:
 	$(MAKE) loadtest AGENTS=80000
 
+# Every fuzz target (found by scripts/fuzz.sh), FUZZTIME each.
+FUZZTIME ?= 10s
 fuzz:
-	$(GO) test -run XXX -fuzz FuzzDecodeMessage -fuzztime 30s ./internal/runtime/
+	FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
+
+# The crash/redelivery/race proof on the memory stores and on the DSQL
+# (PostgreSQL) + DynamoDB Local stores. Ends with one line:
+#   crash points: N, scenarios: M, runs: R, divergences: D
+chaos:
+	bash scripts/chaos.sh

@@ -8,6 +8,10 @@ import (
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
+// The stores below are broken on purpose, each in a way that breaks one
+// promise of the slice contract. The matrix must notice every one: these
+// tests are what shows that zero divergences means something.
+
 // lyingDedup says every redelivered message was processed: a crash before
 // the commit then loses the message.
 type lyingDedup struct{ runtime.DedupStore }
@@ -20,7 +24,7 @@ func (l lyingDedup) Seen(ctx context.Context, thread string, ids []string) ([]bo
 	return out, nil
 }
 
-// blindStore commits whatever version the thread is at: racing slices
+// blindStore commits at whatever version the thread is at: racing slices
 // both commit.
 type blindStore struct{ runtime.HistoryStore }
 
@@ -36,34 +40,72 @@ func (b blindStore) Commit(ctx context.Context, c *runtime.Commit) error {
 	return b.HistoryStore.Commit(ctx, &cc)
 }
 
-// The checks have teeth: broken stores make the matrix report divergences.
-func TestBrokenStoresDiverge(t *testing.T) {
+// outboxlessStore forgets the outbox it is given: what a slice must send
+// after its commit is lost when it dies before sending (no outbox pattern).
+type outboxlessStore struct{ runtime.HistoryStore }
+
+func (o outboxlessStore) Commit(ctx context.Context, c *runtime.Commit) error {
+	cc := *c
+	cc.State = c.State.Clone()
+	cc.State.Outbox = nil
+	return o.HistoryStore.Commit(ctx, &cc)
+}
+
+// eagerStore records a pending call as dispatched before it was sent
+// (dispatch after record, without the flag): a slice that dies in between
+// leaves the thread waiting for a call nobody sent.
+type eagerStore struct{ runtime.HistoryStore }
+
+func (e eagerStore) Commit(ctx context.Context, c *runtime.Commit) error {
+	cc := *c
+	cc.State = c.State.Clone()
+	if cc.State.Pending != nil {
+		cc.State.Pending.Dispatched = true
+	}
+	return e.HistoryStore.Commit(ctx, &cc)
+}
+
+func TestChecksCatchBrokenStores(t *testing.T) {
 	ctx := context.Background()
-	sc := chaos.ScenarioNamed("tool_call")
-	ref, sites, _, err := chaos.Reference(ctx, sc, memory)
-	if err != nil {
-		t.Fatal(err)
+	wrap := func(f func(b *chaos.Backend)) chaos.NewBackend {
+		return func() (chaos.Backend, func(), error) {
+			b, done, err := memory()
+			f(&b)
+			return b, done, err
+		}
 	}
-	lying := func() (chaos.Backend, func(), error) {
-		b, done, err := memory()
-		b.Dedup = lyingDedup{b.Dedup}
-		return b, done, err
+	tests := []struct {
+		name     string
+		scenario string
+		new      chaos.NewBackend
+		mode     func(m *chaos.Matrix) []chaos.Divergence
+	}{
+		{"dedup store that claims every redelivery was processed", "tool_call",
+			wrap(func(b *chaos.Backend) { b.Dedup = lyingDedup{b.Dedup} }),
+			func(m *chaos.Matrix) []chaos.Divergence { return m.Crashes(ctx) }},
+		{"history store without version checks", "tool_call",
+			wrap(func(b *chaos.Backend) { b.History = blindStore{b.History} }),
+			func(m *chaos.Matrix) []chaos.Divergence { return m.Races(ctx, false) }},
+		{"history store that drops the outbox", "spawn_report",
+			wrap(func(b *chaos.Backend) { b.History = outboxlessStore{b.History} }),
+			func(m *chaos.Matrix) []chaos.Divergence { return m.Crashes(ctx) }},
+		{"history store that marks calls dispatched before they are sent", "tool_call",
+			wrap(func(b *chaos.Backend) { b.History = eagerStore{b.History} }),
+			func(m *chaos.Matrix) []chaos.Divergence { return m.Crashes(ctx) }},
 	}
-	blind := func() (chaos.Backend, func(), error) {
-		b, done, err := memory()
-		b.History = blindStore{b.History}
-		return b, done, err
-	}
-	m := &chaos.Matrix{Scenario: sc, Backend: "lying-dedup", New: lying, Ref: ref, Sites: sites, Report: chaos.NewReport()}
-	if d := m.Crashes(ctx); len(d) == 0 {
-		t.Error("a dedup store that claims every redelivery was processed went unnoticed")
-	} else {
-		t.Logf("lying dedup: %d divergences, first:\n%s", len(d), d[0])
-	}
-	m = &chaos.Matrix{Scenario: sc, Backend: "blind-store", New: blind, Ref: ref, Sites: sites, Report: chaos.NewReport()}
-	if d := m.Races(ctx, false); len(d) == 0 {
-		t.Error("a history store without version checks went unnoticed by the race runs")
-	} else {
-		t.Logf("blind store: %d divergences, first:\n%s", len(d), d[0])
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := chaos.ScenarioNamed(tc.scenario)
+			ref, sites, _, err := chaos.Reference(ctx, sc, memory)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &chaos.Matrix{Scenario: sc, Backend: "broken", New: tc.new, Ref: ref, Sites: sites, Report: chaos.NewReport()}
+			ds := tc.mode(m)
+			if len(ds) == 0 {
+				t.Fatal("the matrix reported no divergence")
+			}
+			t.Logf("%d of %d runs diverged; the first:\n%s", len(ds), len(sites), ds[0])
+		})
 	}
 }
