@@ -34,6 +34,12 @@ loadtest:
 loadtest-full:
 	$(MAKE) loadtest AGENTS=80000
 
+# Many threads on the real stores (DSQL store on PostgreSQL, DynamoDB dedup
+# on DynamoDB Local): completions/s, slice latency, round trips per slice.
+THREADS ?= 10000
+loadtest-storage:
+	THREADS=$(THREADS) bash scripts/loadtest-storage.sh
+
 # Every fuzz target (found by scripts/fuzz.sh), FUZZTIME each.
 FUZZTIME ?= 10s
 fuzz:
