@@ -118,10 +118,10 @@ type Result struct {
 	SliceP50Ms, SliceP90Ms, SliceP99Ms, SliceMaxMs float64
 	// Store calls per slice, by kind, and network round trips per slice.
 	LoadsPerSlice, CommitsPerSlice, SeenPerSlice, MarksPerSlice float64
-	PGRoundTripsPerSlice, DynamoRoundTripsPerSlice            float64
-	RoundTripsPerSlice                                        float64
-	FailedSlices, DeadLetters                                 int
-	Verified                                                  int
+	PGRoundTripsPerSlice, DynamoRoundTripsPerSlice              float64
+	RoundTripsPerSlice                                          float64
+	FailedSlices, DeadLetters                                   int
+	Verified                                                    int
 }
 
 func (r *Result) print(w *os.File) {
