@@ -1,13 +1,16 @@
 # agentslice — the two commands a newcomer needs:
 #   make loadtest   the density benchmark on the embedded runtime (the main job)
 #   make test       every test, with the local stand-ins for AWS started and stopped
-# Deploying to AWS (docs/deploy.md): make build, make synth, make deploy, make destroy.
+# For the reliability claims (README, "Reliability"):
+#   make chaos      the crash/redelivery/race matrix; ends with its summary line
+#   make fuzz       every fuzz target for FUZZTIME each
+# Deploying to AWS (README, "Deploy to AWS"): make build, make synth, make deploy, make destroy.
 GO      ?= go
 AGENTS  ?= 20000
 TURNS   ?= 20
 WAVE    ?= 500
 
-.PHONY: all test test-go loadtest loadtest-full vet fmt fuzz build synth deploy destroy cdk-deps
+.PHONY: all test test-go loadtest loadtest-full loadtest-storage vet fmt fuzz chaos build synth deploy destroy cdk-deps
 
 all: test
 
@@ -32,8 +35,22 @@ loadtest:
 loadtest-full:
 	$(MAKE) loadtest AGENTS=80000
 
+# Many threads on the real stores (DSQL store on PostgreSQL, DynamoDB dedup
+# on DynamoDB Local): completions/s, slice latency, round trips per slice.
+THREADS ?= 10000
+loadtest-storage:
+	THREADS=$(THREADS) bash scripts/loadtest-storage.sh
+
+# Every fuzz target (found by scripts/fuzz.sh), FUZZTIME each.
+FUZZTIME ?= 10s
 fuzz:
-	$(GO) test -run XXX -fuzz FuzzDecodeMessage -fuzztime 30s ./internal/runtime/
+	FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
+
+# The crash/redelivery/race proof on the memory stores and on the DSQL
+# (PostgreSQL) + DynamoDB Local stores. Ends with one line:
+#   crash points: N, scenarios: M, runs: R, divergences: D
+chaos:
+	bash scripts/chaos.sh
 
 # --- Deploying to AWS (see docs/deploy.md) ---------------------------------
 

@@ -1,0 +1,127 @@
+package chaos_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentslice/agentslice/internal/chaos"
+	"github.com/agentslice/agentslice/internal/dedup"
+	"github.com/agentslice/agentslice/internal/dsql"
+	"github.com/agentslice/agentslice/internal/local"
+	"github.com/agentslice/agentslice/internal/runtime"
+	"github.com/agentslice/agentslice/internal/testenv"
+	"github.com/agentslice/agentslice/internal/testenv/awstest"
+)
+
+// memory is the embedded system's stores: the two-tier memory history and
+// the TTL dedup store.
+func memory() (chaos.Backend, func(), error) {
+	return chaos.Backend{History: local.NewHistoryStore(), Dedup: local.NewDedupStore(time.Hour)}, func() {}, nil
+}
+
+// realStores returns a backend factory on the production stores: the DSQL
+// history store on PostgreSQL (a fresh, migrated schema per run, so every
+// run sees the same thread IDs as the reference) and the DynamoDB dedup
+// store on DynamoDB Local (one table per test; each run's thread IDs are
+// prefixed inside the dedup store only).
+func realStores(t *testing.T) chaos.NewBackend {
+	t.Helper()
+	dsn := testenv.Need(t, "AGENTSLICE_TEST_PG_DSN")
+	endpoint := testenv.Need(t, "AGENTSLICE_TEST_DYNAMODB_ENDPOINT")
+	ctx := context.Background()
+	client := dynamodb.NewFromConfig(awstest.Config(), func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	table := awstest.Name(t, "-"+randomHex(4))
+	if err := dedup.CreateTable(ctx, client, table); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = client.DeleteTable(context.WithoutCancel(ctx), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
+	dd, err := dedup.New(client, dedup.Config{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int64
+	return func() (chaos.Backend, func(), error) {
+		schema := "chaos_" + randomHex(6)
+		pool, drop, err := freshSchema(ctx, dsn, schema)
+		if err != nil {
+			return chaos.Backend{}, nil, err
+		}
+		prefix := "r" + strconv.FormatInt(runs.Add(1), 10) + "." + schema + "."
+		return chaos.Backend{History: dsql.New(pool, dsql.Options{}), Dedup: prefixedDedup{dd, prefix}}, drop, nil
+	}
+}
+
+// freshSchema creates a schema, migrates it and returns a pool whose
+// search_path is that schema, and a function that drops it.
+func freshSchema(ctx context.Context, dsn, schema string) (*pgxpool.Pool, func(), error) {
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting: %w", err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		return nil, nil, fmt.Errorf("creating schema %s: %w", schema, err)
+	}
+	cfg := dsql.Config{Dialect: dsql.Postgres, DSN: dsn, PingAfterIdle: -1}
+	pc, err := cfg.PoolConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	pc.ConnConfig.RuntimeParams["search_path"] = schema
+	// DSQL runs transactions at snapshot isolation: concurrent writers fail
+	// instead of waiting, as here.
+	pc.ConnConfig.RuntimeParams["default_transaction_isolation"] = "repeatable read"
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, nil, err
+	}
+	drop := func() {
+		pool.Close()
+		c, err := pgx.Connect(context.WithoutCancel(ctx), dsn)
+		if err != nil {
+			return
+		}
+		defer c.Close(ctx)
+		_, _ = c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+	}
+	if err := dsql.Migrate(ctx, pool, dsql.Postgres); err != nil {
+		drop()
+		return nil, nil, fmt.Errorf("migrating schema %s: %w", schema, err)
+	}
+	return pool, drop, nil
+}
+
+// prefixedDedup keeps the runs sharing one table apart.
+type prefixedDedup struct {
+	inner  runtime.DedupStore
+	prefix string
+}
+
+func (p prefixedDedup) Seen(ctx context.Context, thread string, ids []string) ([]bool, error) {
+	return p.inner.Seen(ctx, p.prefix+thread, ids)
+}
+
+func (p prefixedDedup) Mark(ctx context.Context, thread string, ids []string) error {
+	return p.inner.Mark(ctx, p.prefix+thread, ids)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}

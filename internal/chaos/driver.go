@@ -1,0 +1,402 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/agentslice/agentslice/internal/model"
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// Clock is the fixed time every run sees.
+var Clock = time.Date(2026, 3, 28, 12, 0, 0, 0, time.UTC)
+
+// Backend is the pair of stores a run writes to. Each run needs empty
+// stores (or stores no other run uses).
+type Backend struct {
+	History runtime.HistoryStore
+	Dedup   runtime.DedupStore // optional
+}
+
+// Plan says how a run is disturbed. The zero Plan is the crash-free,
+// single-delivery run; use NoCrash for CrashAt and HookAt.
+type Plan struct {
+	// CrashAt is the passage (counted from 0 over every crash point any slice
+	// of the run passes, in order) where the run's one crash happens; -1 for
+	// none.
+	CrashAt int
+	// CrashAgain, when above 0, kills the run a second time, that many
+	// passages after the first crash (usually in the slice that recovers).
+	CrashAgain int
+	// HookAt is the passage where Hook is called (the slice then goes on);
+	// -1 for none.
+	HookAt int
+	Hook   func(r *Run, s Site)
+	// AllowConflicts makes a slice that fails with runtime.ErrConflict
+	// expected (a racing duplicate slice) rather than a problem.
+	AllowConflicts bool
+	// Duplicates, when set, delivers every message again later.
+	Duplicates *Duplicates
+	// MaxBatch caps the messages of one slice, as an SQS batch does
+	// (default 10).
+	MaxBatch int
+}
+
+// NoCrash is the CrashAt and HookAt of a run that has none.
+const NoCrash = -1
+
+// CrashFree is the plan of a reference run.
+func CrashFree() Plan { return Plan{CrashAt: NoCrash, HookAt: NoCrash} }
+
+// Duplicates makes every message arrive 2–3 times: each copy comes 1 to
+// MaxDelay slices after the original (so usually after later messages) or,
+// when the system went quiet first, with the next outside input or at the
+// end. Some copies look like SQS redeliveries of the same message, the rest
+// like a sender's retry (a new message with the same ID).
+type Duplicates struct {
+	Seed     uint64
+	MaxDelay int
+}
+
+// delivery is one copy of a message in a mailbox. receives counts how often
+// this copy was handed to a slice, like SQS's ApproximateReceiveCount.
+type delivery struct {
+	msg      runtime.Message
+	receives int
+}
+
+type delayed struct {
+	due int
+	d   delivery
+}
+
+// Run plays one scenario under one plan. Its methods are what scenario
+// steps use to act as the outside world.
+type Run struct {
+	sc      *Scenario
+	plan    Plan
+	store   *recordingStore
+	dedup   runtime.DedupStore
+	timers  *manualTimers
+	out     *outputs
+	f       *faults
+	model   runtime.Model
+	toolbox func(runtime.Timers) *runtime.Toolbox
+	engine  *runtime.Engine
+	send    func(ctx context.Context, msgs ...runtime.Message) error
+
+	// driver state (one slice at a time)
+	boxes     map[string][]delivery
+	ready     []string
+	inReady   map[string]bool
+	later     []delayed
+	rng       *rand.Rand
+	step      int
+	failures  map[string]int
+	delivered map[string]bool    // message IDs handed to a slice at least once
+	current   runtime.SliceInput // the batch of the slice running now
+
+	mu         sync.Mutex
+	dispatches []runtime.Invocation
+	dead       map[string]string
+	problems   []string
+	slices     int
+	crashes    int
+	conflicts  int // slices that lost a race
+	resends    int // copies of a message delivered after the first
+}
+
+// newRun builds a run's ports around the backend.
+func newRun(sc *Scenario, b Backend, plan Plan) *Run {
+	if plan.MaxBatch <= 0 {
+		plan.MaxBatch = 10
+	}
+	r := &Run{sc: sc, plan: plan, store: newRecordingStore(b.History), dedup: b.Dedup, timers: newManualTimers(),
+		out: &outputs{}, f: &faults{crashAt: plan.CrashAt, again: NoCrash, hookAt: plan.HookAt},
+		model: model.NewScripted(sc.Script), boxes: map[string][]delivery{}, inReady: map[string]bool{},
+		failures: map[string]int{}, delivered: map[string]bool{}, dead: map[string]string{}}
+	if plan.CrashAgain > 0 && plan.CrashAt >= 0 {
+		r.f.again = plan.CrashAt + plan.CrashAgain
+	}
+	if plan.Hook != nil {
+		r.f.hook = func(s Site) { plan.Hook(r, s) }
+	}
+	if d := plan.Duplicates; d != nil {
+		r.rng = rand.New(rand.NewPCG(d.Seed, 0x5eed))
+	}
+	run := &asyncTool{run: r, reply: true}
+	work := &asyncTool{run: r}
+	echo := syncFunc(func(ctx context.Context, env *runtime.SyncEnv, inv runtime.Invocation) (runtime.ToolOutput, error) {
+		return runtime.ToolOutput{Text: "echo " + inv.Args}, nil
+	})
+	r.toolbox = func(timers runtime.Timers) *runtime.Toolbox {
+		tb := runtime.NewToolbox()
+		tb.MustAdd(runtime.ToolEntry{Spec: runtime.ToolSpec{Name: "run_command", Description: "Runs a command; answers at once."}, Async: run})
+		tb.MustAdd(runtime.ToolEntry{Spec: runtime.ToolSpec{Name: "work", Description: "Long work; answered by the scenario."}, Async: work})
+		tb.MustAdd(runtime.ToolEntry{Spec: runtime.ToolSpec{Name: "echo", Description: "Synchronous echo."}, Sync: echo})
+		for _, e := range runtime.ThreadTools() {
+			tb.MustAdd(e)
+		}
+		for _, e := range runtime.SleepTools(timers, func() time.Time { return Clock }) {
+			e.Async = recordedTool{inner: e.Async, run: r}
+			tb.MustAdd(e)
+		}
+		return tb
+	}
+	r.engine = r.newEngine(r.f)
+	r.send = r.enqueue
+	return r
+}
+
+// newEngine returns an engine on the run's stores whose crash points are
+// numbered by f. Every engine of a run shares its stores, queue and tools.
+func (r *Run) newEngine(f *faults) *runtime.Engine {
+	e := &runtime.Engine{
+		History:    crashHistory{HistoryStore: r.store, f: f},
+		Queue:      runQueue{r},
+		Output:     crashOutput{inner: r.out, f: f},
+		Model:      r.model,
+		Tools:      r.toolbox(crashTimers{inner: r.timers, f: f}),
+		Limits:     r.sc.Limits,
+		Compaction: r.sc.Compaction,
+		Now:        func() time.Time { return Clock },
+		Faults:     engineFaults{f},
+	}
+	if e.Limits.RetryBase == 0 {
+		e.Limits.RetryBase = time.Millisecond
+	}
+	if r.dedup != nil {
+		e.Dedup = crashDedup{DedupStore: r.dedup, f: f}
+	}
+	return e
+}
+
+// DuplicateEngine returns a second engine on the run's stores with no
+// faults, to race a duplicate slice against the run's own.
+func (r *Run) DuplicateEngine() *runtime.Engine {
+	return r.newEngine(&faults{crashAt: NoCrash, again: NoCrash, hookAt: NoCrash})
+}
+
+// runQueue is the queue engines and tools send to.
+type runQueue struct{ r *Run }
+
+func (q runQueue) Send(ctx context.Context, msgs ...runtime.Message) error {
+	return q.r.Send(ctx, msgs...)
+}
+
+// Send delivers messages to threads, as the input queue does.
+func (r *Run) Send(ctx context.Context, msgs ...runtime.Message) error {
+	for i := range msgs {
+		if msgs[i].V == 0 {
+			msgs[i].V = runtime.MessageVersion
+		}
+		if err := msgs[i].Validate(); err != nil {
+			return err
+		}
+	}
+	return r.send(ctx, msgs...)
+}
+
+func (r *Run) enqueue(ctx context.Context, msgs ...runtime.Message) error {
+	for _, m := range msgs {
+		r.put(delivery{msg: m})
+		if r.rng == nil {
+			continue
+		}
+		for range 1 + r.rng.IntN(2) {
+			d := delivery{msg: m}
+			if r.rng.IntN(2) == 0 {
+				d.receives = 1 // an SQS redelivery of the same message
+			}
+			r.later = append(r.later, delayed{due: r.step + 1 + r.rng.IntN(r.plan.Duplicates.MaxDelay), d: d})
+		}
+	}
+	return nil
+}
+
+func (r *Run) put(d delivery) {
+	th := d.msg.ThreadID
+	r.boxes[th] = append(r.boxes[th], d)
+	r.wake(th)
+}
+
+func (r *Run) wake(th string) {
+	if !r.inReady[th] && len(r.boxes[th]) > 0 {
+		r.inReady[th] = true
+		r.ready = append(r.ready, th)
+	}
+}
+
+// release delivers the delayed copies that are due (all of them when all
+// is set).
+func (r *Run) release(all bool) {
+	keep := r.later[:0]
+	var due []delayed
+	for _, d := range r.later {
+		if all || d.due <= r.step {
+			due = append(due, d)
+		} else {
+			keep = append(keep, d)
+		}
+	}
+	r.later = keep
+	for _, d := range due {
+		r.put(d.d)
+	}
+}
+
+// maxFailures bounds the consecutive failed slices of one thread before the
+// run gives up on it (a stuck thread is a problem, not a hang).
+const maxFailures = 8
+
+// drain runs slices, one at a time, round-robin over threads with mail,
+// until no thread has any. With final set, delayed copies are delivered
+// first.
+func (r *Run) drain(ctx context.Context, final bool) {
+	for {
+		if len(r.ready) == 0 {
+			if final && len(r.later) > 0 {
+				r.release(true)
+				continue
+			}
+			return
+		}
+		th := r.ready[0]
+		r.ready = r.ready[1:]
+		r.inReady[th] = false
+		box := r.boxes[th]
+		n := min(len(box), r.plan.MaxBatch)
+		batch := slices.Clone(box[:n])
+		r.boxes[th] = box[n:]
+		first := true
+		msgs := make([]runtime.Message, n)
+		for i := range batch {
+			if batch[i].receives > 0 || r.delivered[batch[i].msg.ID] {
+				r.resends++
+			}
+			r.delivered[batch[i].msg.ID] = true
+			first = first && batch[i].receives == 0
+			batch[i].receives++
+			msgs[i] = batch[i].msg
+		}
+		r.slice(ctx, th, batch, msgs, first)
+		r.step++
+		r.release(false)
+		r.wake(th)
+	}
+}
+
+func (r *Run) slice(ctx context.Context, th string, batch []delivery, msgs []runtime.Message, first bool) {
+	r.f.takeCrash()
+	r.current = runtime.SliceInput{ThreadID: th, Messages: msgs}
+	res, err := r.runSlice(ctx, runtime.SliceInput{ThreadID: th, Messages: msgs, FirstDelivery: first})
+	r.mu.Lock()
+	r.slices++
+	r.mu.Unlock()
+	if res != nil {
+		for _, rej := range res.Rejected {
+			r.deadLetter(rej.ID, rej.Err.Error())
+			batch = slices.DeleteFunc(batch, func(d delivery) bool { return d.msg.ID == rej.ID })
+		}
+	}
+	if err == nil {
+		r.failures[th] = 0
+		return
+	}
+	switch {
+	case r.f.takeCrash():
+		r.crashes++
+	case r.plan.AllowConflicts && errors.Is(err, runtime.ErrConflict):
+		r.conflicts++
+	default:
+		r.problem("unexpected slice error on thread %s: %v", th, err)
+	}
+	r.failures[th]++
+	if r.failures[th] > maxFailures {
+		r.problem("thread %s failed %d slices in a row; giving up on %d messages", th, r.failures[th], len(batch))
+		return
+	}
+	// Redeliver the batch ahead of what arrived since, as the FIFO group
+	// does once the visibility timeout expires.
+	r.boxes[th] = append(batch, r.boxes[th]...)
+}
+
+// runSlice runs one slice, turning a panic that escaped the engine into an
+// error (the engine recovers its own).
+func (r *Run) runSlice(ctx context.Context, in runtime.SliceInput) (res *runtime.SliceResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("chaos: slice of %s panicked outside the engine: %v", in.ThreadID, p)
+		}
+	}()
+	return r.engine.RunSlice(ctx, in)
+}
+
+func (r *Run) deadLetter(id, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.dead[id]; !ok {
+		r.dead[id] = reason
+	}
+}
+
+func (r *Run) problem(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.problems = append(r.problems, fmt.Sprintf(format, args...))
+}
+
+func (r *Run) recordDispatch(inv runtime.Invocation) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dispatches = append(r.dispatches, inv)
+}
+
+// Calls returns the distinct calls dispatched to a tool, in order of first
+// dispatch.
+func (r *Run) Calls(tool string) []runtime.Invocation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []runtime.Invocation
+	seen := map[string]bool{}
+	for _, inv := range r.dispatches {
+		if inv.Name == tool && !seen[inv.CallID] {
+			seen[inv.CallID] = true
+			out = append(out, inv)
+		}
+	}
+	return out
+}
+
+// FireTimers delivers the wake-ups scheduled and not fired yet; late also
+// fires cancelled ones (a wake-up already on its way when the sleep was
+// interrupted).
+func (r *Run) FireTimers(ctx context.Context, late bool) error {
+	return r.Send(ctx, r.timers.due(late)...)
+}
+
+// Slices returns how many slices the run ran, failed ones included.
+func (r *Run) Slices() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.slices
+}
+
+// Play runs the scenario's steps under the plan, each step followed by
+// slices until no thread has mail, and returns the run.
+func Play(ctx context.Context, sc *Scenario, b Backend, plan Plan) *Run {
+	r := newRun(sc, b, plan)
+	for i, step := range sc.Steps {
+		if err := step(ctx, r); err != nil {
+			r.problem("step %d: %v", i, err)
+			break
+		}
+		r.drain(ctx, i == len(sc.Steps)-1)
+	}
+	return r
+}

@@ -1,0 +1,284 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// Report tallies runs across scenarios, modes and backends. It is safe for
+// concurrent use by parallel tests.
+type Report struct {
+	mu          sync.Mutex
+	points      map[runtime.CrashPoint]int // crash runs per point
+	scenarios   map[string]bool
+	runs        int
+	modes       map[string]int
+	divergences []Divergence
+	// evidence that the recovery paths ran
+	slices, crashes, redispatches, resends, conflicts int
+}
+
+// NewReport returns an empty report.
+func NewReport() *Report {
+	return &Report{points: map[runtime.CrashPoint]int{}, scenarios: map[string]bool{}, modes: map[string]int{}}
+}
+
+func (rep *Report) add(sc, mode, run string, r *Run, crashed *Site, problems []string) *Divergence {
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	if r != nil {
+		r.mu.Lock()
+		rep.slices += r.slices
+		rep.crashes += r.crashes
+		rep.conflicts += r.conflicts
+		seen := map[string]bool{}
+		for _, inv := range r.dispatches {
+			k := inv.ThreadID + " " + inv.CallID
+			if seen[k] {
+				rep.redispatches++
+			}
+			seen[k] = true
+		}
+		rep.resends += r.resends
+		r.mu.Unlock()
+	}
+	rep.scenarios[sc] = true
+	rep.runs++
+	rep.modes[mode]++
+	if crashed != nil {
+		rep.points[crashed.Point]++
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	d := Divergence{Scenario: sc, Run: mode + " " + run, Problems: problems}
+	rep.divergences = append(rep.divergences, d)
+	return &d
+}
+
+// Divergences returns the runs that diverged.
+func (rep *Report) Divergences() []Divergence {
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	return slices.Clone(rep.divergences)
+}
+
+// Line is the summary `make chaos` ends with: the distinct crash points a
+// run was killed at, the scenarios, the runs and the divergences.
+func (rep *Report) Line() string {
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	return fmt.Sprintf("crash points: %d, scenarios: %d, runs: %d, divergences: %d",
+		len(rep.points), len(rep.scenarios), rep.runs, len(rep.divergences))
+}
+
+// Details lists runs per mode and crash runs per point.
+func (rep *Report) Details() string {
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	var b strings.Builder
+	modes := make([]string, 0, len(rep.modes))
+	for m := range rep.modes {
+		modes = append(modes, m)
+	}
+	slices.Sort(modes)
+	b.WriteString("runs per mode:")
+	for _, m := range modes {
+		fmt.Fprintf(&b, " %s=%d", m, rep.modes[m])
+	}
+	b.WriteString("\ncrash runs per point:")
+	for _, p := range Points {
+		fmt.Fprintf(&b, " %s=%d", p, rep.points[p])
+	}
+	fmt.Fprintf(&b, "\nrecovery evidence: %d slices, %d killed, %d lost a race (ErrConflict), %d calls dispatched again, %d messages delivered again",
+		rep.slices, rep.crashes, rep.conflicts, rep.redispatches, rep.resends)
+	return b.String()
+}
+
+// NewBackend returns fresh, empty stores for one run, and a function that
+// releases them.
+type NewBackend func() (Backend, func(), error)
+
+// Reference plays sc crash-free and returns its snapshot and the crash
+// points its slices passed, in order. Its problems are invariant violations
+// of the crash-free run itself.
+func Reference(ctx context.Context, sc *Scenario, nb NewBackend) (*Snapshot, []Site, []string, error) {
+	b, done, err := nb()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer done()
+	r := Play(ctx, sc, b, CrashFree())
+	snap, problems := r.Snapshot(ctx)
+	sites, _ := r.f.state()
+	return snap, sites, problems, nil
+}
+
+// Matrix runs one scenario's disturbed runs on one backend and compares
+// each with the reference.
+type Matrix struct {
+	Scenario *Scenario
+	Backend  string // its name, for the report
+	New      NewBackend
+	Ref      *Snapshot
+	Sites    []Site
+	Report   *Report
+	// Sample, when above 0, runs only every Sample-th site (and the last),
+	// for a fast subset; 0 or 1 runs every site.
+	Sample int
+}
+
+func (m *Matrix) sites() []int {
+	var out []int
+	for i := range m.Sites {
+		if m.Sample <= 1 || i%m.Sample == 0 || i == len(m.Sites)-1 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func (m *Matrix) play(ctx context.Context, plan Plan) (*Run, []string) {
+	b, done, err := m.New()
+	if err != nil {
+		return nil, []string{"creating the backend: " + err.Error()}
+	}
+	defer done()
+	r := Play(ctx, m.Scenario, b, plan)
+	snap, problems := r.Snapshot(ctx)
+	return r, Compare(m.Ref, snap, problems)
+}
+
+// Crashes kills the scenario once at every site, in a run of its own, and
+// lets redelivery finish the work.
+func (m *Matrix) Crashes(ctx context.Context) []Divergence {
+	var out []Divergence
+	for _, i := range m.sites() {
+		want := m.Sites[i]
+		r, problems := m.play(ctx, Plan{CrashAt: i, HookAt: NoCrash})
+		var fired *Site
+		if r != nil {
+			_, fired = r.f.state()
+			switch {
+			case fired == nil:
+				problems = append(problems, fmt.Sprintf("the crash planned at passage %d (%s) never fired: the run is not deterministic", i, want))
+			case *fired != want:
+				problems = append(problems, fmt.Sprintf("the crash planned at passage %d (%s) fired at %s: the run is not deterministic", i, want, fired))
+			}
+		}
+		if d := m.Report.add(m.Scenario.Name, "crash/"+m.Backend, fmt.Sprintf("#%d %s", i, want), r, fired, problems); d != nil {
+			out = append(out, *d)
+		}
+	}
+	return out
+}
+
+// DoubleCrashes kills the scenario at every site and again `after`
+// passages later, for each after in 1..depth: the second crash lands in the
+// slice that recovers from the first.
+func (m *Matrix) DoubleCrashes(ctx context.Context, depth int) []Divergence {
+	var out []Divergence
+	for _, i := range m.sites() {
+		for after := 1; after <= depth; after++ {
+			r, problems := m.play(ctx, Plan{CrashAt: i, CrashAgain: after, HookAt: NoCrash})
+			var fired *Site
+			if r != nil {
+				_, fired = r.f.state()
+			}
+			if d := m.Report.add(m.Scenario.Name, "double-crash/"+m.Backend, fmt.Sprintf("#%d+%d", i, after), r, fired, problems); d != nil {
+				out = append(out, *d)
+			}
+		}
+	}
+	return out
+}
+
+// Redeliveries plays the scenario with every message delivered 2–3 times,
+// duplicates arriving after later messages, once per seed.
+func (m *Matrix) Redeliveries(ctx context.Context, seeds []uint64) []Divergence {
+	var out []Divergence
+	for _, seed := range seeds {
+		r, problems := m.play(ctx, Plan{CrashAt: NoCrash, HookAt: NoCrash, Duplicates: &Duplicates{Seed: seed, MaxDelay: 6}})
+		if d := m.Report.add(m.Scenario.Name, "redelivery/"+m.Backend, fmt.Sprintf("seed %d", seed), r, nil, problems); d != nil {
+			out = append(out, *d)
+		}
+	}
+	return out
+}
+
+// CrashesWithRedelivery combines both: a crash at every site of a run in
+// which every message is also delivered 2–3 times. The passages differ from
+// the reference's once duplicates arrive, so a site here is only a number.
+func (m *Matrix) CrashesWithRedelivery(ctx context.Context) []Divergence {
+	var out []Divergence
+	for _, i := range m.sites() {
+		r, problems := m.play(ctx, Plan{CrashAt: i, HookAt: NoCrash, Duplicates: &Duplicates{Seed: uint64(i) + 1, MaxDelay: 6}})
+		var fired *Site
+		if r != nil {
+			_, fired = r.f.state()
+		}
+		if d := m.Report.add(m.Scenario.Name, "crash+redelivery/"+m.Backend, fmt.Sprintf("#%d", i), r, fired, problems); d != nil {
+			out = append(out, *d)
+		}
+	}
+	return out
+}
+
+// Races starts a duplicate slice of the same batch at every site, as when a
+// visibility timeout expires mid-slice: the duplicate runs to its end while
+// the first slice is stopped at the site, then the first goes on. Exactly
+// one of them commits the batch; the other commits nothing of it (it fails
+// with runtime.ErrConflict, or finds the batch processed), and the failed
+// batch is redelivered and deduplicated. With greedy set, the duplicate's
+// batch also takes the messages that reached the thread since (the batch
+// of a redelivery need not equal the first one); they stay in the mailbox
+// too, so they are delivered twice.
+func (m *Matrix) Races(ctx context.Context, greedy bool) []Divergence {
+	var out []Divergence
+	mode := "race"
+	if greedy {
+		mode = "race-greedy"
+	}
+	for _, i := range m.sites() {
+		want := m.Sites[i]
+		var raced bool
+		var dupErr error
+		hook := func(r *Run, s Site) {
+			raced = true
+			in := r.current
+			in.Messages = slices.Clone(in.Messages)
+			if greedy {
+				for _, d := range r.boxes[in.ThreadID] {
+					if len(in.Messages) < r.plan.MaxBatch {
+						in.Messages = append(in.Messages, d.msg)
+					}
+				}
+			}
+			in.FirstDelivery = false
+			res, err := r.DuplicateEngine().RunSlice(ctx, in)
+			dupErr = err
+			if res != nil {
+				for _, rej := range res.Rejected {
+					r.deadLetter(rej.ID, rej.Err.Error())
+				}
+			}
+		}
+		r, problems := m.play(ctx, Plan{CrashAt: NoCrash, HookAt: i, Hook: hook, AllowConflicts: true})
+		if !raced {
+			problems = append(problems, fmt.Sprintf("the duplicate slice planned at passage %d (%s) never started", i, want))
+		}
+		if dupErr != nil && !errors.Is(dupErr, runtime.ErrConflict) {
+			problems = append(problems, fmt.Sprintf("the duplicate slice failed with something other than a conflict: %v", dupErr))
+		}
+		if d := m.Report.add(m.Scenario.Name, mode+"/"+m.Backend, fmt.Sprintf("#%d %s", i, want), r, nil, problems); d != nil {
+			out = append(out, *d)
+		}
+	}
+	return out
+}

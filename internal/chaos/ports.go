@@ -1,0 +1,178 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// recordingStore wraps the run's history store and records, for every
+// successful commit, the threads it wrote and the children it created. It
+// also counts calls, so load tests can report round trips.
+type recordingStore struct {
+	runtime.HistoryStore
+
+	mu       sync.Mutex
+	threads  map[string]bool
+	created  map[string]int // child thread -> successful commits that created it
+	commits  int
+	loads    int
+	failures int // commits that returned an error
+}
+
+func newRecordingStore(inner runtime.HistoryStore) *recordingStore {
+	return &recordingStore{HistoryStore: inner, threads: map[string]bool{}, created: map[string]int{}}
+}
+
+func (r *recordingStore) Load(ctx context.Context, id string) (*runtime.Thread, error) {
+	r.mu.Lock()
+	r.loads++
+	r.mu.Unlock()
+	return r.HistoryStore.Load(ctx, id)
+}
+
+func (r *recordingStore) Commit(ctx context.Context, c *runtime.Commit) error {
+	err := r.HistoryStore.Commit(ctx, c)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.failures++
+		return err
+	}
+	r.commits++
+	r.threads[c.ThreadID] = true
+	for _, ch := range c.Children {
+		r.threads[ch.ID] = true
+		r.created[ch.ID]++
+	}
+	return nil
+}
+
+// manualTimers records what slices schedule; scenarios fire wake-ups by
+// hand. It keeps one wake-up per (thread, call), as the real timers do, and
+// records a problem when the same call is scheduled with a different
+// wake-up.
+type manualTimers struct {
+	mu        sync.Mutex
+	order     []string // keys in order of first schedule
+	scheduled map[string]runtime.Timer
+	calls     int // Schedule calls, repeats included
+	cancelled map[string]bool
+	fired     map[string]bool
+	problems  []string
+}
+
+func newManualTimers() *manualTimers {
+	return &manualTimers{scheduled: map[string]runtime.Timer{}, cancelled: map[string]bool{}, fired: map[string]bool{}}
+}
+
+func timerKey(thread, call string) string { return thread + " " + call }
+
+func (m *manualTimers) Schedule(ctx context.Context, t runtime.Timer) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls++
+	k := timerKey(t.ThreadID, t.CallID)
+	if old, ok := m.scheduled[k]; ok {
+		if !old.At.Equal(t.At) || old.Message.ID != t.Message.ID || old.Message.Text != t.Message.Text {
+			m.problems = append(m.problems, fmt.Sprintf("timer %s scheduled twice with different wake-ups: %s %s, then %s %s",
+				k, old.At, old.Message.ID, t.At, t.Message.ID))
+		}
+		return nil
+	}
+	m.order = append(m.order, k)
+	m.scheduled[k] = t
+	return nil
+}
+
+func (m *manualTimers) Cancel(ctx context.Context, thread, call string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cancelled[timerKey(thread, call)] = true
+	return nil
+}
+
+// due returns the wake-ups not fired yet, in schedule order, and marks them
+// fired. Cancelled ones are skipped unless late is set (a wake-up already on
+// its way when the cancel came).
+func (m *manualTimers) due(late bool) []runtime.Message {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []runtime.Message
+	for _, k := range m.order {
+		if m.fired[k] || (m.cancelled[k] && !late) {
+			continue
+		}
+		m.fired[k] = true
+		out = append(out, m.scheduled[k].Message)
+	}
+	return out
+}
+
+// asyncTool is an asynchronous tool that records each successful dispatch
+// and, when reply is set, answers at once through the run's queue, as a RAP
+// tool answers through the callback receiver. A retried dispatch answers
+// again with the same message ID.
+type asyncTool struct {
+	run   *Run
+	reply bool
+}
+
+func (a *asyncTool) Dispatch(ctx context.Context, inv runtime.Invocation) error {
+	a.run.recordDispatch(inv)
+	if !a.reply {
+		return nil
+	}
+	return a.run.Send(ctx, runtime.Message{V: 1, ID: runtime.DeriveID("res_", inv.ThreadID, inv.CallID),
+		ThreadID: inv.ThreadID, Kind: runtime.KindToolResult, ToolCallID: inv.CallID, Text: "done: " + inv.Args})
+}
+
+// recordedTool wraps a built-in asynchronous tool (the sleeps) to record its
+// successful dispatches, keeping its validation and cancellation.
+type recordedTool struct {
+	inner runtime.Tool
+	run   *Run
+}
+
+func (r recordedTool) Dispatch(ctx context.Context, inv runtime.Invocation) error {
+	if err := r.inner.Dispatch(ctx, inv); err != nil {
+		return err
+	}
+	r.run.recordDispatch(inv)
+	return nil
+}
+
+func (r recordedTool) ValidateArgs(args string) error {
+	if v, ok := r.inner.(runtime.ArgsValidator); ok {
+		return v.ValidateArgs(args)
+	}
+	return nil
+}
+
+func (r recordedTool) Cancel(ctx context.Context, thread, call string) error {
+	if c, ok := r.inner.(runtime.Canceler); ok {
+		return c.Cancel(ctx, thread, call)
+	}
+	return nil
+}
+
+type syncFunc func(ctx context.Context, env *runtime.SyncEnv, inv runtime.Invocation) (runtime.ToolOutput, error)
+
+func (f syncFunc) Run(ctx context.Context, env *runtime.SyncEnv, inv runtime.Invocation) (runtime.ToolOutput, error) {
+	return f(ctx, env, inv)
+}
+
+// outputs records every published event.
+type outputs struct {
+	mu  sync.Mutex
+	evs []runtime.OutputEvent
+}
+
+func (o *outputs) Publish(ctx context.Context, ev runtime.OutputEvent) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.evs = append(o.evs, ev)
+	return nil
+}

@@ -1,0 +1,248 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/agentslice/agentslice/internal/model"
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// Root is the root thread of every scenario.
+const Root = "main"
+
+// Step is one outside input of a scenario: user messages, a tool's answer,
+// a subscription event, a timer firing. The driver runs slices until no
+// thread has mail after each step.
+type Step func(ctx context.Context, r *Run) error
+
+// Scenario is a scripted conversation and the outside inputs that drive it.
+type Scenario struct {
+	Name   string
+	Script *model.Script
+	Limits runtime.Limits
+	// Compaction, when set, is the engine's compaction policy.
+	Compaction *runtime.CompactionPolicy
+	Steps      []Step
+	// SingleThread says only the root thread ever runs (such scenarios
+	// also run on the embedded System, whose threads run concurrently).
+	SingleThread bool
+}
+
+func call(name, args string) *model.StepCall {
+	return &model.StepCall{Name: name, Args: json.RawMessage(args)}
+}
+
+func user(id, text string) Step {
+	return func(ctx context.Context, r *Run) error {
+		return r.Send(ctx, runtime.Message{V: 1, ID: id, ThreadID: Root, Kind: runtime.KindUser, Text: text})
+	}
+}
+
+// answerWork answers the n-th call of the "work" tool.
+func answerWork(id string, n int, text string, subscription bool) Step {
+	return func(ctx context.Context, r *Run) error {
+		calls := r.Calls("work")
+		if len(calls) <= n {
+			return fmt.Errorf("work call %d was never dispatched (%d calls)", n, len(calls))
+		}
+		c := calls[n]
+		return r.Send(ctx, runtime.Message{V: 1, ID: id, ThreadID: c.ThreadID, Kind: runtime.KindToolResult,
+			ToolCallID: c.CallID, Text: text, Subscription: subscription})
+	}
+}
+
+// notice sends an oauth/user-choice notice for the n-th "work" call.
+func notice(id string, n int, text string) Step {
+	return func(ctx context.Context, r *Run) error {
+		calls := r.Calls("work")
+		if len(calls) <= n {
+			return fmt.Errorf("work call %d was never dispatched", n)
+		}
+		return r.Send(ctx, runtime.Message{V: 1, ID: id, ThreadID: Root, Kind: runtime.KindNotice,
+			ToolCallID: calls[n].CallID, Text: text})
+	}
+}
+
+// event sends a subscription event for the first "work" call.
+func event(id, text string, associative, final bool) Step {
+	return func(ctx context.Context, r *Run) error {
+		calls := r.Calls("work")
+		if len(calls) == 0 {
+			return fmt.Errorf("no subscription was started")
+		}
+		return r.Send(ctx, runtime.Message{V: 1, ID: id, ThreadID: Root, Kind: runtime.KindEvent,
+			ToolCallID: calls[0].CallID, Text: text, Associative: associative, Final: final})
+	}
+}
+
+func fire(late bool) Step {
+	return func(ctx context.Context, r *Run) error { return r.FireTimers(ctx, late) }
+}
+
+func subscribeSteps(after ...model.Step) []model.Step {
+	return append([]model.Step{
+		{Text: "Watching the build.", ToolCall: call("work", `{"watch":"ci"}`)},
+		{Text: "Subscribed."},
+	}, after...)
+}
+
+// Scenarios returns every scenario, the seven the reliability claim names
+// first (plain turn, tool call, sync tool loop-back, spawn and report,
+// threaded event, associative event, sleep), then the ones that reach the
+// remaining paths (interruptions, cancelled timers, deferred reports,
+// continuations).
+func Scenarios() []*Scenario {
+	return []*Scenario{
+		{Name: "plain_turn", SingleThread: true,
+			Script: &model.Script{Default: []model.Step{{Text: "Hello there."}, {Text: "Still here."}}},
+			Steps:  []Step{user("u1", "hi"), user("u2", "are you there?")}},
+		{Name: "tool_call", SingleThread: true,
+			Script: &model.Script{Default: []model.Step{
+				{Text: "Listing.", ToolCall: call("run_command", `{"command":"ls"}`)},
+				{Text: "Listed."},
+			}},
+			Steps: []Step{user("u1", "list the files")}},
+		{Name: "sync_loop_back", SingleThread: true,
+			Script: &model.Script{Default: []model.Step{
+				{ToolCall: call("echo", `{"x":1}`)},
+				{Text: "Once more.", ToolCall: call("echo", `{"x":2}`)},
+				{Text: "Echoed twice."},
+			}},
+			Steps: []Step{user("u1", "echo twice")}},
+		{Name: "spawn_report",
+			Script: &model.Script{
+				Default: []model.Step{
+					{Text: "Splitting the work.", ToolCall: call("spawn_thread", `{"instructions":"alpha task: check the parser","child_of":["main"]}`)},
+					{Text: "The child is working."},
+					{Text: "Alpha reported."},
+				},
+				Match: []model.MatchRule{{Contains: "alpha task", Steps: []model.Step{
+					{ToolCall: call("report_to_parent", `{"report":"the parser is fine"}`)},
+					{ToolCall: call("close_thread", `{"thread_id":"$THREAD"}`)},
+				}}},
+			},
+			Steps: []Step{user("u1", "check everything")}},
+		{Name: "threaded_event",
+			Script: &model.Script{
+				Default: subscribeSteps(model.Step{Text: "The build failed; looking into it."}),
+				Match: []model.MatchRule{
+					{Contains: "build failed", Steps: []model.Step{
+						{ToolCall: call("close_thread", `{"thread_id":"$THREAD","report_to_parent":"the build failed on main"}`)},
+					}},
+					{Contains: "heartbeat", Steps: []model.Step{
+						{ToolCall: call("close_thread", `{"thread_id":"$THREAD"}`)},
+					}},
+				},
+			},
+			Steps: []Step{user("u1", "watch the build"), answerWork("sub-ok", 0, "watching ci", true),
+				event("e1", "heartbeat: all green", false, false), event("e2", "build failed: 3 tests", false, false)}},
+		{Name: "associative_event", SingleThread: true,
+			Script: &model.Script{Default: subscribeSteps(
+				model.Step{Text: "Line 1 noted."},
+				model.Step{Text: "The build exited with 0."},
+			)},
+			Steps: []Step{user("u1", "watch the build"), answerWork("sub-ok", 0, "watching ci", true),
+				event("e1", "line 1: compiling", true, false), event("e2", "exit code 0", true, true),
+				event("e3", "too late", true, false)}},
+		{Name: "sleep", SingleThread: true,
+			Script: &model.Script{Default: []model.Step{
+				{Text: "Waiting for the deploy.", ToolCall: call("sleep", `{"seconds":600}`)},
+				{Text: "Awake; the deploy should be done."},
+			}},
+			Steps: []Step{user("u1", "wait ten minutes"), fire(false)}},
+		{Name: "interrupted_sleep", SingleThread: true,
+			Script: &model.Script{Default: []model.Step{
+				{Text: "Waiting.", ToolCall: call("sleep", `{"seconds":600}`)},
+				{Text: "Awake early: what is up?"},
+			}},
+			Steps: []Step{user("u1", "wait ten minutes"), user("u2", "actually, check now"), fire(true)}},
+		{Name: "interrupted_tool", SingleThread: true,
+			Script: &model.Script{Default: []model.Step{
+				{Text: "Starting the build.", ToolCall: call("work", `{"job":"build"}`)},
+				{Text: "Understood, stopping."},
+				{Text: "The build finished after all."},
+			}},
+			Steps: []Step{user("u1", "build it"), user("u2", "never mind"), answerWork("r1", 0, "build ok", false)}},
+		{Name: "deferred_report",
+			Script: &model.Script{
+				Default: []model.Step{
+					{ToolCall: call("spawn_thread", `{"instructions":"beta task: count the tests","child_of":["main"]}`)},
+					{Text: "Building meanwhile.", ToolCall: call("work", `{"job":"build"}`)},
+					{Text: "Build done and beta reported."},
+				},
+				Match: []model.MatchRule{{Contains: "beta task", Steps: []model.Step{
+					{ToolCall: call("close_thread", `{"thread_id":"$THREAD","report_to_parent":"412 tests"}`)},
+				}}},
+			},
+			Steps: []Step{user("u1", "count and build"), answerWork("r1", 0, "build ok", false)}},
+		{Name: "continuation", SingleThread: true, Limits: runtime.Limits{MaxCompletions: 2},
+			Script: &model.Script{Default: []model.Step{
+				{ToolCall: call("echo", `{"n":1}`)},
+				{ToolCall: call("echo", `{"n":2}`)},
+				{ToolCall: call("echo", `{"n":3}`)},
+				{Text: "All echoed."},
+			}},
+			Steps: []Step{user("u1", "echo three times")}},
+		{Name: "event_wakes_sleep", SingleThread: true,
+			Script: &model.Script{Default: subscribeSteps(
+				model.Step{Text: "Sleeping until something happens.", ToolCall: call("sleep", `{"seconds":3600}`)},
+				model.Step{Text: "Woken by the build event."},
+			)},
+			Steps: []Step{user("u1", "watch the build"), answerWork("sub-ok", 0, "watching ci", true),
+				user("u2", "sleep for an hour"), event("e1", "build finished", true, false), fire(true)}},
+		{Name: "notice", SingleThread: true,
+			Script: &model.Script{Default: []model.Step{
+				{Text: "Connecting the calendar.", ToolCall: call("work", `{"service":"calendar"}`)},
+				{Text: "Connected."},
+			}},
+			Steps: []Step{user("u1", "connect my calendar"), notice("n1", 0, "open https://auth.example/xyz to sign in"),
+				answerWork("r1", 0, "connected", false)}},
+		{Name: "parent_message",
+			Script: &model.Script{
+				Default: []model.Step{
+					{ToolCall: call("spawn_thread", `{"instructions":"gamma task: wait for my go","child_of":["main"]}`)},
+					{Text: "Gamma waits."},
+					{ToolCall: call("send_message_to_child", `{"thread_id":"$CHILD","message":"go"}`)},
+					{Text: "Told gamma to go."},
+					{Text: "Gamma finished."},
+				},
+				Match: []model.MatchRule{{Contains: "gamma task", Steps: []model.Step{
+					{Text: "Waiting for the go."},
+					{ToolCall: call("close_thread", `{"thread_id":"$THREAD","report_to_parent":"gone"}`)},
+				}}},
+			},
+			Steps: []Step{user("u1", "start gamma"), user("u2", "tell gamma to go")}},
+		{Name: "cancel_subscription", SingleThread: true,
+			Script: &model.Script{Default: subscribeSteps(
+				model.Step{ToolCall: call("cancel_subscription", `{"tool_call_id":"$CALL:work"}`)},
+				model.Step{Text: "Stopped watching."},
+			)},
+			Steps: []Step{user("u1", "watch the build"), answerWork("sub-ok", 0, "watching ci", true),
+				user("u2", "stop watching"), event("e1", "line after cancel", true, false)}},
+		{Name: "compaction",
+			Compaction: &runtime.CompactionPolicy{ContextWindow: 1000, Threshold: 0.8},
+			Script: &model.Script{
+				Default: []model.Step{
+					{Text: "Starting the long build.", ToolCall: call("work", `{"job":"build"}`),
+						Usage: &runtime.Usage{Input: 850, Output: 50, Total: 900}},
+					{Text: "The build is done."},
+				},
+				Match: []model.MatchRule{{Contains: "Summarise the conversation", Steps: []model.Step{
+					{Text: "SUMMARY: the user asked for a build; it is running."},
+				}}},
+			},
+			Steps: []Step{user("u1", "build it"), answerWork("r1", 0, "build ok", false)}},
+	}
+}
+
+// ScenarioNamed returns the scenario called name, or nil.
+func ScenarioNamed(name string) *Scenario {
+	for _, sc := range Scenarios() {
+		if sc.Name == name {
+			return sc
+		}
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package chaos_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/agentslice/agentslice/internal/chaos"
+)
+
+// suite says which runs to make of which scenarios on which backend.
+type suite struct {
+	backend   string
+	new       chaos.NewBackend
+	scenarios []string // nil: all
+	crash     bool
+	double    int // depth of the second crash; 0: none
+	races     bool
+	seeds     []uint64 // redelivery runs
+	crashDup  bool     // crash + redelivery
+	system    bool     // crashes on the embedded System
+	sample    int
+}
+
+// run plays the suite, one subtest per scenario, into rep. ref gives the
+// crash-free reference of a scenario (the memory backend's), which the
+// backend's own crash-free run must equal.
+func (s suite) run(t *testing.T, rep *chaos.Report, parallel bool) {
+	ctx := context.Background()
+	for _, sc := range chaos.Scenarios() {
+		if s.scenarios != nil && !slices.Contains(s.scenarios, sc.Name) {
+			continue
+		}
+		t.Run(s.backend+"/"+sc.Name, func(t *testing.T) {
+			if parallel {
+				t.Parallel()
+			}
+			ref := memoryReference(t, sc)
+			own, sites, problems, err := chaos.Reference(ctx, sc, s.new)
+			if err != nil {
+				t.Fatal(err)
+			}
+			problems = chaos.Compare(ref, own, problems)
+			if len(problems) > 0 {
+				t.Fatalf("the crash-free run on %s differs from the reference:\n%s", s.backend, chaos.Divergence{Scenario: sc.Name, Run: "reference", Problems: problems})
+			}
+			m := &chaos.Matrix{Scenario: sc, Backend: s.backend, New: s.new, Ref: ref, Sites: sites, Report: rep, Sample: s.sample}
+			var ds []chaos.Divergence
+			if s.crash {
+				ds = append(ds, m.Crashes(ctx)...)
+			}
+			if s.double > 0 {
+				ds = append(ds, m.DoubleCrashes(ctx, s.double)...)
+			}
+			if s.races {
+				ds = append(ds, m.Races(ctx, false)...)
+				ds = append(ds, m.Races(ctx, true)...)
+			}
+			if len(s.seeds) > 0 {
+				ds = append(ds, m.Redeliveries(ctx, s.seeds)...)
+			}
+			if s.crashDup {
+				ds = append(ds, m.CrashesWithRedelivery(ctx)...)
+			}
+			if s.system {
+				sref, ssites, problems, err := chaos.ReferenceOnSystem(ctx, sc, s.new)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if problems = chaos.Compare(ref, sref, problems); len(problems) > 0 {
+					t.Fatalf("the crash-free run on the embedded System differs from the reference:\n%s",
+						chaos.Divergence{Scenario: sc.Name, Run: "system reference", Problems: problems})
+				}
+				ms := *m
+				ms.Sites = ssites
+				ds = append(ds, ms.SystemCrashes(ctx)...)
+			}
+			for i, d := range ds {
+				if i == 5 {
+					t.Errorf("... and %d more divergences", len(ds)-5)
+					break
+				}
+				t.Errorf("divergence: %s", d)
+			}
+		})
+	}
+}
+
+var (
+	refMu sync.Mutex
+	refs  = map[string]*chaos.Snapshot{}
+)
+
+// memoryReference is the crash-free run of sc on the memory stores, played
+// once per test binary.
+func memoryReference(t *testing.T, sc *chaos.Scenario) *chaos.Snapshot {
+	t.Helper()
+	refMu.Lock()
+	defer refMu.Unlock()
+	if r, ok := refs[sc.Name]; ok {
+		return r
+	}
+	ref, _, problems, err := chaos.Reference(context.Background(), sc, memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(problems) > 0 {
+		t.Fatalf("the crash-free reference run of %s breaks invariants:\n%s", sc.Name, chaos.Divergence{Scenario: sc.Name, Run: "reference", Problems: problems})
+	}
+	refs[sc.Name] = ref
+	return ref
+}
+
+// summarize logs the report and, when AGENTSLICE_CHAOS_SUMMARY names a
+// file, writes the summary line there (make chaos prints it last).
+func summarize(t *testing.T, rep *chaos.Report) {
+	t.Helper()
+	t.Log(rep.Details())
+	t.Log(rep.Line())
+	if path := os.Getenv("AGENTSLICE_CHAOS_SUMMARY"); path != "" {
+		if err := os.WriteFile(path, []byte(rep.Details()+"\n"+rep.Line()+"\n"), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestChaosFast is the subset `go test` runs: every scenario crashed at
+// every point, raced and redelivered on the memory stores, a few scenarios
+// on the embedded System, and one scenario at every crash point on the
+// DSQL (PostgreSQL) and DynamoDB Local stores. `make chaos` runs the full
+// matrix (chaos_full_test.go, build tag chaos).
+func TestChaosFast(t *testing.T) {
+	rep := chaos.NewReport()
+	t.Run("memory", func(t *testing.T) {
+		suite{backend: "memory", new: memory, crash: true, double: 2, races: true, seeds: []uint64{1, 2}, crashDup: true}.run(t, rep, false)
+		suite{backend: "memory", new: memory, scenarios: []string{"tool_call", "spawn_report", "sleep"}, system: true}.run(t, rep, false)
+	})
+	t.Run("dsql+dynamodb", func(t *testing.T) {
+		suite{backend: "dsql+dynamodb", new: realStores(t), scenarios: []string{"tool_call"}, crash: true, races: true}.run(t, rep, false)
+	})
+	summarize(t, rep)
+	if n := len(rep.Divergences()); n > 0 {
+		t.Errorf("%d divergences", n)
+	}
+}
