@@ -41,6 +41,7 @@ type badRig struct {
 	mu      sync.Mutex
 	outs    []runtime.OutputEvent
 	queued  atomic.Int64 // messages the receiver enqueued
+	forged  atomic.Int64 // of those, messages for call_x, which only forged callbacks name
 }
 
 // stormStore fails the next n commits of a thread with runtime.ErrConflict,
@@ -80,13 +81,18 @@ func (c *conflictStorm) Is(target error) bool { return target == runtime.ErrConf
 
 type countingQueue struct {
 	runtime.Queue
-	n *atomic.Int64
+	n, callX *atomic.Int64
 }
 
 func (q countingQueue) Send(ctx context.Context, msgs ...runtime.Message) error {
 	err := q.Queue.Send(ctx, msgs...)
 	if err == nil {
 		q.n.Add(int64(len(msgs)))
+		for _, m := range msgs {
+			if m.ToolCallID == "call_x" {
+				q.callX.Add(1)
+			}
+		}
 	}
 	return err
 }
@@ -167,7 +173,7 @@ func newBadRig(t *testing.T) *badRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(rig.sys.Stop)
-	rcv, err := rap.NewReceiver(rap.ReceiverConfig{Keys: keys, Queue: countingQueue{rig.sys, &rig.queued}, Logger: quiet})
+	rcv, err := rap.NewReceiver(rap.ReceiverConfig{Keys: keys, Queue: countingQueue{rig.sys, &rig.queued, &rig.forged}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,8 +303,9 @@ func TestBadInputEndToEnd(t *testing.T) {
 	})
 
 	t.Run("forged and expired callbacks", func(t *testing.T) {
-		rig.wait() // the healthy thread's own callback has come and gone
-		before := rig.queued.Load()
+		// Count only messages for call_x: the healthy thread's own tool may
+		// still post its (genuine) callback while this runs.
+		before := rig.forged.Load()
 		other, _ := rap.NewKeyring(rap.Key{ID: "k1", Secret: []byte(strings.Repeat("f", rap.MinKeyLen))})
 		forged, _ := (&rap.Signer{Keys: other, BaseURL: rig.cbURL}).CallbackURL("healthy", "call_x")
 		expired, _ := (&rap.Signer{Keys: rig.signer.Keys, BaseURL: rig.cbURL, TTL: time.Minute,
@@ -319,7 +326,7 @@ func TestBadInputEndToEnd(t *testing.T) {
 				t.Errorf("%s callback: %d %q, want 403 mentioning %q", tc.name, status, msg, tc.want)
 			}
 		}
-		if n := rig.queued.Load() - before; n != 0 {
+		if n := rig.forged.Load() - before; n != 0 {
 			t.Fatalf("%d messages enqueued from forged or expired callbacks", n)
 		}
 	})

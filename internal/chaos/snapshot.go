@@ -92,6 +92,23 @@ func (r *Run) Snapshot(ctx context.Context) (*Snapshot, []string) {
 			continue
 		}
 		st := th.State.Clone()
+		if r.dedup != nil && (len(st.Outbox) > 0 || (st.Pending != nil && !st.Pending.Dispatched)) {
+			// The engine records "outbox sent" in the dedup store instead
+			// of a second commit; the next slice clears it. Read the state
+			// as that slice would.
+			seen, err := r.dedup.Seen(ctx, id, []string{runtime.OutboxSentID(st.Version)})
+			if err != nil {
+				bad("reading the outbox record of %s: %v", id, err)
+			} else if seen[0] {
+				st.Outbox = nil
+				if st.Pending != nil {
+					p := *st.Pending
+					p.Dispatched = true
+					st.Pending = &p
+				}
+			}
+		}
+		th.State = st.Clone()
 		st.Version = 0
 		s.Threads = append(s.Threads, ThreadSnapshot{ID: id, State: st, Inherited: th.Inherited, Items: th.Own()})
 		if err := runtimetest.CheckOneResultPerCall(th.Items); err != nil {

@@ -231,7 +231,7 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 			if s.e.Dedup != nil {
 				// Record "sent" with the dedup write below instead of a
 				// second commit; the next slice clears the outbox.
-				sentMarker = outboxSentID(s.version)
+				sentMarker = OutboxSentID(s.version)
 				break
 			}
 			if err := s.commit(ctx); err != nil {
@@ -259,16 +259,19 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 	return s.res, nil
 }
 
-// outboxSentID is the dedup record saying that the outbox committed at
-// version v was sent in full.
-func outboxSentID(v int64) string { return "outbox-sent:" + strconv.FormatInt(v, 10) }
+// OutboxSentID is the dedup record (per thread) saying that the outbox
+// committed at version v was sent in full. With a DedupStore, the engine
+// writes it instead of a second commit; a reader of a thread's state that
+// finds an outbox at version v should treat it as sent when the record
+// exists (the next slice clears it).
+func OutboxSentID(v int64) string { return "outbox-sent:" + strconv.FormatInt(v, 10) }
 
 // outboxMarkedSent reports whether the loaded outbox was sent already.
 func (s *slice) outboxMarkedSent(ctx context.Context) (bool, error) {
 	if s.e.Dedup == nil {
 		return false, nil
 	}
-	seen, err := s.e.Dedup.Seen(ctx, s.threadID, []string{outboxSentID(s.version)})
+	seen, err := s.e.Dedup.Seen(ctx, s.threadID, []string{OutboxSentID(s.version)})
 	if err != nil {
 		return false, fmt.Errorf("runtime: checking the outbox of thread %s: %w", s.threadID, err)
 	}
