@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/agentslice/agentslice/internal/runtime"
 )
