@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The reliability proof (docs/reliability.md): the crash, double-crash,
+# The reliability proof (README, "Reliability"): the crash, double-crash,
 # racing-duplicate, redelivery and crash-during-redelivery matrix of
 # internal/chaos, on the memory stores and on the DSQL store (PostgreSQL)
 # with the DynamoDB dedup store (DynamoDB Local), plus the tests that show
