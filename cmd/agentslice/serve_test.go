@@ -155,7 +155,7 @@ func TestServeRunsUntilCancelled(t *testing.T) {
 	}
 }
 
-// TestServeDocExamples: the configuration and scripts docs/serve.md uses
+// TestServeDocExamples: the configuration and scripts the README's serve section uses
 // load and validate.
 func TestServeDocExamples(t *testing.T) {
 	t.Parallel()
