@@ -191,9 +191,12 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 	// error result and the model goes on.
 	wake := false
 	if len(s.st.Outbox) > 0 || (s.st.Pending != nil && !s.st.Pending.Dispatched) {
-		sent, err := s.outboxMarkedSent(ctx)
-		if err != nil {
-			return s.res, err
+		sent := s.outboxEvidentlySent(in, batch)
+		if !sent {
+			var err error
+			if sent, err = s.outboxMarkedSent(ctx); err != nil {
+				return s.res, err
+			}
 		}
 		if sent {
 			// The predecessor sent everything and recorded that in the
@@ -265,6 +268,36 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 // finds an outbox at version v should treat it as sent when the record
 // exists (the next slice clears it).
 func OutboxSentID(v int64) string { return "outbox-sent:" + strconv.FormatInt(v, 10) }
+
+// outboxEvidentlySent reports whether the batch itself shows that the
+// loaded outbox was sent, so that no lookup is needed:
+//   - a result for the pending call proves the call was dispatched;
+//   - on a queue with FIFO groups, a first delivery means every earlier
+//     message of the thread was deleted, so the slice that wrote the outbox
+//     finished. That is trusted for output events only (replies, notices):
+//     if that earlier message went to the dead-letter queue instead, the
+//     cost is a lost notification of a reply that history keeps. Calls and
+//     messages to threads are always checked.
+func (s *slice) outboxEvidentlySent(in SliceInput, batch []Message) bool {
+	if s.e.Dedup == nil {
+		return false
+	}
+	for _, o := range s.st.Outbox {
+		if o.Output == nil || !in.FirstDelivery {
+			return false
+		}
+	}
+	p := s.st.Pending
+	if p == nil || p.Dispatched {
+		return true
+	}
+	for _, m := range batch {
+		if (m.Kind == KindToolResult || m.Kind == KindWake || m.Kind == KindNotice) && m.ToolCallID == p.ID {
+			return true
+		}
+	}
+	return false
+}
 
 // outboxMarkedSent reports whether the loaded outbox was sent already.
 func (s *slice) outboxMarkedSent(ctx context.Context) (bool, error) {
