@@ -1,17 +1,25 @@
 # agentslice — the two commands a newcomer needs:
 #   make loadtest   the density benchmark on the embedded runtime (the main job)
 #   make test       every test, with the local stand-ins for AWS started and stopped
+#                   (it ends with make e2e's local cloud test)
+#   make e2e        only the local cloud test: the Lambda bootstraps under the
+#                   Runtime Interface Emulator against fauxqs, DynamoDB Local, PostgreSQL
 GO      ?= go
 AGENTS  ?= 20000
 TURNS   ?= 20
 WAVE    ?= 500
 
-.PHONY: all test test-go loadtest loadtest-full vet fmt fuzz
+.PHONY: all test test-go e2e loadtest loadtest-full vet fmt fuzz
 
 all: test
 
 test:
 	bash scripts/test.sh
+
+# The local cloud test; starts and stops the services itself unless their
+# variables are already exported (scripts/test.sh does both).
+e2e:
+	bash scripts/e2e.sh
 
 # Only the Go tests, assuming services are already up (see scripts/test.sh).
 test-go:
@@ -33,3 +41,5 @@ loadtest-full:
 
 fuzz:
 	$(GO) test -run XXX -fuzz FuzzDecodeMessage -fuzztime 30s ./internal/runtime/
+	$(GO) test -run XXX -fuzz FuzzHandle -fuzztime 30s ./internal/serverless/
+	$(GO) test -run XXX -fuzz FuzzFunctionURLHandler -fuzztime 30s ./internal/serverless/

@@ -155,10 +155,10 @@ func (s *Stack) migrate(t testing.TB, ctx context.Context, dsn string) {
 	}
 }
 
-// Env returns the slice function's environment for this stack, the
-// variables the CDK stack would set plus the SDK's endpoint overrides,
-// without the model, tool-server and callback settings.
-func (s *Stack) Env() []string {
+// AWSEnv returns the AWS part of a function's environment: region, static
+// credentials, no shared files, and the SDK's endpoint overrides pointing
+// at the local services (AWS_ENDPOINT_URL_<SERVICE>).
+func (s *Stack) AWSEnv() []string {
 	return []string{
 		"AWS_REGION=" + awstest.Region,
 		"AWS_ACCESS_KEY_ID=test",
@@ -170,16 +170,24 @@ func (s *Stack) Env() []string {
 		"AWS_ENDPOINT_URL_DYNAMODB=" + s.DDBEndpoint,
 		"AWS_ENDPOINT_URL_SCHEDULER=" + s.Kumo.URL,
 		"AWS_ENDPOINT_URL_SECRETS_MANAGER=" + s.Kumo.URL,
-		"AGENTSLICE_INPUT_QUEUE_URL=" + s.Input,
-		"AGENTSLICE_DLQ_URL=" + s.DLQ,
-		"AGENTSLICE_OUTPUT_QUEUE_URL=" + s.Output,
-		"AGENTSLICE_DELAY_QUEUE_URL=" + s.Delay,
-		"AGENTSLICE_DEDUP_TABLE=" + s.Table,
-		"AGENTSLICE_PG_DSN=" + s.PGDSN,
+	}
+}
+
+// Env returns the slice function's environment for this stack: AWSEnv and
+// the variables the CDK stack would set, without the model, tool-server and
+// callback settings.
+func (s *Stack) Env() []string {
+	return append(s.AWSEnv(),
+		"AGENTSLICE_INPUT_QUEUE_URL="+s.Input,
+		"AGENTSLICE_DLQ_URL="+s.DLQ,
+		"AGENTSLICE_OUTPUT_QUEUE_URL="+s.Output,
+		"AGENTSLICE_DELAY_QUEUE_URL="+s.Delay,
+		"AGENTSLICE_DEDUP_TABLE="+s.Table,
+		"AGENTSLICE_PG_DSN="+s.PGDSN,
 		"AGENTSLICE_SCHEDULER_ROLE_ARN=arn:aws:iam::000000000000:role/agentslice-scheduler",
 		"AGENTSLICE_SCHEDULE_GROUP=default",
-		"AGENTSLICE_CALLBACK_KEYS_SECRET=" + s.KeysSecretARN,
-	}
+		"AGENTSLICE_CALLBACK_KEYS_SECRET="+s.KeysSecretARN,
+	)
 }
 
 // withSearchPath adds search_path=schema to a PostgreSQL connection string
