@@ -42,4 +42,4 @@ loadtest-full:
 fuzz:
 	$(GO) test -run XXX -fuzz FuzzDecodeMessage -fuzztime 30s ./internal/runtime/
 	$(GO) test -run XXX -fuzz FuzzHandle -fuzztime 30s ./internal/serverless/
-	$(GO) test -run XXX -fuzz FuzzFunctionURLHandler -fuzztime 30s ./internal/serverless/
+	$(GO) test -run XXX -fuzz FuzzFunctionURLHandler -fuzztime 30s ./internal/lambdafn/

@@ -12,7 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/agentslice/agentslice/internal/serverless"
+	"github.com/agentslice/agentslice/internal/lambdafn"
 	"github.com/agentslice/agentslice/internal/serverless/lambdatest"
 	"github.com/agentslice/agentslice/internal/testenv"
 )
@@ -45,8 +45,8 @@ func TestMissingVariableStopsTheFunction(t *testing.T) {
 				t.Fatalf("invoke: %v, want a function error", err)
 			}
 			out := strings.Join(lines, "\n")
-			if !strings.Contains(out, `"msg":"cannot start"`) || !strings.Contains(out, `"variable":"`+serverless.EnvInputQueueURL+`"`) {
-				t.Fatalf("the function's output does not name %s:\n%s", serverless.EnvInputQueueURL, out)
+			if !strings.Contains(out, `"msg":"cannot start"`) || !strings.Contains(out, `"variable":"`+lambdafn.EnvInputQueueURL+`"`) {
+				t.Fatalf("the function's output does not name %s:\n%s", lambdafn.EnvInputQueueURL, out)
 			}
 		})
 	}

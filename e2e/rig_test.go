@@ -18,10 +18,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentslice/agentslice/internal/dsql"
+	"github.com/agentslice/agentslice/internal/lambdafn"
 	"github.com/agentslice/agentslice/internal/rap"
 	"github.com/agentslice/agentslice/internal/rap/tools"
 	"github.com/agentslice/agentslice/internal/runtime"
-	"github.com/agentslice/agentslice/internal/serverless"
 	"github.com/agentslice/agentslice/internal/serverless/lambdatest"
 	"github.com/agentslice/agentslice/internal/sqsq"
 	"github.com/agentslice/agentslice/internal/testenv"
@@ -109,7 +109,7 @@ func startRig(t *testing.T) *rig {
 	// The callback receiver reads its keyring inline, the slice function
 	// from the Secrets Manager secret: both ways of the contract run.
 	receiver := start("rapreceiver", append(awsEnv,
-		serverless.EnvInputQueueURL+"="+st.Input, serverless.EnvCallbackKeys+"="+st.Keys)...)
+		lambdafn.EnvInputQueueURL+"="+st.Input, lambdafn.EnvCallbackKeys+"="+st.Keys)...)
 	front := httptest.NewServer(lambdatest.FunctionURLFront(receiver.InvokeFunctionURL))
 	t.Cleanup(front.Close)
 	r.front = front.URL + "/"
@@ -119,10 +119,10 @@ func startRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	slicefn := start("slicefn", append(st.Env(),
-		serverless.EnvModelCatalog+"="+string(catalog),
-		serverless.EnvToolServers+"="+kitSrv.URL,
-		serverless.EnvCallbackURL+"="+r.front)...)
-	relay := start("delayrelay", append(awsEnv, serverless.EnvInputQueueURL+"="+st.Input)...)
+		lambdafn.EnvModelCatalog+"="+string(catalog),
+		lambdafn.EnvToolServers+"="+kitSrv.URL,
+		lambdafn.EnvCallbackURL+"="+r.front)...)
+	relay := start("delayrelay", append(awsEnv, lambdafn.EnvInputQueueURL+"="+st.Input)...)
 
 	r.input = &lambdatest.Poller{SQS: st.SQS, QueueURL: st.Input, DLQURL: st.DLQ, MaxReceiveCount: lambdatest.MaxReceiveCount,
 		Invoke: slicefn.InvokeSQS, Logf: func(f string, a ...any) { r.line("poller(input)")(fmt.Sprintf(f, a...)) }}

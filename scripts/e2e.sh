@@ -39,6 +39,13 @@ done
 # exit.
 if [[ -z ${AGENTSLICE_TEST_SQS_ENDPOINT:-} || -z ${AGENTSLICE_TEST_DYNAMODB_ENDPOINT:-} || -z ${AGENTSLICE_TEST_PG_DSN:-} ]]; then
   bash scripts/npm-deps.sh
+  # up: something already listens where the service's variables point; then
+  # it is left running at the end (another run or session uses it).
+  up() {
+    local hp
+    hp=$(bash "$1" env | grep -oE '127\.0\.0\.1:[0-9]+' | head -n 1)
+    [[ -n $hp ]] && (exec 3<>"/dev/tcp/${hp%:*}/${hp#*:}") 2>/dev/null
+  }
   started=()
   cleanup() {
     for s in "${started[@]}"; do bash "$s" stop >/dev/null 2>&1 || true; done
@@ -46,9 +53,13 @@ if [[ -z ${AGENTSLICE_TEST_SQS_ENDPOINT:-} || -z ${AGENTSLICE_TEST_DYNAMODB_ENDP
   trap cleanup EXIT
   for name in fauxqs dynamodb postgres; do
     s="scripts/services/$name.sh"
-    echo "== starting $name"
-    bash "$s" start
-    started+=("$s")
+    if up "$s"; then
+      echo "== $name is already running; using it"
+    else
+      echo "== starting $name"
+      bash "$s" start
+      started+=("$s")
+    fi
     eval "$(bash "$s" env)"
   done
 fi

@@ -16,18 +16,18 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/agentslice/agentslice/internal/serverless"
+	"github.com/agentslice/agentslice/internal/lambdafn"
 )
 
 func main() {
 	ctx := context.Background()
-	cfg, err := serverless.LoadRelayConfig(os.Getenv)
+	cfg, err := lambdafn.LoadRelayConfig(os.Getenv)
 	if err != nil {
-		serverless.Fatal("delayrelay", err)
+		lambdafn.Fatal("delayrelay", err)
 	}
-	handle, err := serverless.BuildRelay(ctx, cfg, serverless.Options{})
+	handle, err := lambdafn.BuildRelay(ctx, cfg, lambdafn.Options{})
 	if err != nil {
-		serverless.Fatal("delayrelay", err)
+		lambdafn.Fatal("delayrelay", err)
 	}
 	lambda.Start(handle)
 }

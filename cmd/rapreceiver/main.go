@@ -1,7 +1,7 @@
 // Command rapreceiver is the RAP callback receiver Lambda behind a Function
 // URL: it verifies each callback's signed URL, validates the body and
 // enqueues the message on the FIFO input queue; anything rejected gets a
-// 4xx (see serverless.FunctionURLHandler).
+// 4xx (see lambdafn.FunctionURLHandler).
 //
 // Build for provided.al2023 on arm64:
 //
@@ -18,18 +18,18 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/agentslice/agentslice/internal/serverless"
+	"github.com/agentslice/agentslice/internal/lambdafn"
 )
 
 func main() {
 	ctx := context.Background()
-	cfg, err := serverless.LoadReceiverConfig(os.Getenv)
+	cfg, err := lambdafn.LoadReceiverConfig(os.Getenv)
 	if err != nil {
-		serverless.Fatal("rapreceiver", err)
+		lambdafn.Fatal("rapreceiver", err)
 	}
-	rc, log, err := serverless.BuildReceiver(ctx, cfg, serverless.Options{})
+	rc, log, err := lambdafn.BuildReceiver(ctx, cfg, lambdafn.Options{})
 	if err != nil {
-		serverless.Fatal("rapreceiver", err)
+		lambdafn.Fatal("rapreceiver", err)
 	}
-	lambda.Start(serverless.FunctionURLHandler(rc, log))
+	lambda.Start(lambdafn.FunctionURLHandler(rc, log))
 }

@@ -7,7 +7,7 @@
 //	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -o bootstrap ./cmd/slicefn
 //
 // It reads its configuration from the environment once (see
-// internal/serverless: the Env* constants), builds the AWS clients, the
+// internal/lambdafn: the Env* constants), builds the AWS clients, the
 // DSQL pool, the tool servers' toolsets and the engine before lambda.Start,
 // and reuses them on every warm invocation. A missing or wrong variable
 // stops it at start with a message naming the variable.
@@ -19,6 +19,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/agentslice/agentslice/internal/lambdafn"
 	"github.com/agentslice/agentslice/internal/serverless"
 )
 
@@ -26,11 +27,11 @@ func main() {
 	ctx := context.Background()
 	cfg, err := serverless.LoadSliceConfig(os.Getenv)
 	if err != nil {
-		serverless.Fatal("slicefn", err)
+		lambdafn.Fatal("slicefn", err)
 	}
-	fn, err := serverless.BuildSliceFunction(ctx, cfg, serverless.Options{})
+	fn, err := serverless.BuildSliceFunction(ctx, cfg, lambdafn.Options{})
 	if err != nil {
-		serverless.Fatal("slicefn", err)
+		lambdafn.Fatal("slicefn", err)
 	}
 	lambda.Start(fn.Handle)
 }

@@ -2,7 +2,6 @@ package serverless_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,10 +9,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/sivchari/kumo"
 
 	"github.com/agentslice/agentslice/internal/serverless"
 	"github.com/agentslice/agentslice/internal/testenv"
@@ -80,43 +77,5 @@ func TestDeadLettersOnFauxqs(t *testing.T) {
 				t.Fatalf("group = %q, want the record's group", m.Attributes["MessageGroupId"])
 			}
 		})
-	}
-}
-
-func TestLoadKeyring(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	srv := kumo.NewServer()
-	defer srv.Close()
-	sm := secretsmanager.NewFromConfig(awstest.Config(), func(o *secretsmanager.Options) { o.BaseEndpoint = aws.String(srv.URL) })
-	spec := "k2:" + strings.Repeat("QUJD", 11) + ", k1:" + strings.Repeat("REVG", 11)
-	create := func(name string, value *string) string {
-		out, err := sm.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String(name), SecretString: value})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return aws.ToString(out.ARN)
-	}
-	good := create("keys-good", aws.String(spec))
-	bad := create("keys-bad", aws.String("no colon here"))
-
-	kr, err := serverless.LoadKeyring(ctx, serverless.KeySource{SecretARN: good}, sm)
-	if err != nil || kr.CurrentID() != "k2" {
-		t.Fatalf("from the secret: %v, %v", kr, err)
-	}
-	kr, err = serverless.LoadKeyring(ctx, serverless.KeySource{Inline: spec}, nil)
-	if err != nil || kr.CurrentID() != "k2" {
-		t.Fatalf("inline: %v, %v", kr, err)
-	}
-	var ee *serverless.EnvError
-	if _, err := serverless.LoadKeyring(ctx, serverless.KeySource{SecretARN: bad}, sm); !errors.As(err, &ee) || ee.Var != serverless.EnvCallbackKeysSecret {
-		t.Fatalf("malformed secret: %v", err)
-	}
-	if _, err := serverless.LoadKeyring(ctx, serverless.KeySource{Inline: "k1:short"}, nil); !errors.As(err, &ee) || ee.Var != serverless.EnvCallbackKeys {
-		t.Fatalf("malformed inline keyring: %v", err)
-	}
-	_, err = serverless.LoadKeyring(ctx, serverless.KeySource{SecretARN: "arn:aws:secretsmanager:us-east-1:000000000000:secret:missing"}, sm)
-	if err == nil || !strings.Contains(err.Error(), serverless.EnvCallbackKeysSecret) {
-		t.Fatalf("missing secret: %v", err)
 	}
 }

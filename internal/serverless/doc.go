@@ -1,24 +1,19 @@
-// Package serverless wires agentslice's core to AWS Lambda: it reads each
-// function's configuration from the environment, builds the clients, the
-// DSQL pool and the slice engine once per process, and provides the
-// handlers the three functions run:
+// Package serverless is the slice Lambda's wiring (cmd/slicefn): it reads
+// the slice function's configuration from the environment
+// (LoadSliceConfig; the contract and its errors are in internal/lambdafn),
+// builds the AWS clients, the DSQL pool, the stores, the queues, the timers,
+// the RAP loader and the engine once per execution environment
+// (BuildSliceFunction), and handles each SQS FIFO batch of the input queue
+// (Handler): one engine slice per message group, partial batch failures with
+// FIFO semantics, never-succeeding records moved to the dead-letter queue
+// at once, a JSON log line, EMF metrics and a count of storage and queue
+// round trips per slice.
 //
-//   - SliceFunction.Handle (cmd/slicefn): one SQS FIFO batch of the input
-//     queue, grouped by MessageGroupId, one engine slice per group, partial
-//     batch failures with FIFO semantics, never-succeeding records moved to
-//     the dead-letter queue at once.
-//   - FunctionURLHandler (cmd/rapreceiver): RAP callbacks arriving at a
-//     Lambda Function URL, verified and enqueued by rap.Receiver.Accept.
-//   - RelayHandler (cmd/delayrelay): wake-ups moved from the delay queue to
-//     the FIFO input queue (timers.RelayEvent).
-//
-// It owns the environment contract (the Env* constants), how a batch is cut
-// into slices and how failures are reported to the event source mapping,
-// the per-slice log line, the CloudWatch embedded-metric-format (EMF)
-// records, and the per-slice count of storage and queue round trips. It
-// must not hold agent logic (the engine does), SQL (internal/dsql) or wire
-// formats (internal/sqsq, internal/rap), and it keeps no mutable package
-// state: everything lives in the values Build returns.
+// It must not hold agent logic (the engine does), SQL (internal/dsql) or
+// wire formats (internal/sqsq, internal/rap), and it keeps no mutable
+// package state: everything lives in the SliceFunction that
+// BuildSliceFunction returns. The callback receiver and the delay relay
+// live in internal/lambdafn, so their bootstraps do not link all this.
 //
 // # Batches (SliceFunction.Handle)
 //
@@ -62,8 +57,8 @@
 //
 // # Errors
 //
-// Configuration errors are *EnvError values naming the environment
-// variable. Handlers never return an error to Lambda for a problem with one
-// record: they report it per record (SQS) or with a status code (Function
-// URL), so one bad input never fails a whole batch.
+// Configuration errors are *lambdafn.EnvError values naming the
+// environment variable. Handle never returns an error to Lambda: a problem
+// with one record is reported per record, so one bad input never fails a
+// whole batch.
 package serverless

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/agentslice/agentslice/internal/lambdafn"
 	"github.com/agentslice/agentslice/internal/rap"
 	"github.com/agentslice/agentslice/internal/rap/tools"
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -49,20 +50,20 @@ func startInProcess(t *testing.T) *inProcess {
 	}
 	ctx := context.Background()
 	p := &inProcess{stack: st, logs: &lambdatest.Logs{}}
-	out := &serverless.SyncWriter{W: p.logs}
+	out := &lambdafn.SyncWriter{W: p.logs}
 
 	// The receiver reads the keyring inline, the slice function from the
 	// secret: both ways of the contract are exercised.
-	rcfg, err := serverless.LoadReceiverConfig(envWith(map[string]string{
-		serverless.EnvCallbackKeysSecret: "", serverless.EnvCallbackKeys: st.Keys}))
+	rcfg, err := lambdafn.LoadReceiverConfig(envWith(map[string]string{
+		lambdafn.EnvCallbackKeysSecret: "", lambdafn.EnvCallbackKeys: st.Keys}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, rlog, err := serverless.BuildReceiver(ctx, rcfg, serverless.Options{Stdout: out})
+	rc, rlog, err := lambdafn.BuildReceiver(ctx, rcfg, lambdafn.Options{Stdout: out})
 	if err != nil {
 		t.Fatal(err)
 	}
-	front := httptest.NewServer(lambdatest.FunctionURLFront(serverless.FunctionURLHandler(rc, rlog)))
+	front := httptest.NewServer(lambdatest.FunctionURLFront(lambdafn.FunctionURLHandler(rc, rlog)))
 	t.Cleanup(front.Close)
 
 	kit, err := rap.NewServer(rap.ServerConfig{Name: "clock", Tools: []rap.Tool{tools.GetTime(nil)}})
@@ -79,20 +80,20 @@ func startInProcess(t *testing.T) *inProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(serverless.EnvModelCatalog, string(catalog))
-	t.Setenv(serverless.EnvToolServers, kitSrv.URL)
-	t.Setenv(serverless.EnvCallbackURL, front.URL+"/callback")
+	t.Setenv(lambdafn.EnvModelCatalog, string(catalog))
+	t.Setenv(lambdafn.EnvToolServers, kitSrv.URL)
+	t.Setenv(lambdafn.EnvCallbackURL, front.URL+"/callback")
 	cfg, err := serverless.LoadSliceConfig(os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.fn, err = serverless.BuildSliceFunction(ctx, cfg, serverless.Options{Stdout: out})
+	p.fn, err = serverless.BuildSliceFunction(ctx, cfg, lambdafn.Options{Stdout: out})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.fn.Close)
 
-	relay, err := serverless.BuildRelay(ctx, serverless.RelayConfig{InputQueueURL: st.Input}, serverless.Options{Stdout: out})
+	relay, err := lambdafn.BuildRelay(ctx, lambdafn.RelayConfig{InputQueueURL: st.Input}, lambdafn.Options{Stdout: out})
 	if err != nil {
 		t.Fatal(err)
 	}

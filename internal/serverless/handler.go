@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/agentslice/agentslice/internal/lambdafn"
 	"github.com/agentslice/agentslice/internal/runtime"
 	"github.com/agentslice/agentslice/internal/sqsq"
 )
@@ -33,8 +34,8 @@ const (
 type Handler struct {
 	Slices      SliceRunner
 	DeadLetters DeadLetterer
-	Logger      *slog.Logger // default slog.Default()
-	Metrics     *Metrics     // optional
+	Logger      *slog.Logger      // default slog.Default()
+	Metrics     *lambdafn.Metrics // optional
 	// Margin is kept free before the invocation deadline. Default
 	// DefaultMargin.
 	Margin time.Duration
@@ -252,7 +253,7 @@ func (h *Handler) report(ctx context.Context, run []entry, in runtime.SliceInput
 		level = slog.LevelWarn
 	}
 	h.logger().Log(ctx, level, "slice", attrs...)
-	if err := h.Metrics.Emit(map[string]string{"Outcome": outcome}, []Metric{
+	if err := h.Metrics.Emit(map[string]string{"Outcome": outcome}, []lambdafn.Metric{
 		{Name: "SliceDuration", Unit: "Milliseconds", Value: ms(dur)},
 		{Name: "SliceRoundTrips", Unit: "Count", Value: float64(counter.Total())},
 		{Name: "SliceMessages", Unit: "Count", Value: float64(len(run))},
@@ -272,7 +273,7 @@ func (h *Handler) deadLetter(ctx context.Context, rec events.SQSMessage, dl Dead
 		return false
 	}
 	h.logger().WarnContext(ctx, "dead-lettered", attrs...)
-	if err := h.Metrics.Emit(map[string]string{"Source": dl.Source}, []Metric{{Name: "DeadLettered", Unit: "Count", Value: 1}},
+	if err := h.Metrics.Emit(map[string]string{"Source": dl.Source}, []lambdafn.Metric{{Name: "DeadLettered", Unit: "Count", Value: 1}},
 		map[string]any{"sqs_message_id": rec.MessageId}); err != nil {
 		h.logger().WarnContext(ctx, "writing metrics failed", "error", err.Error())
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/agentslice/agentslice/internal/lambdafn"
 	"github.com/agentslice/agentslice/internal/runtime"
 	"github.com/agentslice/agentslice/internal/serverless"
 	"github.com/agentslice/agentslice/internal/sqsq"
@@ -120,9 +121,9 @@ func failures(resp events.SQSEventResponse) []string {
 }
 
 func newHandler(r *fakeRunner, d *fakeDLQ, out *bytes.Buffer) *serverless.Handler {
-	w := &serverless.SyncWriter{W: out}
-	return &serverless.Handler{Slices: r, DeadLetters: d, Logger: serverless.NewLogger(w, slog.LevelDebug),
-		Metrics: &serverless.Metrics{W: w}}
+	w := &lambdafn.SyncWriter{W: out}
+	return &serverless.Handler{Slices: r, DeadLetters: d, Logger: lambdafn.NewLogger(w, slog.LevelDebug),
+		Metrics: &lambdafn.Metrics{W: w}}
 }
 
 func TestHandleBatchFromTestdata(t *testing.T) {
@@ -345,7 +346,7 @@ func TestHandleLogsAndMetrics(t *testing.T) {
 		}
 		d := m["_aws"].(map[string]any)
 		cw := d["CloudWatchMetrics"].([]any)[0].(map[string]any)
-		if cw["Namespace"] != serverless.DefaultNamespace || d["Timestamp"].(float64) <= 0 {
+		if cw["Namespace"] != lambdafn.DefaultNamespace || d["Timestamp"].(float64) <= 0 {
 			t.Errorf("EMF directive %v", d)
 		}
 		for _, mt := range cw["Metrics"].([]any) {

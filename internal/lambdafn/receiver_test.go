@@ -1,4 +1,4 @@
-package serverless_test
+package lambdafn_test
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/agentslice/agentslice/internal/lambdafn"
 	"github.com/agentslice/agentslice/internal/rap"
 	"github.com/agentslice/agentslice/internal/rap/raptest"
 	"github.com/agentslice/agentslice/internal/runtime"
-	"github.com/agentslice/agentslice/internal/serverless"
 )
 
 // recQueue records what the receiver enqueues, or fails with err. (The
@@ -100,7 +100,7 @@ func TestFunctionURLHandler(t *testing.T) {
 			if tt.edit != nil {
 				tt.edit(&req)
 			}
-			resp, err := serverless.FunctionURLHandler(rc, raptest.QuietLogger())(context.Background(), req)
+			resp, err := lambdafn.FunctionURLHandler(rc, raptest.QuietLogger())(context.Background(), req)
 			if err != nil {
 				t.Fatalf("the handler returned an error (Lambda would answer a bare 502): %v", err)
 			}

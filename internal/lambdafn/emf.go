@@ -1,4 +1,4 @@
-package serverless
+package lambdafn
 
 import (
 	"encoding/json"
@@ -84,7 +84,7 @@ func (m *Metrics) Emit(dims map[string]string, metrics []Metric, props map[strin
 	}
 	b, err := json.Marshal(rec)
 	if err != nil {
-		return fmt.Errorf("serverless: encoding an EMF record: %w", err)
+		return fmt.Errorf("lambdafn: encoding an EMF record: %w", err)
 	}
 	_, err = m.W.Write(append(b, '\n'))
 	return err

@@ -1,4 +1,4 @@
-package serverless
+package lambdafn
 
 import (
 	"context"
@@ -11,9 +11,58 @@ import (
 	"net/url"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/agentslice/agentslice/internal/rap"
+	"github.com/agentslice/agentslice/internal/sqsq"
 )
+
+// ReceiverConfig is the callback receiver's configuration.
+type ReceiverConfig struct {
+	InputQueueURL string
+	Keys          KeySource
+	LogLevel      slog.Level
+}
+
+// LoadReceiverConfig reads the callback receiver's configuration.
+func LoadReceiverConfig(getenv func(string) string) (ReceiverConfig, error) {
+	r := &Reader{Get: getenv}
+	c := ReceiverConfig{
+		InputQueueURL: r.QueueURL(EnvInputQueueURL, "the FIFO input queue URL", true),
+		Keys:          r.Keys(),
+		LogLevel:      r.LogLevel(),
+	}
+	if err := r.Err(); err != nil {
+		return ReceiverConfig{}, err
+	}
+	return c, nil
+}
+
+// BuildReceiver builds the callback receiver: a rap.Receiver that enqueues
+// accepted callbacks on the FIFO input queue, and the logger to give
+// FunctionURLHandler. View updates and user choices are kept in the
+// receiver's memory stores, per execution environment (best effort).
+func BuildReceiver(ctx context.Context, cfg ReceiverConfig, opts Options) (*rap.Receiver, *slog.Logger, error) {
+	opts.Defaults(cfg.LogLevel)
+	awsCfg, err := opts.AWSConfig(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys, err := LoadKeyring(ctx, cfg.Keys, secretsmanager.NewFromConfig(awsCfg))
+	if err != nil {
+		return nil, nil, err
+	}
+	queue, err := sqsq.NewQueue(sqs.NewFromConfig(awsCfg), sqsq.QueueConfig{URL: cfg.InputQueueURL})
+	if err != nil {
+		return nil, nil, err
+	}
+	rc, err := rap.NewReceiver(rap.ReceiverConfig{Keys: keys, Queue: queue, Now: opts.Now, Logger: opts.Logger})
+	if err != nil {
+		return nil, nil, err
+	}
+	return rc, opts.Logger, nil
+}
 
 // Accepter is what FunctionURLHandler needs of a *rap.Receiver.
 type Accepter interface {
