@@ -135,10 +135,9 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 	if err != nil {
 		return fail(fmt.Errorf("serverless: %s: %w", lambdafn.EnvModelCatalog, err))
 	}
-	var compaction *runtime.CompactionPolicy
-	if d, ok := mdl.(model.Described); ok && d.Info().ContextWindow > 0 {
-		compaction = &runtime.CompactionPolicy{ContextWindow: d.Info().ContextWindow}
-	}
+	// The catalog entry's context window (validated positive) sets when a
+	// thread is summarised.
+	compaction := &runtime.CompactionPolicy{ContextWindow: cfg.Model.ContextWindow}
 	f.Engine = &runtime.Engine{
 		History:    dsql.New(pool, dsql.Options{}),
 		Dedup:      dd,

@@ -1,7 +1,9 @@
 package serverless_test
 
 import (
+	"context"
 	"errors"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/agentslice/agentslice/internal/lambdafn"
 	"github.com/agentslice/agentslice/internal/serverless"
+	"github.com/agentslice/agentslice/internal/testenv/awstest"
 )
 
 // validSliceEnv is a complete slice-function environment.
@@ -118,5 +121,38 @@ func TestLoadSliceConfigLocal(t *testing.T) {
 	}
 	if c.PGDSN == "" || c.DSQLEndpoint != "" || c.Keys.Inline == "" || c.ToolServers != nil || c.Margin != 1500*time.Millisecond {
 		t.Fatalf("config = %+v", c)
+	}
+}
+
+// TestBuildSliceFunctionForDSQL builds the production wiring (DSQL with IAM
+// tokens, keyring inline) without any service: building must not connect
+// to anything, the pool must speak TLS to the cluster, and requests must be
+// counted per slice.
+func TestBuildSliceFunctionForDSQL(t *testing.T) {
+	t.Parallel()
+	env := validSliceEnv(t)
+	delete(env, lambdafn.EnvCallbackKeysSecret)
+	delete(env, lambdafn.EnvToolServers)
+	env[lambdafn.EnvCallbackKeys] = "k1:c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA"
+	cfg, err := serverless.LoadSliceConfig(getenv(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	awsCfg := awstest.Config()
+	fn, err := serverless.BuildSliceFunction(context.Background(), cfg, lambdafn.Options{AWS: &awsCfg, Stdout: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fn.Close()
+	cc := fn.Pool.Config().ConnConfig
+	if cc.Host != "abc.dsql.us-east-1.on.aws" || cc.Port != 5432 || cc.User != "admin" || cc.TLSConfig == nil ||
+		cc.TLSConfig.ServerName != cc.Host || fn.Pool.Config().BeforeConnect == nil || cc.Tracer == nil {
+		t.Fatalf("pool config: host %s:%d user %s tls %v tracer %v", cc.Host, cc.Port, cc.User, cc.TLSConfig != nil, cc.Tracer)
+	}
+	if st := fn.Pool.Stat(); st.TotalConns() != 0 {
+		t.Fatalf("building opened %d connections; the first slice should", st.TotalConns())
+	}
+	if fn.Engine.Compaction == nil || fn.Engine.Dedup == nil || fn.Engine.Output == nil {
+		t.Fatalf("engine %+v", fn.Engine)
 	}
 }
