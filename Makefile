@@ -1,6 +1,9 @@
 # agentslice — the two commands a newcomer needs:
 #   make loadtest   the density benchmark on the embedded runtime (the main job)
 #   make test       every test, with the local stand-ins for AWS started and stopped
+#                   (it ends with make e2e's local cloud test)
+#   make e2e        only the local cloud test: the Lambda bootstraps under the
+#                   Runtime Interface Emulator against fauxqs, DynamoDB Local, PostgreSQL
 # For the reliability claims (README, "Reliability"):
 #   make chaos      the crash/redelivery/race matrix; ends with its summary line
 #   make fuzz       every fuzz target for FUZZTIME each
@@ -10,12 +13,17 @@ AGENTS  ?= 20000
 TURNS   ?= 20
 WAVE    ?= 500
 
-.PHONY: all test test-go loadtest loadtest-full loadtest-storage vet fmt fuzz chaos build synth deploy destroy cdk-deps
+.PHONY: all test test-go e2e loadtest loadtest-full loadtest-storage vet fmt fuzz chaos build synth deploy destroy cdk-deps
 
 all: test
 
 test:
 	bash scripts/test.sh
+
+# The local cloud test; starts and stops the services itself unless their
+# variables are already exported (scripts/test.sh does both).
+e2e:
+	bash scripts/e2e.sh
 
 # Only the Go tests, assuming services are already up (see scripts/test.sh).
 test-go:

@@ -29,3 +29,12 @@ echo "== go vet"
 go vet ./...
 echo "== go test -race"
 go test -race -count=1 ./...
+
+# ---------------------------------------------------------------------------
+# Local cloud test: the real Lambda bootstraps (slicefn, rapreceiver,
+# delayrelay) under the AWS Lambda Runtime Interface Emulator, against the
+# services started above (scripts/e2e.sh reuses them because their variables
+# are exported).
+# ---------------------------------------------------------------------------
+echo "== e2e (scripts/e2e.sh)"
+bash scripts/e2e.sh

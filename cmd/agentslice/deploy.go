@@ -2,19 +2,304 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/agentslice/agentslice/internal/dsql"
+	"github.com/agentslice/agentslice/internal/runtime"
+	"github.com/agentslice/agentslice/internal/sqsq"
 )
 
-// runSend, runTail and runMigrate are being built (issue 7, deployment CLI).
+// The deployment subcommands talk to a deployed stack: send and tail to its
+// queues (credentials and region from the usual AWS sources: environment,
+// shared config, SSO), migrate to its history database.
+
+// awsFlags are the flags every queue subcommand takes.
+type awsFlags struct {
+	region, endpoint string
+}
+
+func (a *awsFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&a.region, "region", "", "AWS region (default: AWS_REGION or the shared config)")
+	fs.StringVar(&a.endpoint, "endpoint-url", "", "SQS endpoint, for local stand-ins (AWS_ENDPOINT_URL_SQS works too)")
+}
+
+func (a *awsFlags) sqsClient(ctx context.Context) (*sqs.Client, error) {
+	cfg, err := loadAWS(ctx, a.region)
+	if err != nil {
+		return nil, err
+	}
+	return sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+		if a.endpoint != "" {
+			o.BaseEndpoint = aws.String(a.endpoint)
+		}
+	}), nil
+}
+
+func loadAWS(ctx context.Context, region string) (aws.Config, error) {
+	var opts []func(*config.LoadOptions) error
+	if region != "" {
+		opts = append(opts, config.WithRegion(region))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("loading the AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		return aws.Config{}, errors.New("no AWS region: pass --region or set AWS_REGION")
+	}
+	return cfg, nil
+}
+
+// parseFlags parses args; -h prints the usage and ends the command
+// successfully (errHelp).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return errHelp
+	}
+	return err
+}
+
+var errHelp = errors.New("help requested")
+
+func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: agentslice %s\n\nflags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// runSend sends one user message to a thread on a deployment's FIFO input
+// queue and prints the message ID.
 func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not implemented yet")
+	fs := newFlagSet("send", "send --queue-url URL --thread ID [--id ID] [--user ID] TEXT...", stderr)
+	var a awsFlags
+	a.register(fs)
+	queueURL := fs.String("queue-url", "", "URL of the deployment's FIFO input queue (required)")
+	thread := fs.String("thread", "", "thread to send to; a new ID starts a new conversation (required)")
+	id := fs.String("id", "", "message ID, stable across retries of this send (default: a fresh random ID, printed)")
+	user := fs.String("user", "", "user ID recorded with the message (optional)")
+	if err := parseFlags(fs, args); err != nil {
+		return ignoreHelp(err)
+	}
+	text := strings.Join(fs.Args(), " ")
+	switch {
+	case *queueURL == "":
+		return errors.New("--queue-url is required (the stack's input queue URL)")
+	case *thread == "":
+		return errors.New("--thread is required")
+	case strings.TrimSpace(text) == "":
+		return errors.New("the message text is missing: put it after the flags")
+	}
+	if *id == "" {
+		*id = newMessageID()
+	}
+	msg := runtime.Message{V: runtime.MessageVersion, ID: *id, ThreadID: *thread, Kind: runtime.KindUser, Text: text, UserID: *user}
+	if err := msg.Validate(); err != nil {
+		return err
+	}
+	client, err := a.sqsClient(ctx)
+	if err != nil {
+		return err
+	}
+	q, err := sqsq.NewQueue(client, sqsq.QueueConfig{URL: *queueURL})
+	if err != nil {
+		return err
+	}
+	if err := q.Send(ctx, msg); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, msg.ID)
+	return nil
 }
 
+func newMessageID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
+	return "msg_" + hex.EncodeToString(b[:])
+}
+
+func ignoreHelp(err error) error {
+	if errors.Is(err, errHelp) {
+		return nil
+	}
+	return err
+}
+
+// runTail long-polls a deployment's output queue, prints each agent reply
+// as it arrives and deletes it.
 func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not implemented yet")
+	fs := newFlagSet("tail", "tail --queue-url URL [-n N] [--json]", stderr)
+	var a awsFlags
+	a.register(fs)
+	queueURL := fs.String("queue-url", "", "URL of the deployment's output queue (required)")
+	n := fs.Int("n", 0, "stop after printing N events (0: until interrupted)")
+	wait := fs.Int("wait", 20, "long-poll wait in seconds (1..20)")
+	asJSON := fs.Bool("json", false, "print each event as its JSON record")
+	if err := parseFlags(fs, args); err != nil {
+		return ignoreHelp(err)
+	}
+	switch {
+	case *queueURL == "":
+		return errors.New("--queue-url is required (the stack's output queue URL)")
+	case *n < 0:
+		return fmt.Errorf("-n %d is negative", *n)
+	case *wait < 1 || *wait > 20:
+		return fmt.Errorf("--wait %d is outside 1..20 seconds", *wait)
+	}
+	client, err := a.sqsClient(ctx)
+	if err != nil {
+		return err
+	}
+	t := &tailer{api: client, url: *queueURL, wait: int32(*wait), json: *asJSON, out: stdout, errOut: stderr, seen: newRecent(10000)}
+	return t.run(ctx, *n)
 }
 
+// tailAPI is the part of *sqs.Client tail uses.
+type tailAPI interface {
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+}
+
+type tailer struct {
+	api         tailAPI
+	url         string
+	wait        int32
+	json        bool
+	out, errOut io.Writer
+	seen        *recent
+}
+
+// run prints events until limit were printed (0: no limit) or ctx ends.
+// The output queue is a standard queue: it may deliver an event twice, so
+// events are printed once per ID.
+func (t *tailer) run(ctx context.Context, limit int) error {
+	printed := 0
+	for limit == 0 || printed < limit {
+		max := int32(10)
+		if limit > 0 && limit-printed < 10 {
+			max = int32(limit - printed) // never receive what we will not print
+		}
+		out, err := t.api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(t.url),
+			MaxNumberOfMessages: max, WaitTimeSeconds: t.wait})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // interrupted
+			}
+			return fmt.Errorf("receiving from %s: %w", t.url, err)
+		}
+		var done []types.DeleteMessageBatchRequestEntry
+		for i, m := range out.Messages {
+			body := aws.ToString(m.Body)
+			ev, err := sqsq.DecodeOutput(body)
+			switch {
+			case err != nil:
+				fmt.Fprintf(t.errOut, "agentslice tail: skipping and deleting a malformed record %s: %v\n  body: %.500s\n", aws.ToString(m.MessageId), err, body)
+			case t.seen.add(ev.ID):
+				t.print(ev, body)
+				printed++
+			}
+			done = append(done, types.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle})
+		}
+		if len(done) > 0 {
+			// Delete even when ctx was cancelled meanwhile: what was
+			// printed must not come back.
+			dctx := context.WithoutCancel(ctx)
+			res, err := t.api.DeleteMessageBatch(dctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(t.url), Entries: done})
+			if err != nil {
+				return fmt.Errorf("deleting %d printed records from %s: %w", len(done), t.url, err)
+			}
+			for _, f := range res.Failed {
+				fmt.Fprintf(t.errOut, "agentslice tail: could not delete a printed record (it may be printed again): %s: %s\n",
+					aws.ToString(f.Code), aws.ToString(f.Message))
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (t *tailer) print(ev runtime.OutputEvent, body string) {
+	if t.json {
+		fmt.Fprintln(t.out, body)
+		return
+	}
+	fmt.Fprintf(t.out, "[%s] %s: %s\n", ev.ThreadID, ev.Kind, ev.Text)
+}
+
+// recent remembers the last n IDs added.
+type recent struct {
+	ids  map[string]bool
+	ring []string
+	next int
+}
+
+func newRecent(n int) *recent { return &recent{ids: make(map[string]bool, n), ring: make([]string, n)} }
+
+// add records id and reports whether it was new.
+func (r *recent) add(id string) bool {
+	if r.ids[id] {
+		return false
+	}
+	if old := r.ring[r.next]; old != "" {
+		delete(r.ids, old)
+	}
+	r.ring[r.next] = id
+	r.ids[id] = true
+	r.next = (r.next + 1) % len(r.ring)
+	return true
+}
+
+// runMigrate creates or upgrades the history schema.
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not implemented yet")
+	fs := newFlagSet("migrate", "migrate (--dsn DSN | --dsql-endpoint HOST [--region R] [--user ROLE])", stderr)
+	dsn := fs.String("dsn", "", "PostgreSQL connection string (local development and tests)")
+	endpoint := fs.String("dsql-endpoint", "", "Aurora DSQL cluster endpoint host name (IAM authentication)")
+	region := fs.String("region", "", "the DSQL cluster's region (default: AWS_REGION or the shared config)")
+	user := fs.String("user", "admin", "DSQL database role")
+	if err := parseFlags(fs, args); err != nil {
+		return ignoreHelp(err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var cfg dsql.Config
+	switch {
+	case (*dsn == "") == (*endpoint == ""):
+		return errors.New("set exactly one of --dsn (PostgreSQL) and --dsql-endpoint (Aurora DSQL)")
+	case *dsn != "":
+		cfg = dsql.Config{Dialect: dsql.Postgres, DSN: *dsn}
+	default:
+		awsCfg, err := loadAWS(ctx, *region)
+		if err != nil {
+			return err
+		}
+		cfg = dsql.Config{Dialect: dsql.DSQL, Endpoint: *endpoint, Region: awsCfg.Region, User: *user, Credentials: awsCfg.Credentials}
+	}
+	pool, err := dsql.NewPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := dsql.Migrate(ctx, pool, cfg.Dialect); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "schema is at version %d (%s)\n", dsql.SchemaVersion(), cfg.Dialect)
+	return nil
 }

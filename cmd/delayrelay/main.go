@@ -1,0 +1,33 @@
+// Command delayrelay is the delay-relay Lambda: it is triggered by the
+// standard delay queue (ReportBatchItemFailures on) and moves each delayed
+// wake-up to the FIFO input queue with its thread's MessageGroupId and
+// deduplication ID (timers.RelayEvent).
+//
+// Build for provided.al2023 on arm64:
+//
+//	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -o bootstrap ./cmd/delayrelay
+//
+// Environment: AGENTSLICE_INPUT_QUEUE_URL.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/agentslice/agentslice/internal/lambdafn"
+)
+
+func main() {
+	ctx := context.Background()
+	cfg, err := lambdafn.LoadRelayConfig(os.Getenv)
+	if err != nil {
+		lambdafn.Fatal("delayrelay", err)
+	}
+	handle, err := lambdafn.BuildRelay(ctx, cfg, lambdafn.Options{})
+	if err != nil {
+		lambdafn.Fatal("delayrelay", err)
+	}
+	lambda.Start(handle)
+}

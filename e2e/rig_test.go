@@ -1,0 +1,222 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentslice/agentslice/internal/dsql"
+	"github.com/agentslice/agentslice/internal/lambdafn"
+	"github.com/agentslice/agentslice/internal/rap"
+	"github.com/agentslice/agentslice/internal/rap/tools"
+	"github.com/agentslice/agentslice/internal/runtime"
+	"github.com/agentslice/agentslice/internal/serverless/lambdatest"
+	"github.com/agentslice/agentslice/internal/sqsq"
+	"github.com/agentslice/agentslice/internal/testenv"
+)
+
+// Variables scripts/e2e.sh sets.
+const (
+	binVar = "AGENTSLICE_E2E_BIN" // directory holding slicefn/, rapreceiver/, delayrelay/ with a bootstrap each
+	rieVar = "AGENTSLICE_E2E_RIE" // the aws-lambda-rie executable
+	logVar = "AGENTSLICE_E2E_LOG" // optional: file to write every function's output to
+)
+
+// Timeout bounds every wait for an outcome.
+const Timeout = 45 * time.Second
+
+// rig is a local deployment with the three functions running under RIE.
+type rig struct {
+	stack   *lambdatest.Stack
+	queue   *sqsq.Queue
+	history *dsql.Store
+	logs    *lambdatest.Logs // the slice function's log lines
+	outputs *lambdatest.Collector
+	dlq     *lambdatest.Collector
+	input   *lambdatest.Poller
+	delay   *lambdatest.Poller
+	front   string // the callback receiver's "Function URL"
+
+	mu  sync.Mutex
+	all []string // every function's output, prefixed by its name
+}
+
+func (r *rig) line(fn string) func(string) {
+	return func(s string) {
+		r.mu.Lock()
+		r.all = append(r.all, fn+": "+s)
+		r.mu.Unlock()
+		if fn == "slicefn" {
+			r.logs.Line(s)
+		}
+	}
+}
+
+func startRig(t *testing.T) *rig {
+	t.Helper()
+	bin := testenv.Need(t, binVar)
+	rieBin := testenv.Need(t, rieVar)
+	st := lambdatest.NewStack(t)
+	ctx := context.Background()
+	r := &rig{stack: st, logs: &lambdatest.Logs{}}
+	t.Cleanup(func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if path := os.Getenv(logVar); path != "" {
+			_ = os.WriteFile(path, []byte(strings.Join(r.all, "\n")+"\n"), 0o644)
+		}
+		if t.Failed() {
+			from := max(0, len(r.all)-200)
+			t.Logf("last %d lines of the functions' output:\n%s", len(r.all)-from, strings.Join(r.all[from:], "\n"))
+		}
+	})
+
+	start := func(fn string, env ...string) *lambdatest.RIE {
+		t.Helper()
+		e := &lambdatest.RIE{Binary: rieBin, Bootstrap: filepath.Join(bin, fn, "bootstrap"), Lines: r.line(fn),
+			Env: lambdatest.Env(append([]string{"AWS_LAMBDA_FUNCTION_NAME=" + fn, "AWS_LAMBDA_FUNCTION_TIMEOUT=30"}, env...)...)}
+		if err := e.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(e.Stop)
+		return e
+	}
+	awsEnv := st.AWSEnv()
+
+	// The tool server: a kit server with get_time, in this process.
+	kit, err := rap.NewServer(rap.ServerConfig{Name: "clock", Tools: []rap.Tool{tools.GetTime(nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kit.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kitSrv := httptest.NewServer(kit)
+	t.Cleanup(func() { kitSrv.Close(); kit.Stop() })
+
+	// The callback receiver reads its keyring inline, the slice function
+	// from the Secrets Manager secret: both ways of the contract run.
+	receiver := start("rapreceiver", append(awsEnv,
+		lambdafn.EnvInputQueueURL+"="+st.Input, lambdafn.EnvCallbackKeys+"="+st.Keys)...)
+	front := httptest.NewServer(lambdatest.FunctionURLFront(receiver.InvokeFunctionURL))
+	t.Cleanup(front.Close)
+	r.front = front.URL + "/"
+
+	catalog, err := os.ReadFile("testdata/catalog.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slicefn := start("slicefn", append(st.Env(),
+		lambdafn.EnvModelCatalog+"="+string(catalog),
+		lambdafn.EnvToolServers+"="+kitSrv.URL,
+		lambdafn.EnvCallbackURL+"="+r.front)...)
+	relay := start("delayrelay", append(awsEnv, lambdafn.EnvInputQueueURL+"="+st.Input)...)
+
+	r.input = &lambdatest.Poller{SQS: st.SQS, QueueURL: st.Input, DLQURL: st.DLQ, MaxReceiveCount: lambdatest.MaxReceiveCount,
+		Invoke: slicefn.InvokeSQS, Logf: func(f string, a ...any) { r.line("poller(input)")(fmt.Sprintf(f, a...)) }}
+	r.delay = &lambdatest.Poller{SQS: st.SQS, QueueURL: st.Delay, DLQURL: st.DelayDLQ, MaxReceiveCount: lambdatest.MaxReceiveCount,
+		Invoke: relay.InvokeSQS, Logf: func(f string, a ...any) { r.line("poller(delay)")(fmt.Sprintf(f, a...)) }}
+	for _, p := range []*lambdatest.Poller{r.input, r.delay} {
+		p.Start(ctx)
+		t.Cleanup(p.Stop)
+	}
+	r.outputs = &lambdatest.Collector{SQS: st.SQS, URL: st.Output}
+	r.dlq = &lambdatest.Collector{SQS: st.SQS, URL: st.DLQ}
+	for _, c := range []*lambdatest.Collector{r.outputs, r.dlq} {
+		c.Start(ctx)
+		t.Cleanup(c.Stop)
+	}
+	if r.queue, err = sqsq.NewQueue(st.SQS, sqsq.QueueConfig{URL: st.Input}); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, st.PGDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	r.history = dsql.New(pool, dsql.Options{})
+	return r
+}
+
+// send puts a user message on the input queue as `agentslice send` does.
+func (r *rig) send(t *testing.T, thread, id, text string) {
+	t.Helper()
+	if err := r.queue.Send(context.Background(), runtime.Message{V: 1, ID: id, ThreadID: thread, Kind: runtime.KindUser, Text: text}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sendRaw puts a body on the input queue as-is, in thread's group.
+func (r *rig) sendRaw(t *testing.T, thread, dedupID, body string) {
+	t.Helper()
+	_, err := r.stack.SQS.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(r.stack.Input),
+		MessageBody: aws.String(body), MessageGroupId: aws.String(sqsq.GroupID(thread)), MessageDeduplicationId: aws.String(dedupID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// replies waits until thread has n distinct events on the output queue and
+// returns them as "kind: text", in arrival order.
+func (r *rig) replies(t *testing.T, thread string, n int) []string {
+	t.Helper()
+	var texts []string
+	err := r.outputs.WaitFor(Timeout, func(got []lambdatest.Received) bool {
+		texts = texts[:0]
+		seen := map[string]bool{}
+		for _, rc := range got {
+			ev, err := sqsq.DecodeOutput(rc.Body)
+			if err != nil || ev.ThreadID != thread || seen[ev.ID] {
+				continue
+			}
+			seen[ev.ID] = true
+			texts = append(texts, ev.Kind+": "+ev.Text)
+		}
+		return len(texts) >= n
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return texts
+}
+
+// slices waits for n slice log lines of thread.
+func (r *rig) slices(t *testing.T, thread string, n int) []lambdatest.SliceLog {
+	t.Helper()
+	got, err := r.logs.WaitSlices(thread, n, Timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// kinds returns the thread's history as item kinds (tool calls with their
+// tool's name).
+func (r *rig) kinds(t *testing.T, thread string) ([]string, *runtime.Thread) {
+	t.Helper()
+	th, err := r.history.Load(context.Background(), thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, it := range th.Items {
+		k := it.Kind.String()
+		if it.Kind == runtime.ItemToolCall {
+			k += "(" + it.Name + ")"
+		}
+		out = append(out, k)
+	}
+	return out, th
+}

@@ -1,0 +1,129 @@
+package lambdafn
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/agentslice/agentslice/internal/rap"
+	"github.com/agentslice/agentslice/internal/sqsq"
+)
+
+// ReceiverConfig is the callback receiver's configuration.
+type ReceiverConfig struct {
+	InputQueueURL string
+	Keys          KeySource
+	LogLevel      slog.Level
+}
+
+// LoadReceiverConfig reads the callback receiver's configuration.
+func LoadReceiverConfig(getenv func(string) string) (ReceiverConfig, error) {
+	r := &Reader{Get: getenv}
+	c := ReceiverConfig{
+		InputQueueURL: r.QueueURL(EnvInputQueueURL, "the FIFO input queue URL", true),
+		Keys:          r.Keys(),
+		LogLevel:      r.LogLevel(),
+	}
+	if err := r.Err(); err != nil {
+		return ReceiverConfig{}, err
+	}
+	return c, nil
+}
+
+// BuildReceiver builds the callback receiver: a rap.Receiver that enqueues
+// accepted callbacks on the FIFO input queue, and the logger to give
+// FunctionURLHandler. View updates and user choices are kept in the
+// receiver's memory stores, per execution environment (best effort).
+func BuildReceiver(ctx context.Context, cfg ReceiverConfig, opts Options) (*rap.Receiver, *slog.Logger, error) {
+	opts.Defaults(cfg.LogLevel)
+	awsCfg, err := opts.AWSConfig(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys, err := LoadKeyring(ctx, cfg.Keys, secretsmanager.NewFromConfig(awsCfg))
+	if err != nil {
+		return nil, nil, err
+	}
+	queue, err := sqsq.NewQueue(sqs.NewFromConfig(awsCfg), sqsq.QueueConfig{URL: cfg.InputQueueURL})
+	if err != nil {
+		return nil, nil, err
+	}
+	rc, err := rap.NewReceiver(rap.ReceiverConfig{Keys: keys, Queue: queue, Now: opts.Now, Logger: opts.Logger})
+	if err != nil {
+		return nil, nil, err
+	}
+	return rc, opts.Logger, nil
+}
+
+// Accepter is what FunctionURLHandler needs of a *rap.Receiver.
+type Accepter interface {
+	Accept(ctx context.Context, query map[string][]string, body []byte) error
+}
+
+// FunctionURLHandler returns the Lambda handler behind the callback
+// receiver's Function URL. Each request is a RAP callback POSTed to a signed
+// callback URL: the query carries the capability, the body the callback.
+// It answers 200 {"status":"accepted"} once the message is enqueued, a 4xx
+// {"error":..., "field":...} for anything rejected (bad or expired
+// signature, malformed body, wrong method, too large), and 503 when
+// enqueueing failed, so the tool retries. It never returns a Go error, which
+// Lambda would turn into a bare 502.
+func FunctionURLHandler(rc Accepter, log *slog.Logger) func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	return func(ctx context.Context, req events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+		if m := req.RequestContext.HTTP.Method; m != http.MethodPost {
+			resp := urlError(&rap.CallbackError{Status: http.StatusMethodNotAllowed, Err: fmt.Errorf("callbacks are POSTed, not %s", m)})
+			resp.Headers["Allow"] = http.MethodPost
+			return resp, nil
+		}
+		body := []byte(req.Body)
+		if req.IsBase64Encoded {
+			b, err := base64.StdEncoding.DecodeString(req.Body)
+			if err != nil {
+				return urlError(&rap.CallbackError{Status: http.StatusBadRequest, Err: errors.New("the body is marked base64 but does not decode")}), nil
+			}
+			body = b
+		}
+		if len(body) > rap.MaxCallbackBody {
+			return urlError(&rap.CallbackError{Status: http.StatusRequestEntityTooLarge,
+				Err: fmt.Errorf("the body is %d bytes, more than the limit of %d", len(body), rap.MaxCallbackBody)}), nil
+		}
+		query, err := url.ParseQuery(req.RawQueryString)
+		if err != nil {
+			return urlError(&rap.CallbackError{Status: http.StatusBadRequest, Err: errors.New("the query string does not parse")}), nil
+		}
+		if err := rc.Accept(ctx, query, body); err != nil {
+			var ce *rap.CallbackError
+			if !errors.As(err, &ce) {
+				log.WarnContext(ctx, "callback not enqueued; the tool should retry", "error", err.Error())
+				return urlError(&rap.CallbackError{Status: http.StatusServiceUnavailable, Err: errors.New("the callback could not be enqueued; retry later")}), nil
+			}
+			log.InfoContext(ctx, "callback rejected", "status", ce.Status, "error", err.Error())
+			return urlError(ce), nil
+		}
+		log.DebugContext(ctx, "callback accepted", "thread", query.Get("t"), "call", query.Get("c"))
+		return events.LambdaFunctionURLResponse{StatusCode: http.StatusOK, Headers: jsonHeaders(),
+			Body: `{"status":"accepted"}` + "\n"}, nil
+	}
+}
+
+func jsonHeaders() map[string]string { return map[string]string{"Content-Type": "application/json"} }
+
+func urlError(ce *rap.CallbackError) events.LambdaFunctionURLResponse {
+	b, _ := json.Marshal(struct {
+		Error string `json:"error"`
+		Field string `json:"field,omitempty"`
+	}{ce.Error(), ce.Field})
+	return events.LambdaFunctionURLResponse{StatusCode: ce.Status, Headers: jsonHeaders(), Body: string(b) + "\n"}
+}

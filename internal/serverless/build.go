@@ -1,0 +1,155 @@
+package serverless
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentslice/agentslice/internal/dedup"
+	"github.com/agentslice/agentslice/internal/dsql"
+	"github.com/agentslice/agentslice/internal/lambdafn"
+	"github.com/agentslice/agentslice/internal/model"
+	"github.com/agentslice/agentslice/internal/rap"
+	"github.com/agentslice/agentslice/internal/runtime"
+	"github.com/agentslice/agentslice/internal/sqsq"
+	"github.com/agentslice/agentslice/internal/timers"
+)
+
+// SliceFunction is the slice Lambda: everything built once per execution
+// environment and reused by every warm invocation.
+type SliceFunction struct {
+	Handler *Handler
+	Engine  *runtime.Engine
+	Loader  *rap.Loader
+	Pool    *pgxpool.Pool
+	disp    *rap.Dispatcher
+}
+
+// Handle is the Lambda handler of the slice function.
+func (f *SliceFunction) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	return f.Handler.Handle(ctx, ev)
+}
+
+// Close waits for background notifications and closes the pool.
+func (f *SliceFunction) Close() {
+	f.disp.Close()
+	f.Pool.Close()
+}
+
+// BuildSliceFunction builds the slice function from cfg: AWS clients whose
+// requests are counted per slice, the DSQL (or PostgreSQL) pool, the
+// stores, the queues, the timers, the RAP loader with the built-in thread
+// and sleep tools as its base toolbox (the configured tool servers'
+// toolsets are fetched and validated once here), the model and the engine.
+// Nothing connects to the database until the first slice.
+func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Options) (*SliceFunction, error) {
+	opts.Defaults(cfg.LogLevel)
+	awsCfg, err := opts.AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sqsClient := sqs.NewFromConfig(withCountingHTTP(awsCfg, "sqs"))
+	ddbClient := dynamodb.NewFromConfig(withCountingHTTP(awsCfg, "dynamodb"))
+	schedClient := scheduler.NewFromConfig(withCountingHTTP(awsCfg, "scheduler"))
+
+	keys, err := lambdafn.LoadKeyring(ctx, cfg.Keys, secretsmanager.NewFromConfig(awsCfg))
+	if err != nil {
+		return nil, err
+	}
+	dbCfg := dsql.Config{Dialect: dsql.Postgres, DSN: cfg.PGDSN}
+	if cfg.DSQLEndpoint != "" {
+		dbCfg = dsql.Config{Dialect: dsql.DSQL, Endpoint: cfg.DSQLEndpoint, Region: cfg.Region, User: cfg.DSQLUser,
+			Credentials: awsCfg.Credentials}
+	}
+	pc, err := dbCfg.PoolConfig()
+	if err != nil {
+		return nil, fmt.Errorf("serverless: history database (%s or %s): %w", lambdafn.EnvDSQLEndpoint, lambdafn.EnvPGDSN, err)
+	}
+	instrumentPool(pc)
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("serverless: creating the history pool: %w", err)
+	}
+	f := &SliceFunction{Pool: pool}
+	fail := func(err error) (*SliceFunction, error) {
+		pool.Close()
+		if f.disp != nil {
+			f.disp.Close()
+		}
+		return nil, err
+	}
+
+	dd, err := dedup.New(ddbClient, dedup.Config{Table: cfg.DedupTable})
+	if err != nil {
+		return fail(err)
+	}
+	queue, err := sqsq.NewQueue(sqsClient, sqsq.QueueConfig{URL: cfg.InputQueueURL})
+	if err != nil {
+		return fail(err)
+	}
+	output, err := sqsq.NewOutput(sqsClient, sqsq.OutputConfig{URL: cfg.OutputQueueURL})
+	if err != nil {
+		return fail(err)
+	}
+	tm, err := timers.New(sqsClient, schedClient, timers.Config{DelayQueueURL: cfg.DelayQueueURL, InputQueueURL: cfg.InputQueueURL,
+		SchedulerRoleARN: cfg.SchedulerRoleARN, ScheduleGroup: cfg.ScheduleGroup, Now: opts.Now})
+	if err != nil {
+		return fail(err)
+	}
+	dlq, err := NewDeadLetters(sqsClient, cfg.DLQURL)
+	if err != nil {
+		return fail(err)
+	}
+
+	base := runtime.NewToolbox()
+	for _, e := range append(runtime.ThreadTools(), runtime.SleepTools(tm, opts.Now)...) {
+		if err := base.Add(e); err != nil {
+			return fail(err)
+		}
+	}
+	f.disp, err = rap.NewDispatcher(rap.DispatcherConfig{Signer: &rap.Signer{Keys: keys, BaseURL: cfg.CallbackURL, Now: opts.Now},
+		Client: opts.HTTPClient, Logger: opts.Logger})
+	if err != nil {
+		return fail(fmt.Errorf("serverless: %s: %w", lambdafn.EnvCallbackURL, err))
+	}
+	f.Loader, err = rap.NewLoader(rap.LoaderConfig{Servers: cfg.ToolServers, Base: base, Dispatcher: f.disp,
+		Client: opts.HTTPClient, Now: opts.Now, Logger: opts.Logger})
+	if err != nil {
+		return fail(fmt.Errorf("serverless: %s: %w", lambdafn.EnvToolServers, err))
+	}
+	if len(cfg.ToolServers) > 0 {
+		// Fetch and compile every toolset now, so the first slice of each
+		// root thread only re-reads documents whose schemas are compiled.
+		set := f.Loader.Load(ctx)
+		opts.Logger.InfoContext(ctx, "tool servers loaded", "servers", len(cfg.ToolServers),
+			"tools", len(set.Specs()), "problems", len(set.Problems()))
+	}
+
+	mdl, err := model.FromConfig(ctx, cfg.Model, model.WithAWSConfig(awsCfg), model.WithHTTPClient(opts.HTTPClient))
+	if err != nil {
+		return fail(fmt.Errorf("serverless: %s: %w", lambdafn.EnvModelCatalog, err))
+	}
+	// The catalog entry's context window (validated positive) sets when a
+	// thread is summarised.
+	compaction := &runtime.CompactionPolicy{ContextWindow: cfg.Model.ContextWindow}
+	f.Engine = &runtime.Engine{
+		History:    dsql.New(pool, dsql.Options{}),
+		Dedup:      dd,
+		Queue:      queue,
+		Output:     output,
+		Model:      mdl,
+		Tools:      f.Loader,
+		Observer:   runtime.SlogObserver{Logger: opts.Logger},
+		Now:        opts.Now,
+		Compaction: compaction,
+	}
+	f.Handler = &Handler{Slices: f.Engine, DeadLetters: dlq, Logger: opts.Logger,
+		Metrics: &lambdafn.Metrics{W: opts.Stdout, Now: opts.Now}, Margin: cfg.Margin, Now: opts.Now}
+	return f, nil
+}

@@ -1,0 +1,100 @@
+package serverless
+
+import (
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/agentslice/agentslice/internal/lambdafn"
+	"github.com/agentslice/agentslice/internal/model"
+)
+
+// DefaultMargin is kept free between the end of the slice and the Lambda
+// deadline, for dead-letter sends and the reply to Lambda.
+const DefaultMargin = 3 * time.Second
+
+// DefaultDSQLUser is the database role the slice function connects as.
+const DefaultDSQLUser = "admin"
+
+// SliceConfig is the slice function's configuration.
+type SliceConfig struct {
+	InputQueueURL, DLQURL, OutputQueueURL, DelayQueueURL string
+	DedupTable                                           string
+	// Exactly one of DSQLEndpoint and PGDSN is set.
+	DSQLEndpoint, DSQLUser, Region  string
+	PGDSN                           string
+	SchedulerRoleARN, ScheduleGroup string
+	Model                           model.Config
+	ToolServers                     []string
+	CallbackURL                     string
+	Keys                            lambdafn.KeySource
+	Margin                          time.Duration
+	LogLevel                        slog.Level
+}
+
+// LoadSliceConfig reads the slice function's configuration with getenv
+// (os.Getenv in main). The first variable that is missing or wrong is
+// reported as a *lambdafn.EnvError naming it.
+func LoadSliceConfig(getenv func(string) string) (SliceConfig, error) {
+	r := &lambdafn.Reader{Get: getenv}
+	c := SliceConfig{
+		InputQueueURL:    r.QueueURL(lambdafn.EnvInputQueueURL, "the FIFO input queue URL", true),
+		DLQURL:           r.URL(lambdafn.EnvDLQURL, "the input queue's dead-letter queue URL"),
+		OutputQueueURL:   r.QueueURL(lambdafn.EnvOutputQueueURL, "the standard output queue URL", false),
+		DelayQueueURL:    r.QueueURL(lambdafn.EnvDelayQueueURL, "the standard delay queue URL", false),
+		DedupTable:       r.Must(lambdafn.EnvDedupTable, "the DynamoDB table of processed message IDs"),
+		DSQLEndpoint:     r.Opt(lambdafn.EnvDSQLEndpoint),
+		PGDSN:            r.Opt(lambdafn.EnvPGDSN),
+		SchedulerRoleARN: r.Must(lambdafn.EnvSchedulerRoleARN, "the IAM role EventBridge Scheduler assumes to send wake-ups"),
+		ScheduleGroup:    r.Opt(lambdafn.EnvScheduleGroup),
+		CallbackURL:      r.URL(lambdafn.EnvCallbackURL, "the callback receiver's Function URL"),
+		Keys:             r.Keys(),
+		Margin:           DefaultMargin,
+		LogLevel:         r.LogLevel(),
+	}
+	switch {
+	case c.DSQLEndpoint == "" && c.PGDSN == "":
+		r.Fail(lambdafn.EnvDSQLEndpoint, "missing (the Aurora DSQL cluster host name; for local runs only, set %s instead)", lambdafn.EnvPGDSN)
+	case c.DSQLEndpoint != "" && c.PGDSN != "":
+		r.Fail(lambdafn.EnvPGDSN, "set together with %s; set exactly one of them", lambdafn.EnvDSQLEndpoint)
+	case c.DSQLEndpoint != "":
+		c.DSQLUser = r.Opt(lambdafn.EnvDSQLUser)
+		if c.DSQLUser == "" {
+			c.DSQLUser = DefaultDSQLUser
+		}
+		c.Region = r.Must(lambdafn.EnvRegion, "the AWS region, needed to sign DSQL auth tokens")
+	}
+	for i, s := range strings.Split(r.Opt(lambdafn.EnvToolServers), ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if err := lambdafn.CheckHTTPURL(s); err != nil {
+			r.Fail(lambdafn.EnvToolServers, "entry %d: %v", i, err)
+		}
+		c.ToolServers = append(c.ToolServers, s)
+	}
+	if v := r.Opt(lambdafn.EnvSliceMargin); v != "" {
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil:
+			r.Fail(lambdafn.EnvSliceMargin, "%q is not a duration such as 3s", v)
+		case d < 0:
+			r.Fail(lambdafn.EnvSliceMargin, "%v is negative", d)
+		default:
+			c.Margin = d
+		}
+	}
+	if raw := r.Must(lambdafn.EnvModelCatalog, "the model catalog JSON"); raw != "" && r.Err() == nil {
+		cat, err := model.DecodeCatalog([]byte(raw))
+		if err != nil {
+			r.Fail(lambdafn.EnvModelCatalog, "%v", err)
+		} else if c.Model, err = cat.Lookup(r.Opt(lambdafn.EnvModel)); err != nil {
+			r.Fail(lambdafn.EnvModel, "%v", err)
+		}
+	}
+	if err := r.Err(); err != nil {
+		return SliceConfig{}, err
+	}
+	return c, nil
+}

@@ -1,0 +1,158 @@
+package serverless_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentslice/agentslice/internal/lambdafn"
+	"github.com/agentslice/agentslice/internal/serverless"
+	"github.com/agentslice/agentslice/internal/testenv/awstest"
+)
+
+// validSliceEnv is a complete slice-function environment.
+func validSliceEnv(t *testing.T) map[string]string {
+	t.Helper()
+	catalog, err := os.ReadFile("testdata/catalog.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{
+		lambdafn.EnvInputQueueURL:      "https://sqs.us-east-1.amazonaws.com/1/in.fifo",
+		lambdafn.EnvDLQURL:             "https://sqs.us-east-1.amazonaws.com/1/dlq.fifo",
+		lambdafn.EnvOutputQueueURL:     "https://sqs.us-east-1.amazonaws.com/1/out",
+		lambdafn.EnvDelayQueueURL:      "https://sqs.us-east-1.amazonaws.com/1/delay",
+		lambdafn.EnvDedupTable:         "dedup",
+		lambdafn.EnvDSQLEndpoint:       "abc.dsql.us-east-1.on.aws",
+		lambdafn.EnvRegion:             "us-east-1",
+		lambdafn.EnvSchedulerRoleARN:   "arn:aws:iam::1:role/s",
+		lambdafn.EnvModelCatalog:       string(catalog),
+		lambdafn.EnvToolServers:        "https://tools.example.com, https://more.example.com/base",
+		lambdafn.EnvCallbackURL:        "https://abc.lambda-url.us-east-1.on.aws/",
+		lambdafn.EnvCallbackKeysSecret: "arn:aws:secretsmanager:us-east-1:1:secret:keys",
+	}
+}
+
+func getenv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestLoadSliceConfig(t *testing.T) {
+	t.Parallel()
+	c, err := serverless.LoadSliceConfig(getenv(validSliceEnv(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DSQLUser != serverless.DefaultDSQLUser || c.Region != "us-east-1" || c.PGDSN != "" ||
+		len(c.ToolServers) != 2 || c.ToolServers[1] != "https://more.example.com/base" ||
+		c.Model.Name != "scripted" || c.Margin != serverless.DefaultMargin || c.Keys.SecretARN == "" {
+		t.Fatalf("config = %+v", c)
+	}
+}
+
+func TestLoadSliceConfigErrorsNameTheVariable(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		change  map[string]string // "" deletes
+		wantVar string
+		want    string
+	}{
+		{"input queue missing", map[string]string{lambdafn.EnvInputQueueURL: ""}, lambdafn.EnvInputQueueURL, "missing"},
+		{"input queue not FIFO", map[string]string{lambdafn.EnvInputQueueURL: "https://sqs/1/in"}, lambdafn.EnvInputQueueURL, "not a FIFO"},
+		{"input queue not a URL", map[string]string{lambdafn.EnvInputQueueURL: "in.fifo"}, lambdafn.EnvInputQueueURL, "absolute"},
+		{"output queue FIFO", map[string]string{lambdafn.EnvOutputQueueURL: "https://sqs/1/out.fifo"}, lambdafn.EnvOutputQueueURL, "standard"},
+		{"dlq missing", map[string]string{lambdafn.EnvDLQURL: ""}, lambdafn.EnvDLQURL, "missing"},
+		{"delay queue missing", map[string]string{lambdafn.EnvDelayQueueURL: ""}, lambdafn.EnvDelayQueueURL, "missing"},
+		{"dedup table missing", map[string]string{lambdafn.EnvDedupTable: ""}, lambdafn.EnvDedupTable, "missing"},
+		{"no database", map[string]string{lambdafn.EnvDSQLEndpoint: ""}, lambdafn.EnvDSQLEndpoint, lambdafn.EnvPGDSN},
+		{"two databases", map[string]string{lambdafn.EnvPGDSN: "postgres://x@h/db"}, lambdafn.EnvPGDSN, "exactly one"},
+		{"no region for DSQL", map[string]string{lambdafn.EnvRegion: ""}, lambdafn.EnvRegion, "region"},
+		{"scheduler role missing", map[string]string{lambdafn.EnvSchedulerRoleARN: ""}, lambdafn.EnvSchedulerRoleARN, "missing"},
+		{"catalog missing", map[string]string{lambdafn.EnvModelCatalog: ""}, lambdafn.EnvModelCatalog, "missing"},
+		{"catalog malformed", map[string]string{lambdafn.EnvModelCatalog: "{"}, lambdafn.EnvModelCatalog, "malformed"},
+		{"unknown model", map[string]string{lambdafn.EnvModel: "gpt-9"}, lambdafn.EnvModel, "not in the catalog"},
+		{"bad tool server", map[string]string{lambdafn.EnvToolServers: "https://ok.example.com,ftp://x"}, lambdafn.EnvToolServers, "entry 1"},
+		{"callback URL missing", map[string]string{lambdafn.EnvCallbackURL: ""}, lambdafn.EnvCallbackURL, "missing"},
+		{"no keys", map[string]string{lambdafn.EnvCallbackKeysSecret: ""}, lambdafn.EnvCallbackKeysSecret, lambdafn.EnvCallbackKeys},
+		{"two key sources", map[string]string{lambdafn.EnvCallbackKeys: "k1:AAAA"}, lambdafn.EnvCallbackKeys, "exactly one"},
+		{"bad margin", map[string]string{lambdafn.EnvSliceMargin: "soon"}, lambdafn.EnvSliceMargin, "duration"},
+		{"bad log level", map[string]string{lambdafn.EnvLogLevel: "loud"}, lambdafn.EnvLogLevel, "log level"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := validSliceEnv(t)
+			for k, v := range tt.change {
+				if v == "" {
+					delete(env, k)
+				} else {
+					env[k] = v
+				}
+			}
+			_, err := serverless.LoadSliceConfig(getenv(env))
+			var ee *lambdafn.EnvError
+			if !errors.As(err, &ee) {
+				t.Fatalf("err = %v, want an *EnvError", err)
+			}
+			if ee.Var != tt.wantVar || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), tt.wantVar) {
+				t.Fatalf("err = %v, want it to name %s and say %q", err, tt.wantVar, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadSliceConfigLocal(t *testing.T) {
+	t.Parallel()
+	env := validSliceEnv(t)
+	delete(env, lambdafn.EnvDSQLEndpoint)
+	delete(env, lambdafn.EnvRegion)
+	delete(env, lambdafn.EnvCallbackKeysSecret)
+	delete(env, lambdafn.EnvToolServers)
+	env[lambdafn.EnvPGDSN] = "postgres://agentslice@127.0.0.1:54329/agentslice"
+	env[lambdafn.EnvCallbackKeys] = "k1:c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA"
+	env[lambdafn.EnvSliceMargin] = "1500ms"
+	env[lambdafn.EnvLogLevel] = "debug"
+	c, err := serverless.LoadSliceConfig(getenv(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.PGDSN == "" || c.DSQLEndpoint != "" || c.Keys.Inline == "" || c.ToolServers != nil || c.Margin != 1500*time.Millisecond {
+		t.Fatalf("config = %+v", c)
+	}
+}
+
+// TestBuildSliceFunctionForDSQL builds the production wiring (DSQL with IAM
+// tokens, keyring inline) without any service: building must not connect
+// to anything, the pool must speak TLS to the cluster, and requests must be
+// counted per slice.
+func TestBuildSliceFunctionForDSQL(t *testing.T) {
+	t.Parallel()
+	env := validSliceEnv(t)
+	delete(env, lambdafn.EnvCallbackKeysSecret)
+	delete(env, lambdafn.EnvToolServers)
+	env[lambdafn.EnvCallbackKeys] = "k1:c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA"
+	cfg, err := serverless.LoadSliceConfig(getenv(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	awsCfg := awstest.Config()
+	fn, err := serverless.BuildSliceFunction(context.Background(), cfg, lambdafn.Options{AWS: &awsCfg, Stdout: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fn.Close()
+	cc := fn.Pool.Config().ConnConfig
+	if cc.Host != "abc.dsql.us-east-1.on.aws" || cc.Port != 5432 || cc.User != "admin" || cc.TLSConfig == nil ||
+		cc.TLSConfig.ServerName != cc.Host || fn.Pool.Config().BeforeConnect == nil || cc.Tracer == nil {
+		t.Fatalf("pool config: host %s:%d user %s tls %v tracer %v", cc.Host, cc.Port, cc.User, cc.TLSConfig != nil, cc.Tracer)
+	}
+	if st := fn.Pool.Stat(); st.TotalConns() != 0 {
+		t.Fatalf("building opened %d connections; the first slice should", st.TotalConns())
+	}
+	if fn.Engine.Compaction == nil || fn.Engine.Dedup == nil || fn.Engine.Output == nil {
+		t.Fatalf("engine %+v", fn.Engine)
+	}
+}
