@@ -21,6 +21,7 @@ const (
 	ctxMaxConcurrency     = "maxConcurrency"     // 2..1000
 	ctxCallbackPrincipals = "callbackPrincipals" // IAM principal ARNs: a list, or comma-separated
 	ctxRetainData         = "retainData"         // true keeps table and cluster on destroy
+	ctxPublicCallbacks    = "publicCallbacks"    // true: the receiver URL has auth type NONE (HMAC-signed URLs only)
 )
 
 // Defaults of the context values.
@@ -155,6 +156,9 @@ func readConfig(get func(string) any, getenv func(string) string, readFile func(
 		return c, err
 	}
 	if p.CallbackPrincipals, err = list(ctxCallbackPrincipals, ""); err != nil {
+		return c, err
+	}
+	if p.PublicCallbacks, err = boolean(ctxPublicCallbacks); err != nil {
 		return c, err
 	}
 	if p.RetainData, err = boolean(ctxRetainData); err != nil {

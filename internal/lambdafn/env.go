@@ -160,7 +160,9 @@ type SecretsAPI interface {
 
 // LoadKeyring returns the callback keyring: parsed from src.Inline, or read
 // once from the Secrets Manager secret src.SecretARN (its string value is
-// the keyring, "id:base64secret[,id:base64secret...]", current key first).
+// the JSON the stack generates, {"id": ..., "secret": ...}, or a keyring
+// spec "id:base64secret[,id:base64secret...]", current key first; see
+// rap.ParseKeyringSecret).
 // A rotated secret takes effect in new execution environments.
 func LoadKeyring(ctx context.Context, src KeySource, api SecretsAPI) (*rap.Keyring, error) {
 	if src.Inline != "" {
@@ -181,7 +183,7 @@ func LoadKeyring(ctx context.Context, src KeySource, api SecretsAPI) (*rap.Keyri
 	if spec == "" {
 		return nil, &EnvError{Var: EnvCallbackKeysSecret, Reason: fmt.Sprintf("secret %s has no string value; store the keyring \"id:base64secret,...\" as its SecretString", src.SecretARN)}
 	}
-	kr, err := rap.ParseKeyring(spec)
+	kr, err := rap.ParseKeyringSecret(spec)
 	if err != nil {
 		return nil, &EnvError{Var: EnvCallbackKeysSecret, Reason: fmt.Sprintf("secret %s: %v", src.SecretARN, err)}
 	}

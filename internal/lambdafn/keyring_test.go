@@ -30,8 +30,14 @@ func TestLoadKeyring(t *testing.T) {
 	}
 	good := create("keys-good", aws.String(spec))
 	bad := create("keys-bad", aws.String("no colon here"))
+	// What the CDK stack generates: Secrets Manager can only generate JSON.
+	generated := create("keys-generated", aws.String(`{"id":"k7","secret":"`+strings.Repeat("aB3", 22)+`"}`))
+	kr, err := lambdafn.LoadKeyring(ctx, lambdafn.KeySource{SecretARN: generated}, sm)
+	if err != nil || kr.CurrentID() != "k7" {
+		t.Fatalf("the stack's generated secret: %v, %v", kr, err)
+	}
 
-	kr, err := lambdafn.LoadKeyring(ctx, lambdafn.KeySource{SecretARN: good}, sm)
+	kr, err = lambdafn.LoadKeyring(ctx, lambdafn.KeySource{SecretARN: good}, sm)
 	if err != nil || kr.CurrentID() != "k2" {
 		t.Fatalf("from the secret: %v, %v", kr, err)
 	}

@@ -42,6 +42,13 @@ type StackProps struct {
 	// Function URL, for RAP tool servers outside this account. Principals in
 	// this account need only an identity policy.
 	CallbackPrincipals []string
+	// PublicCallbacks makes the receiver's Function URL public (auth type
+	// NONE). The default is IAM auth: only SigV4-signed requests from
+	// allowed principals reach it, which RAP tool servers outside AWS (and
+	// Infinity's tools) cannot send. Every callback URL carries its own
+	// HMAC capability (thread, call, expiry), checked by the receiver
+	// either way, so a public URL accepts only callbacks the runtime issued.
+	PublicCallbacks bool
 	// RetainData keeps the table and the DSQL cluster (with deletion
 	// protection) when the stack is destroyed. By default they are deleted
 	// with the stack, as everything else always is.
@@ -94,6 +101,9 @@ func (p *StackProps) Check() (*model.Catalog, error) {
 	}
 	if n := p.MaxConcurrency; n != 0 && (n < 2 || n > 1000) {
 		return nil, bad("MaxConcurrency", "%d is outside 2..1000, or 0 for the default", n)
+	}
+	if p.PublicCallbacks && len(p.CallbackPrincipals) > 0 {
+		return nil, bad("CallbackPrincipals", "set together with PublicCallbacks; a public URL needs no principals")
 	}
 	for i, arn := range p.CallbackPrincipals {
 		if !strings.HasPrefix(arn, "arn:") || strings.Count(arn, ":") < 5 {

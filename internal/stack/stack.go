@@ -81,9 +81,11 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 			EnvCallbackKeysSecret: s.Keyring.SecretArn(),
 		},
 	}, removal)
-	s.ReceiverURL = s.Receiver.AddFunctionUrl(&awslambda.FunctionUrlOptions{
-		AuthType: awslambda.FunctionUrlAuthType_AWS_IAM,
-	})
+	auth := awslambda.FunctionUrlAuthType_AWS_IAM
+	if props.PublicCallbacks {
+		auth = awslambda.FunctionUrlAuthType_NONE
+	}
+	s.ReceiverURL = s.Receiver.AddFunctionUrl(&awslambda.FunctionUrlOptions{AuthType: auth})
 	q.Input.GrantSendMessages(s.Receiver)
 	grantReadSecret(s.Receiver, s.Keyring)
 	for _, arn := range props.CallbackPrincipals {

@@ -41,15 +41,16 @@ func TestMain(m *testing.M) {
 //     an OpenAI model, callback principals, retained data, custom batch
 //     size and concurrency.
 type fixture struct {
-	once      sync.Once
-	dir       string
-	err       error
-	synthErr  any
-	def, full *Stack
-	defT      assertions.Template
-	fullT     assertions.Template
-	defJSON   map[string]any
-	fullJSON  map[string]any
+	once              sync.Once
+	dir               string
+	err               error
+	synthErr          any
+	def, full, public *Stack
+	publicT           assertions.Template
+	defT              assertions.Template
+	fullT             assertions.Template
+	defJSON           map[string]any
+	fullJSON          map[string]any
 }
 
 var fx fixture
@@ -119,6 +120,10 @@ func (f *fixture) build() (err error) {
 	if err != nil {
 		return err
 	}
+	f.public, err = New(app, "Public", StackProps{ModelCatalog: string(catalog), BinDir: bin, PublicCallbacks: true})
+	if err != nil {
+		return err
+	}
 	// Synthesize the whole App as the CLI does: this runs the default
 	// validation rules, and with validateAgainstDefaultRules any finding
 	// (warnings included) panics here.
@@ -127,6 +132,7 @@ func (f *fixture) build() (err error) {
 		app.Synth(nil)
 	}()
 	f.defT = assertions.Template_FromStack(f.def.Stack, nil)
+	f.publicT = assertions.Template_FromStack(f.public.Stack, nil)
 	f.fullT = assertions.Template_FromStack(f.full.Stack, nil)
 	f.defJSON = *f.defT.ToJSON()
 	f.fullJSON = *f.fullT.ToJSON()
@@ -448,6 +454,12 @@ func TestReceiverURL(t *testing.T) {
 			"AuthType":          "AWS_IAM",
 			"TargetFunctionArn": f.def.Resolve(f.def.Receiver.FunctionArn()),
 			"Cors":              assertions.Match_Absent(),
+		})
+	})
+	must(t, "public callbacks", func() {
+		f.publicT.HasResourceProperties(jsii.String("AWS::Lambda::Url"), obj{
+			"AuthType":          "NONE",
+			"TargetFunctionArn": f.public.Resolve(f.public.Receiver.FunctionArn()),
 		})
 	})
 	// No resource policy opens the URL, unless principals are named.
