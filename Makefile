@@ -60,7 +60,7 @@ fuzz:
 chaos:
 	bash scripts/chaos.sh
 
-# --- Deploying to AWS (see docs/deploy.md) ---------------------------------
+# --- Deploying to AWS (see the README, "Deploy to AWS") ---------------------------------
 
 # The Lambda functions, each built from ./cmd/<name> into bin/<name>/bootstrap.
 FUNCTIONS := slicefn rapreceiver delayrelay
