@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -34,16 +35,20 @@ func (a *awsFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.endpoint, "endpoint-url", "", "SQS endpoint, for local stand-ins (AWS_ENDPOINT_URL_SQS works too)")
 }
 
-func (a *awsFlags) sqsClient(ctx context.Context) (*sqs.Client, error) {
+// sqsClient returns an SQS client and a function that closes its idle
+// connections, for the command to call when it is done.
+func (a *awsFlags) sqsClient(ctx context.Context) (*sqs.Client, func(), error) {
 	cfg, err := loadAWS(ctx, a.region)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	cfg.HTTPClient = &http.Client{Transport: tr}
 	return sqs.NewFromConfig(cfg, func(o *sqs.Options) {
 		if a.endpoint != "" {
 			o.BaseEndpoint = aws.String(a.endpoint)
 		}
-	}), nil
+	}), tr.CloseIdleConnections, nil
 }
 
 func loadAWS(ctx context.Context, region string) (aws.Config, error) {
@@ -112,10 +117,11 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := msg.Validate(); err != nil {
 		return err
 	}
-	client, err := a.sqsClient(ctx)
+	client, done, err := a.sqsClient(ctx)
 	if err != nil {
 		return err
 	}
+	defer done()
 	q, err := sqsq.NewQueue(client, sqsq.QueueConfig{URL: *queueURL})
 	if err != nil {
 		return err
@@ -161,10 +167,11 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case *wait < 1 || *wait > 20:
 		return fmt.Errorf("--wait %d is outside 1..20 seconds", *wait)
 	}
-	client, err := a.sqsClient(ctx)
+	client, done, err := a.sqsClient(ctx)
 	if err != nil {
 		return err
 	}
+	defer done()
 	t := &tailer{api: client, url: *queueURL, wait: int32(*wait), json: *asJSON, out: stdout, errOut: stderr, seen: newRecent(10000)}
 	return t.run(ctx, *n)
 }

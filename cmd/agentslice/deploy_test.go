@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
@@ -64,7 +65,13 @@ func TestSendAndTail(t *testing.T) {
 	endpoint := testenv.Need(t, "AGENTSLICE_TEST_SQS_ENDPOINT")
 	localAWS(t)
 	ctx := context.Background()
-	c := sqs.NewFromConfig(awstest.Config(), func(o *sqs.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	cfg := awstest.Config()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	cfg.HTTPClient = &http.Client{Transport: tr}
+	// Cleanups run last-in first-out: close the connections after the
+	// queues are deleted, before goleak looks.
+	t.Cleanup(tr.CloseIdleConnections)
+	c := sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = aws.String(endpoint) })
 	input := createQueue(t, c, randName("cli-in-"), true)
 	output := createQueue(t, c, randName("cli-out-"), false)
 	common := []string{"--endpoint-url", endpoint, "--region", "us-east-1"}
