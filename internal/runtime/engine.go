@@ -452,7 +452,14 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 		case o.Output != nil:
 			if s.e.Output != nil {
 				if err := s.e.Output.Publish(ctx, *o.Output); err != nil {
-					return false, fmt.Errorf("runtime: publishing %s of thread %s: %w", o.Output.ID, s.threadID, err)
+					if !IsPermanent(err) {
+						return false, fmt.Errorf("runtime: publishing %s of thread %s: %w", o.Output.ID, s.threadID, err)
+					}
+					// An event the output can never take (too large, say)
+					// is dropped with a log line: the reply is in history,
+					// and retrying would block the thread for nothing.
+					s.e.observe(ctx, Event{Type: EventMessageDropped, ThreadID: s.threadID, SliceID: s.res.SliceID,
+						MessageIDs: []string{o.Output.ID}, Reason: "output refused for good", Err: err})
 				}
 			}
 		case o.Cancel != nil:

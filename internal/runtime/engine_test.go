@@ -303,3 +303,27 @@ func (forgetful) Seen(ctx context.Context, thread string, ids []string) ([]bool,
 	return make([]bool, len(ids)), nil
 }
 func (forgetful) Mark(ctx context.Context, thread string, ids []string) error { return nil }
+
+type refusingOutput struct{ n int }
+
+func (r *refusingOutput) Publish(ctx context.Context, ev runtime.OutputEvent) error {
+	r.n++
+	return runtime.Permanent(errors.New("event too large for the output queue"))
+}
+
+// An output event the output refuses for good is dropped (history keeps the
+// reply); the slice does not fail, so the thread is not blocked by it.
+func TestPermanentlyRefusedOutputDoesNotBlock(t *testing.T) {
+	store := local.NewHistoryStore()
+	e, _ := newEngine(store, &model.Sim{Chunks: 1})
+	out := &refusingOutput{}
+	e.Output = out
+	res, err := e.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u1")}})
+	if err != nil || out.n != 1 {
+		t.Fatalf("slice: %+v %v, publishes %d", res, err, out.n)
+	}
+	th, _ := store.Load(context.Background(), "t")
+	if len(th.State.Outbox) != 0 || len(th.Items) != 2 {
+		t.Fatalf("outbox %d items %d", len(th.State.Outbox), len(th.Items))
+	}
+}
