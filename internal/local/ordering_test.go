@@ -84,3 +84,38 @@ func TestFIFOPerThreadParallelAcrossThreads(t *testing.T) {
 		t.Fatalf("threads did not run in parallel: %+v", errs)
 	}
 }
+
+// deadlineModel records whether completions run under a deadline.
+type deadlineModel struct {
+	runtime.Model
+	mu  sync.Mutex
+	got []time.Duration
+}
+
+func (d *deadlineModel) Complete(ctx context.Context, req *runtime.CompletionRequest, w runtime.TurnWriter) error {
+	d.mu.Lock()
+	if dl, ok := ctx.Deadline(); ok {
+		d.got = append(d.got, time.Until(dl))
+	} else {
+		d.got = append(d.got, -1)
+	}
+	d.mu.Unlock()
+	return d.Model.Complete(ctx, req, w)
+}
+
+// Slices of the embedded system are bounded: a model call runs under the
+// slice's deadline (SliceTimeout less the engine's margin).
+func TestSlicesRunUnderADeadline(t *testing.T) {
+	m := &deadlineModel{Model: &model.Sim{Chunks: 1}}
+	h := newHarness(t, m, func(c *Config) {
+		c.SliceTimeout = time.Hour
+		c.Limits.DeadlineMargin = time.Minute
+	})
+	h.send(user("t1", "u1", "hi"))
+	h.wait()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.got) != 1 || m.got[0] <= 0 || m.got[0] > time.Hour-time.Minute {
+		t.Fatalf("completion deadlines %v, want one within an hour less the margin", m.got)
+	}
+}

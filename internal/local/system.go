@@ -26,6 +26,10 @@ type Config struct {
 	SliceAttempts int
 	// RetryBase is the first backoff between slice attempts. Default 10ms.
 	RetryBase time.Duration
+	// SliceTimeout bounds one slice (its model calls included); the engine
+	// commits and continues in a new slice before it runs out
+	// (Limits.DeadlineMargin). Default 10 minutes.
+	SliceTimeout time.Duration
 	// OnSend, when set, sees every message accepted by Send (tests record
 	// them to redeliver them).
 	OnSend func(msgs []runtime.Message)
@@ -86,6 +90,9 @@ func New(cfg Config) (*System, error) {
 	}
 	if cfg.RetryBase <= 0 {
 		cfg.RetryBase = 10 * time.Millisecond
+	}
+	if cfg.SliceTimeout <= 0 {
+		cfg.SliceTimeout = 10 * time.Minute
 	}
 	s := &System{cfg: cfg, log: cfg.Logger, boxes: map[string]*mailbox{}, idle: make(chan struct{})}
 	close(s.idle)
@@ -209,7 +216,9 @@ func (s *System) runBatch(threadID string, batch []runtime.Message) {
 	var err error
 	for attempt := 1; attempt <= s.cfg.SliceAttempts; attempt++ {
 		var res *runtime.SliceResult
-		res, err = s.engine.RunSlice(s.ctx, runtime.SliceInput{ThreadID: threadID, Messages: batch, FirstDelivery: attempt == 1})
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.SliceTimeout)
+		res, err = s.engine.RunSlice(ctx, runtime.SliceInput{ThreadID: threadID, Messages: batch, FirstDelivery: attempt == 1})
+		cancel()
 		if res != nil && len(res.Rejected) > 0 {
 			for _, r := range res.Rejected {
 				s.deadLetter(find(batch, r.ID), r.Err.Error())
