@@ -34,10 +34,15 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 # The density benchmark, both profiles, on one core like Infinity's published
-# run. Results (CSV, JSON, SVG chart) land in loadtest/results/.
+# run. Results (CSV, JSON, SVG chart) land in loadtest/results/. AGENTS,
+# TURNS, WAVE, PROFILE (one or both of "infinity unique") and GOMAXPROCS may
+# be set in the environment or on the command line.
+PROFILE ?= infinity unique
+LOADTEST_GOMAXPROCS := $(or $(GOMAXPROCS),1)
 loadtest:
-	GOMAXPROCS=1 $(GO) run ./loadtest/density -profile infinity -agents $(AGENTS) -turns $(TURNS) -wave $(WAVE)
-	GOMAXPROCS=1 $(GO) run ./loadtest/density -profile unique -agents $(AGENTS) -turns $(TURNS) -wave $(WAVE)
+	@for p in $(PROFILE); do \
+	  GOMAXPROCS=$(LOADTEST_GOMAXPROCS) $(GO) run ./loadtest/density -profile $$p -agents $(AGENTS) -turns $(TURNS) -wave $(WAVE) || exit 1; \
+	done
 
 # The full-size run the README reports (80,000 agents x 20 turns).
 loadtest-full:
