@@ -159,6 +159,12 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 		if batch, err = s.dropMarked(ctx, batch); err != nil {
 			return s.res, err
 		}
+		if len(batch) == 0 {
+			// Every message was marked by a slice that finished (the mark is
+			// written after its commit and its sends): nothing to load.
+			s.res.SliceID = sliceID(s.threadID, -1, in.Messages)
+			return s.res, nil
+		}
 	}
 	var th *Thread
 	var err error

@@ -327,3 +327,21 @@ func TestPermanentlyRefusedOutputDoesNotBlock(t *testing.T) {
 		t.Fatalf("outbox %d items %d", len(th.State.Outbox), len(th.Items))
 	}
 }
+
+// A redelivered batch whose every message the dedup store marks processed is
+// acknowledged without loading the thread: the fast path.
+func TestFullyMarkedRedeliverySkipsTheLoad(t *testing.T) {
+	store := &countingStore{HistoryStore: local.NewHistoryStore()}
+	e, _ := newEngine(store, &model.Sim{Chunks: 1})
+	e.Dedup = local.NewDedupStore(time.Hour)
+	ctx := context.Background()
+	in := runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u1")}, FirstDelivery: true}
+	if _, err := e.RunSlice(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	in.FirstDelivery = false
+	res, err := e.RunSlice(ctx, in)
+	if err != nil || len(res.Duplicates) != 1 || store.loads != 1 {
+		t.Fatalf("redelivery: %+v %v, %d loads (want the first slice's only)", res, err, store.loads)
+	}
+}
