@@ -3,11 +3,9 @@ package mcp
 import (
 	"bufio"
 	"encoding/base64"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/agentslice/agentslice/internal/rap/raptest"
 	"github.com/agentslice/agentslice/internal/runtime"
+	"github.com/agentslice/agentslice/internal/testenv"
 )
 
 // everythingServer returns the path of the npm MCP reference server
@@ -24,32 +23,7 @@ import (
 // is skipped, unless AGENTSLICE_REQUIRE_SERVICES=1.
 func everythingServer(t *testing.T) string {
 	t.Helper()
-	need := func(format string, args ...any) {
-		msg := fmt.Sprintf(format, args...) + " (run `npm ci` at the repository root)"
-		if os.Getenv("AGENTSLICE_REQUIRE_SERVICES") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		need("node is not on PATH")
-	}
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			need("repository root not found")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	if _, err := os.Stat(p); err != nil {
-		need("the MCP reference server is not installed at %s", p)
-	}
-	return p
+	return testenv.NodeModule(t, "@modelcontextprotocol/server-everything/dist/index.js")
 }
 
 func startProxy(t *testing.T, cfg Config) (*raptest.Rig, string) {

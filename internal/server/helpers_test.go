@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -254,32 +253,7 @@ func waitIdle(t *testing.T, srv *Server) {
 // AGENTSLICE_REQUIRE_SERVICES=1.
 func everythingServer(t *testing.T) string {
 	t.Helper()
-	need := func(format string, args ...any) {
-		msg := fmt.Sprintf(format, args...) + " (run scripts/npm-deps.sh or `npm ci` at the repository root)"
-		if os.Getenv(testenv.RequireVar) == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		need("node is not on PATH")
-	}
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			need("repository root not found")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	if _, err := os.Stat(p); err != nil {
-		need("the MCP reference server is not installed at %s", p)
-	}
-	return p
+	return testenv.NodeModule(t, "@modelcontextprotocol/server-everything/dist/index.js")
 }
 
 // kinds lists the kinds of items, for failure messages.

@@ -12,7 +12,10 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -46,4 +49,39 @@ func Need(t testing.TB, envVar string) string {
 	}
 	t.Skipf("%s is not set: %s (set %s=1 to fail instead of skipping)", envVar, how, RequireVar)
 	return ""
+}
+
+// NodeModule returns the path of a file installed by npm at the repository
+// root (node_modules/<rel>), for tests that run a real Node server. When
+// node or the file is missing the test is skipped, or fails when
+// AGENTSLICE_REQUIRE_SERVICES=1.
+func NodeModule(t testing.TB, rel string) string {
+	t.Helper()
+	need := func(format string, args ...any) {
+		t.Helper()
+		msg := fmt.Sprintf(format, args...) + " (run scripts/npm-deps.sh or `npm ci` at the repository root)"
+		if os.Getenv(RequireVar) == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		need("node is not on PATH")
+	}
+	dir, _ := os.Getwd()
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			need("repository root not found")
+		}
+		dir = parent
+	}
+	p := filepath.Join(dir, "node_modules", filepath.FromSlash(rel))
+	if _, err := os.Stat(p); err != nil {
+		need("%s is not installed", p)
+	}
+	return p
 }
