@@ -216,9 +216,8 @@ func (s *System) runBatch(threadID string, batch []runtime.Message) {
 	var err error
 	for attempt := 1; attempt <= s.cfg.SliceAttempts; attempt++ {
 		var res *runtime.SliceResult
-		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.SliceTimeout)
-		res, err = s.engine.RunSlice(ctx, runtime.SliceInput{ThreadID: threadID, Messages: batch, FirstDelivery: attempt == 1})
-		cancel()
+		res, err = s.engine.RunSlice(s.ctx, runtime.SliceInput{ThreadID: threadID, Messages: batch,
+			FirstDelivery: attempt == 1, Deadline: time.Now().Add(s.cfg.SliceTimeout)})
 		if res != nil && len(res.Rejected) > 0 {
 			for _, r := range res.Rejected {
 				s.deadLetter(find(batch, r.ID), r.Err.Error())

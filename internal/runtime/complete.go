@@ -51,12 +51,7 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 	hist, inherited := EffectiveView(s.view, s.th.Inherited)
 	req := &CompletionRequest{ThreadID: s.threadID, CompletionID: completionID(s.threadID, s.version, n),
 		History: hist, Inherited: inherited, Turn: CountCompletions(s.view[s.th.Inherited:]), Tools: ts.Specs()}
-	mctx := ctx
-	if !s.deadline.IsZero() {
-		var cancel context.CancelFunc
-		mctx, cancel = context.WithDeadline(ctx, s.deadline)
-		defer cancel()
-	}
+	mctx := s.modelContext(ctx)
 	start := s.e.now()
 	var lastErr error
 	for attempt := 1; attempt <= s.lim.ModelAttempts; attempt++ {
@@ -118,6 +113,22 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 	}
 	s.appendItem(call)
 	return &s.items[len(s.items)-1], nil
+}
+
+// modelContext returns the context model calls run in: bounded by the
+// slice's deadline, so that a slow model leaves the margin for the commit.
+// It is made once per slice, at the first completion (a timer per slice,
+// not per completion), and cancelled when the slice ends.
+func (s *slice) modelContext(ctx context.Context) context.Context {
+	if s.mctx == nil {
+		s.mctx = ctx
+		if !s.deadline.IsZero() {
+			if dl, ok := ctx.Deadline(); !ok || s.deadline.Before(dl) {
+				s.mctx, s.mcancel = context.WithDeadline(ctx, s.deadline)
+			}
+		}
+	}
+	return s.mctx
 }
 
 func (s *slice) toolsetFor(ctx context.Context) (Toolset, error) {

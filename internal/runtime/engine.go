@@ -72,6 +72,10 @@ type SliceInput struct {
 	// FirstDelivery says no message of the batch was delivered before, so
 	// the DedupStore lookup is skipped (history is still checked).
 	FirstDelivery bool
+	// Deadline, when set, bounds the slice like a context deadline does
+	// (less Limits.DeadlineMargin), without the cost of a context timer
+	// for callers that have none (the embedded system).
+	Deadline time.Time
 }
 
 // Rejection is a message the slice refused, with the reason.
@@ -146,13 +150,26 @@ type slice struct {
 	// wasClosed is whether the thread was closed when loaded or by an
 	// earlier commit of this slice.
 	wasClosed bool
-	buf       turnBuffer
+	// mctx bounds model calls by the slice deadline (see modelContext).
+	mctx    context.Context
+	mcancel context.CancelFunc
+	buf     turnBuffer
 }
 
 func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		s.deadline = dl.Add(-s.lim.DeadlineMargin)
 	}
+	if !in.Deadline.IsZero() {
+		if dl := in.Deadline.Add(-s.lim.DeadlineMargin); s.deadline.IsZero() || dl.Before(s.deadline) {
+			s.deadline = dl
+		}
+	}
+	defer func() {
+		if s.mcancel != nil {
+			s.mcancel()
+		}
+	}()
 	batch := s.validate(in)
 	if len(batch) > 0 && s.e.Dedup != nil && !in.FirstDelivery {
 		var err error
