@@ -85,37 +85,54 @@ func TestFIFOPerThreadParallelAcrossThreads(t *testing.T) {
 	}
 }
 
-// deadlineModel records whether completions run under a deadline.
-type deadlineModel struct {
-	runtime.Model
-	mu  sync.Mutex
-	got []time.Duration
+// stepClock is a clock that a model moves forward by step per completion,
+// and a model that always calls the synchronous echo tool, so only the
+// slice's deadline can end the slice.
+type stepClock struct {
+	mu   sync.Mutex
+	now  time.Time
+	step time.Duration
+	n    int
 }
 
-func (d *deadlineModel) Complete(ctx context.Context, req *runtime.CompletionRequest, w runtime.TurnWriter) error {
-	d.mu.Lock()
-	if dl, ok := ctx.Deadline(); ok {
-		d.got = append(d.got, time.Until(dl))
-	} else {
-		d.got = append(d.got, -1)
+func (c *stepClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *stepClock) Complete(ctx context.Context, req *runtime.CompletionRequest, w runtime.TurnWriter) error {
+	c.mu.Lock()
+	c.now = c.now.Add(c.step)
+	c.n++
+	done := c.n >= 7
+	c.mu.Unlock()
+	if done {
+		w.Text("done")
+		return nil
 	}
-	d.mu.Unlock()
-	return d.Model.Complete(ctx, req, w)
+	w.ToolCall("", "echo", `{}`)
+	return nil
 }
 
-// Slices of the embedded system are bounded: a model call runs under the
-// slice's deadline (SliceTimeout less the engine's margin).
-func TestSlicesRunUnderADeadline(t *testing.T) {
-	m := &deadlineModel{Model: &model.Sim{Chunks: 1}}
-	h := newHarness(t, m, func(c *Config) {
-		c.SliceTimeout = time.Hour
-		c.Limits.DeadlineMargin = time.Minute
+// Slices of the embedded system are bounded by SliceTimeout: past it
+// (less the engine's margin) the slice commits and continues in a new one.
+func TestSlicesStopAtTheirDeadline(t *testing.T) {
+	clock := &stepClock{now: time.Now(), step: 10 * time.Second}
+	h := newHarness(t, clock, func(c *Config) {
+		c.Now = clock.Now
+		c.SliceTimeout = 25 * time.Second
+		c.Limits.DeadlineMargin = time.Second
+		c.Limits.MaxCompletions = 100
 	})
-	h.send(user("t1", "u1", "hi"))
+	h.send(user("t1", "u1", "loop"))
 	h.wait()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.got) != 1 || m.got[0] <= 0 || m.got[0] > time.Hour-time.Minute {
-		t.Fatalf("completion deadlines %v, want one within an hour less the margin", m.got)
+	items := h.history("t1")
+	markers := 0
+	for _, it := range items {
+		if it.Kind == runtime.ItemMarker {
+			markers++
+		}
+	}
+	// 10 s per completion, 24 s usable: three completions per slice, so
+	// seven completions take three slices and two continuations.
+	if markers != 2 || items[len(items)-1].Text != "done" {
+		t.Fatalf("%d continuations, history %s", markers, kinds(items))
 	}
 }

@@ -35,6 +35,8 @@ type Config struct {
 	OnSend func(msgs []runtime.Message)
 	// Compaction is passed to the engine.
 	Compaction *runtime.CompactionPolicy
+	// Now is the clock slices are timed with; default time.Now.
+	Now func() time.Time
 }
 
 // DeadLetter is a message the system gave up on, with the reason.
@@ -94,10 +96,13 @@ func New(cfg Config) (*System, error) {
 	if cfg.SliceTimeout <= 0 {
 		cfg.SliceTimeout = 10 * time.Minute
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	s := &System{cfg: cfg, log: cfg.Logger, boxes: map[string]*mailbox{}, idle: make(chan struct{})}
 	close(s.idle)
 	s.engine = &runtime.Engine{History: cfg.History, Dedup: cfg.Dedup, Queue: s, Output: cfg.Output,
-		Model: cfg.Model, Tools: cfg.Tools, Observer: cfg.Observer, Limits: cfg.Limits, Compaction: cfg.Compaction}
+		Model: cfg.Model, Tools: cfg.Tools, Observer: cfg.Observer, Limits: cfg.Limits, Compaction: cfg.Compaction, Now: cfg.Now}
 	return s, nil
 }
 
@@ -217,7 +222,7 @@ func (s *System) runBatch(threadID string, batch []runtime.Message) {
 	for attempt := 1; attempt <= s.cfg.SliceAttempts; attempt++ {
 		var res *runtime.SliceResult
 		res, err = s.engine.RunSlice(s.ctx, runtime.SliceInput{ThreadID: threadID, Messages: batch,
-			FirstDelivery: attempt == 1, Deadline: time.Now().Add(s.cfg.SliceTimeout)})
+			FirstDelivery: attempt == 1, Deadline: s.cfg.Now().Add(s.cfg.SliceTimeout)})
 		if res != nil && len(res.Rejected) > 0 {
 			for _, r := range res.Rejected {
 				s.deadLetter(find(batch, r.ID), r.Err.Error())

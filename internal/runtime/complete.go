@@ -16,7 +16,10 @@ func (s *slice) complete(ctx context.Context) error {
 		if s.st.Closed || s.st.Pending != nil {
 			return nil
 		}
-		if s.res.Completions >= s.lim.MaxCompletions || (!s.deadline.IsZero() && !s.e.now().Before(s.deadline)) {
+		// The deadline stops a slice only after it made progress: a slice
+		// that starts too late still runs one completion, so continuations
+		// cannot chase each other without work being done.
+		if s.res.Completions >= s.lim.MaxCompletions || (n > 0 && !s.deadline.IsZero() && !s.e.now().Before(s.deadline)) {
 			s.continueLater()
 			return nil
 		}
@@ -122,10 +125,12 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 func (s *slice) modelContext(ctx context.Context) context.Context {
 	if s.mctx == nil {
 		s.mctx = ctx
-		if !s.deadline.IsZero() {
-			if dl, ok := ctx.Deadline(); !ok || s.deadline.Before(dl) {
-				s.mctx, s.mcancel = context.WithDeadline(ctx, s.deadline)
-			}
+		// Only a context deadline (a Lambda's) is enforced on the model
+		// call itself; SliceInput.Deadline alone bounds when the slice stops
+		// starting completions, and a hung provider is bounded by its own
+		// timeouts.
+		if dl, ok := ctx.Deadline(); ok && !s.deadline.IsZero() && s.deadline.Before(dl) {
+			s.mctx, s.mcancel = context.WithDeadline(ctx, s.deadline)
 		}
 	}
 	return s.mctx

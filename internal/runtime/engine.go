@@ -72,9 +72,10 @@ type SliceInput struct {
 	// FirstDelivery says no message of the batch was delivered before, so
 	// the DedupStore lookup is skipped (history is still checked).
 	FirstDelivery bool
-	// Deadline, when set, bounds the slice like a context deadline does
-	// (less Limits.DeadlineMargin), without the cost of a context timer
-	// for callers that have none (the embedded system).
+	// Deadline, when set, is when the slice stops starting completions
+	// (less Limits.DeadlineMargin) and continues in a new slice, like a
+	// context deadline, but without cancelling a completion in flight and
+	// without the cost of a context timer (the embedded system uses it).
 	Deadline time.Time
 }
 

@@ -345,3 +345,20 @@ func TestFullyMarkedRedeliverySkipsTheLoad(t *testing.T) {
 		t.Fatalf("redelivery: %+v %v, %d loads (want the first slice's only)", res, err, store.loads)
 	}
 }
+
+// A slice that starts past its deadline still makes progress (one
+// completion) before continuing, so continuations cannot loop without work.
+func TestLateSliceStillMakesProgress(t *testing.T) {
+	store := local.NewHistoryStore()
+	clock := &clockModel{now: time.Now(), step: time.Second}
+	e, q := newEngine(store, clock)
+	e.Now = clock.Now
+	res, err := e.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "t",
+		Messages: []runtime.Message{userMsg("t", "u1")}, Deadline: clock.Now().Add(-time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Completions != 1 || !res.Continued || len(q.msgs) != 1 {
+		t.Fatalf("completions %d continued %v queued %d, want 1, true, 1", res.Completions, res.Continued, len(q.msgs))
+	}
+}
