@@ -2,6 +2,8 @@ package model
 
 import (
 	"context"
+	"encoding/binary"
+	"hash/fnv"
 	"errors"
 	"fmt"
 
@@ -21,9 +23,13 @@ var ErrInjected = errors.New("model: injected stream error")
 type Sim struct {
 	// Chunks is how many chunks one completion streams. Default 12.
 	Chunks int
-	// Chunk returns chunk i of the completion answering req. Default: a
-	// fixed ~95-byte sentence.
+	// Chunk returns chunk i of the completion answering req. Default:
+	// DefaultSentence, or with a Seed, one of a few sentences picked by the
+	// seed, the completion ID and i.
 	Chunk func(req *runtime.CompletionRequest, i int) string
+	// Seed varies the default text: the same seed gives the same text for
+	// the same completion, different seeds give different text.
+	Seed uint64
 	// Tool and ToolArgs are the call made when the model decides to act.
 	Tool     string
 	ToolArgs string
@@ -50,9 +56,12 @@ func (m *Sim) Complete(ctx context.Context, req *runtime.CompletionRequest, w ru
 		if m.Fail != nil && m.Fail(req, i) {
 			return fmt.Errorf("%w at chunk %d of %s", ErrInjected, i, req.CompletionID)
 		}
-		if m.Chunk != nil {
+		switch {
+		case m.Chunk != nil:
 			w.Text(m.Chunk(req, i))
-		} else {
+		case m.Seed != 0:
+			w.Text(seededSentences[seededIndex(m.Seed, req.CompletionID, i)])
+		default:
 			w.Text(DefaultSentence)
 		}
 	}
@@ -63,6 +72,27 @@ func (m *Sim) Complete(ctx context.Context, req *runtime.CompletionRequest, w ru
 		w.ToolCall("", m.Tool, m.ToolArgs)
 	}
 	return nil
+}
+
+var seededSentences = [...]string{
+	DefaultSentence,
+	"Two tests in the storage module failed after the last change; the parser tests all passed. ",
+	"I will rerun the affected tests with verbose output and compare the failures to the baseline. ",
+	"The failing assertion compares the compacted order with the original one and finds a swap. ",
+	"Network retries are now bounded, so the flaky reset test should settle within the timeout. ",
+	"Nothing in the workspace depends on the removed helper, so deleting it is safe for now. ",
+	"The benchmark numbers are within noise of the previous run on the same idle machine. ",
+	"A summary of the failures and the modules they belong to follows in the next message. ",
+}
+
+func seededIndex(seed uint64, completion string, i int) int {
+	h := fnv.New64a()
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], seed)
+	binary.LittleEndian.PutUint64(b[8:], uint64(i))
+	h.Write(b[:])
+	h.Write([]byte(completion))
+	return int(h.Sum64() % uint64(len(seededSentences)))
 }
 
 // answered reports whether the history ends with a tool result, i.e. the

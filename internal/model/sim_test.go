@@ -86,3 +86,20 @@ func TestCatalogBuildsSimAndScripted(t *testing.T) {
 		t.Fatalf("scripted without a script: %v", err)
 	}
 }
+
+func TestSimSeed(t *testing.T) {
+	text := func(seed uint64, id string) string {
+		var r rec
+		m := &Sim{Chunks: 6, Seed: seed}
+		if err := m.Complete(context.Background(), &runtime.CompletionRequest{CompletionID: id}, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r.text.String()
+	}
+	if text(7, "c1") != text(7, "c1") {
+		t.Fatal("same seed and completion gave different text")
+	}
+	if text(7, "c1") == text(8, "c1") && text(7, "c2") == text(8, "c2") {
+		t.Fatal("different seeds gave the same text")
+	}
+}
