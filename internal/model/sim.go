@@ -3,9 +3,9 @@ package model
 import (
 	"context"
 	"encoding/binary"
-	"hash/fnv"
 	"errors"
 	"fmt"
+	"hash/fnv"
 
 	"github.com/agentslice/agentslice/internal/runtime"
 )
