@@ -40,8 +40,7 @@ type badRig struct {
 	storm   *stormStore
 	mu      sync.Mutex
 	outs    []runtime.OutputEvent
-	queued  atomic.Int64 // messages the receiver enqueued
-	forged  atomic.Int64 // of those, messages for call_x, which only forged callbacks name
+	forged  atomic.Int64 // messages the receiver enqueued for call_x, which only forged callbacks name
 }
 
 // stormStore fails the next n commits of a thread with runtime.ErrConflict,
@@ -81,13 +80,12 @@ func (c *conflictStorm) Is(target error) bool { return target == runtime.ErrConf
 
 type countingQueue struct {
 	runtime.Queue
-	n, callX *atomic.Int64
+	callX *atomic.Int64
 }
 
 func (q countingQueue) Send(ctx context.Context, msgs ...runtime.Message) error {
 	err := q.Queue.Send(ctx, msgs...)
 	if err == nil {
-		q.n.Add(int64(len(msgs)))
 		for _, m := range msgs {
 			if m.ToolCallID == "call_x" {
 				q.callX.Add(1)
@@ -173,7 +171,7 @@ func newBadRig(t *testing.T) *badRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(rig.sys.Stop)
-	rcv, err := rap.NewReceiver(rap.ReceiverConfig{Keys: keys, Queue: countingQueue{rig.sys, &rig.queued, &rig.forged}, Logger: quiet})
+	rcv, err := rap.NewReceiver(rap.ReceiverConfig{Keys: keys, Queue: countingQueue{rig.sys, &rig.forged}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

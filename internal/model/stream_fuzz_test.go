@@ -75,7 +75,7 @@ func FuzzOpenAIStream(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		rec := &recorder{}
-		err = m.Complete(ctx, simpleRequest(), rec)
+		_ = m.Complete(ctx, simpleRequest(), rec) // any error is fine: the target looks for panics and hangs
 		if ctx.Err() != nil {
 			t.Fatalf("the stream decoder did not finish within 10s on %q", body)
 		}
@@ -138,7 +138,7 @@ func FuzzBedrockStream(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		rec := &recorder{}
-		err = m.Complete(ctx, simpleRequest(), rec)
+		_ = m.Complete(ctx, simpleRequest(), rec) // any error is fine: the target looks for panics and hangs
 		if ctx.Err() != nil {
 			t.Fatalf("the stream decoder did not finish within 10s on %s", framesJSON)
 		}

@@ -78,7 +78,3 @@ func (o SlogObserver) Observe(ctx context.Context, ev Event) {
 	}
 	lg.LogAttrs(ctx, level, string(ev.Type), attrs...)
 }
-
-type nopObserver struct{}
-
-func (nopObserver) Observe(context.Context, Event) {}

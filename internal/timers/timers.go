@@ -31,9 +31,6 @@ const (
 	DefaultNamePrefix    = "as-"
 )
 
-// maxScheduleName is the longest schedule name Scheduler accepts.
-const maxScheduleName = 64
-
 var scheduleNameChars = regexp.MustCompile(`^[0-9a-zA-Z_.-]*$`)
 
 // SQSAPI is the part of *sqs.Client the delay path uses.

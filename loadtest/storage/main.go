@@ -59,7 +59,6 @@ type config struct {
 	pgConns                     int
 	dsn, dynamoEndpoint         string
 	out                         string
-	quiet                       bool
 }
 
 func (c *config) validate() error {
