@@ -139,6 +139,9 @@ func (s *slice) modelContext(ctx context.Context) context.Context {
 func (s *slice) toolsetFor(ctx context.Context) (Toolset, error) {
 	if s.toolset == nil {
 		ts, err := s.e.Tools.Toolset(ctx, s.th)
+		if err == nil && ts == nil {
+			err = errors.New("the tool source returned no toolset")
+		}
 		if err != nil {
 			return nil, fmt.Errorf("runtime: loading tools for thread %s: %w", s.threadID, err)
 		}
@@ -158,7 +161,9 @@ func (s *slice) runCall(ctx context.Context, call *Item) bool {
 	if c.Name == InjectedToolName {
 		return errResult("error: %s is reserved for events delivered by the runtime and cannot be called", InjectedToolName)
 	}
-	entry, ok := s.lookup(ctx, c.Name)
+	// The toolset was loaded for this completion already, so lookup
+	// cannot fail here.
+	entry, ok, _ := s.lookup(ctx, c.Name)
 	if !ok {
 		return errResult("error: unknown tool %q; available tools: %s", c.Name, toolNames(s.toolset))
 	}

@@ -498,7 +498,12 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 	if p == nil || p.Dispatched {
 		return false, nil
 	}
-	entry, ok := s.lookup(ctx, p.Name)
+	entry, ok, err := s.lookup(ctx, p.Name)
+	if err != nil {
+		// Retry the slice: closing the call now would give the model an
+		// error for what may be a passing outage.
+		return false, err
+	}
 	if !ok || entry.Async == nil {
 		// The toolset changed since the call was recorded.
 		s.closePending(Item{Kind: ItemToolResult, CallID: p.ID, Name: p.Name, IsError: true,
@@ -530,9 +535,9 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 }
 
 func (s *slice) cancel(ctx context.Context, p *PendingCall) {
-	entry, ok := s.lookup(ctx, p.Name)
-	if !ok {
-		return
+	entry, ok, err := s.lookup(ctx, p.Name)
+	if err != nil || !ok {
+		return // best effort
 	}
 	var c Canceler
 	if entry.Async != nil {
@@ -547,18 +552,18 @@ func (s *slice) cancel(ctx context.Context, p *PendingCall) {
 	}
 }
 
-func (s *slice) lookup(ctx context.Context, name string) (ToolEntry, bool) {
+// lookup finds a tool in the thread's toolset. An error means the toolset
+// could not be loaded (a tool server down): not the same as a missing tool.
+func (s *slice) lookup(ctx context.Context, name string) (ToolEntry, bool, error) {
 	if name == InjectedToolName {
-		return ToolEntry{}, false
+		return ToolEntry{}, false, nil
 	}
-	if s.toolset == nil {
-		ts, err := s.e.Tools.Toolset(ctx, s.th)
-		if err != nil || ts == nil {
-			return ToolEntry{}, false
-		}
-		s.toolset = ts
+	ts, err := s.toolsetFor(ctx)
+	if err != nil {
+		return ToolEntry{}, false, err
 	}
-	return s.toolset.Lookup(name)
+	e, ok := ts.Lookup(name)
+	return e, ok, nil
 }
 
 // closePending gives the pending call its one result and folds in what was

@@ -362,3 +362,51 @@ func TestLateSliceStillMakesProgress(t *testing.T) {
 		t.Fatalf("completions %d continued %v queued %d, want 1, true, 1", res.Completions, res.Continued, len(q.msgs))
 	}
 }
+
+// flakySource fails to load the toolset while down is set, as a RAP loader
+// does when its tool servers are unreachable.
+type flakySource struct {
+	tb   *runtime.Toolbox
+	down bool
+}
+
+func (f *flakySource) Toolset(ctx context.Context, th *runtime.Thread) (runtime.Toolset, error) {
+	if f.down {
+		return nil, errors.New("tool server unreachable")
+	}
+	return f.tb, nil
+}
+
+// Invariant 5: a call recorded but not yet sent stays pending through a
+// toolset outage: the slice fails and is retried, and the call is sent
+// later with its ID. It must not be closed as "no longer available".
+func TestToolsetOutageDoesNotCloseAnUndispatchedCall(t *testing.T) {
+	store := local.NewHistoryStore()
+	e, _ := newEngine(store, &model.Sim{Chunks: 1, Tool: "work", ToolArgs: `{}`})
+	tool := &runtimetest.RecordingTool{FailNext: 1}
+	tb := e.Tools.(*runtime.Toolbox)
+	tb.MustAdd(runtime.ToolEntry{Spec: runtime.ToolSpec{Name: "work"}, Async: tool})
+	src := &flakySource{tb: tb}
+	e.Tools = src
+	ctx := context.Background()
+	in := runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u1")}}
+	if _, err := e.RunSlice(ctx, in); err == nil {
+		t.Fatal("the failed dispatch did not fail the slice")
+	}
+	src.down = true
+	if _, err := e.RunSlice(ctx, in); err == nil {
+		t.Fatal("a slice that could not load its tools succeeded")
+	}
+	src.down = false
+	if _, err := e.RunSlice(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	calls := tool.Calls()
+	if len(calls) != 2 || calls[0].CallID != calls[1].CallID {
+		t.Fatalf("dispatches %+v, want the recorded call twice", calls)
+	}
+	th, _ := store.Load(ctx, "t")
+	if th.State.Pending == nil || !th.State.Pending.Dispatched || th.State.Pending.ID != calls[0].CallID {
+		t.Fatalf("pending %+v, want the call dispatched and still waiting for its result", th.State.Pending)
+	}
+}

@@ -95,18 +95,26 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 // its result (a sleep is interrupted by it instead).
 func (s *slice) foldOrDefer(ctx context.Context, m Message) bool {
 	if p := s.st.Pending; p != nil {
-		if e, ok := s.lookup(ctx, p.Name); ok && e.Interruptible {
+		// A toolset that cannot be loaded now counts as not interruptible:
+		// the event waits, which loses nothing.
+		if e, ok, _ := s.lookup(ctx, p.Name); ok && e.Interruptible {
 			s.interrupt(m)
 		} else {
-			s.st.Deferred = append(s.st.Deferred, m)
-			s.dirty = true
-			s.inputs = append(s.inputs, m.ID)
-			s.res.Processed = append(s.res.Processed, m.ID)
+			s.deferMessage(m)
 			return false
 		}
 	}
 	s.foldEvent(m)
 	return true
+}
+
+// deferMessage keeps m in the state until the pending call has its result;
+// it counts as consumed now.
+func (s *slice) deferMessage(m Message) {
+	s.st.Deferred = append(s.st.Deferred, m)
+	s.dirty = true
+	s.inputs = append(s.inputs, m.ID)
+	s.res.Processed = append(s.res.Processed, m.ID)
 }
 
 func (s *slice) subscribed(callID string) bool {
@@ -177,10 +185,7 @@ func (s *slice) foldResult(ctx context.Context, m Message) bool {
 	}
 	// A late result: the call was already closed (interrupted).
 	if s.st.Pending != nil {
-		s.st.Deferred = append(s.st.Deferred, m)
-		s.dirty = true
-		s.inputs = append(s.inputs, m.ID)
-		s.res.Processed = append(s.res.Processed, m.ID)
+		s.deferMessage(m)
 		return false
 	}
 	s.foldEvent(m)
