@@ -235,4 +235,17 @@ func TestSliceFunctionInProcess(t *testing.T) {
 	if ts[0].Dispatched == "" {
 		t.Fatalf("the first tool slice dispatched nothing: %+v", ts[0])
 	}
+	// DESIGN.md's budget: a warm slice makes at most 4 storage/queue round
+	// trips, the model and the tool excluded. Here: one load and one commit
+	// (SQL), the reply (SQS), and one dedup Mark (DynamoDB; it writes the
+	// consumed IDs and the "outbox sent" record as parallel puts, one round
+	// trip of latency, at most two requests). First deliveries skip the
+	// dedup lookup, and these batches prove their outbox went out.
+	for i, sl := range append(ps, ts...) {
+		by := sl.RoundTripsBy
+		sequential := by["sql"] + by["sql_prepare"] + by["sqs"] + min(by["dynamodb"], 1)
+		if by["sql"] > 2 || by["sqs"] > 1 || by["dynamodb"] > 2 || sequential > 4 {
+			t.Errorf("warm slice %d made %d round trips %v, over the budget of 4 (at most 2 SQL, 1 SQS, 1 dedup Mark)", i, sl.RoundTrips, by)
+		}
+	}
 }
