@@ -6,14 +6,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-services=(scripts/services/postgres.sh scripts/services/dynamodb.sh)
-cleanup() {
-	for s in "${services[@]}"; do bash "$s" stop >/dev/null 2>&1 || true; done
-}
-trap cleanup EXIT
-bash scripts/npm-deps.sh >/dev/null
-for s in "${services[@]}"; do
-	bash "$s" start
-	eval "$(bash "$s" env)"
-done
+source scripts/lib/services.sh
+use_services postgres dynamodb
 go run ./loadtest/storage -threads "${THREADS:-10000}" "$@"

@@ -5,24 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-services=()
+source scripts/lib/services.sh
+# Every service script there is: tests skip nothing.
+names=()
 for s in scripts/services/*.sh; do
-  [ -e "$s" ] && services+=("$s")
+  [ -e "$s" ] && names+=("$(basename "$s" .sh)")
 done
-
-cleanup() {
-  for s in "${services[@]}"; do bash "$s" stop >/dev/null 2>&1 || true; done
-}
-trap cleanup EXIT
-
-echo "== npm packages"
-bash scripts/npm-deps.sh
-
-for s in "${services[@]}"; do
-  echo "== starting $(basename "$s" .sh)"
-  bash "$s" start
-  eval "$(bash "$s" env)"
-done
+echo "== npm packages and services"
+use_services "${names[@]}"
 export AGENTSLICE_REQUIRE_SERVICES=1
 
 echo "== go vet"
