@@ -20,15 +20,10 @@ LOG="$RUN/server.log"
 ENDPOINT="http://127.0.0.1:$PORT"
 
 die() { echo "dynamodb.sh: $*" >&2; exit 1; }
-
-# ours: the pid file names a live DynamoDB Local process.
-ours() {
-	[[ -f $PIDFILE ]] || return 1
-	local pid
-	pid=$(<"$PIDFILE")
-	[[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null &&
-		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q DynamoDBLocal.jar
-}
+DAEMON="DynamoDB Local"
+MARKER=DynamoDBLocal.jar
+# shellcheck source=../lib/daemon.sh
+source "$ROOT/scripts/lib/daemon.sh"
 
 # answering: something on the port speaks the DynamoDB protocol.
 answering() {
@@ -78,34 +73,10 @@ start() {
 			-inMemory -sharedDb -disableTelemetry -port "$PORT"
 	) >"$LOG" 2>&1 </dev/null &
 	echo $! >"$PIDFILE"
-	for _ in $(seq 1 120); do
-		if answering; then
-			echo "dynamodb.sh: DynamoDB Local ready on $ENDPOINT" >&2
-			return 0
-		fi
-		ours || { tail -n 20 "$LOG" >&2; die "DynamoDB Local exited during start-up (log: $LOG)"; }
-		sleep 0.25
-	done
-	tail -n 20 "$LOG" >&2
-	stop
-	die "DynamoDB Local did not answer on $ENDPOINT within 30 s (log: $LOG)"
+	daemon_wait 30
 }
 
-stop() {
-	if ! ours; then
-		rm -f "$PIDFILE"
-		return 0
-	fi
-	local pid
-	pid=$(<"$PIDFILE")
-	kill "$pid" 2>/dev/null || true
-	for _ in $(seq 1 40); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.25
-	done
-	kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
-	rm -f "$PIDFILE"
-}
+stop() { daemon_stop; }
 
 case "${1:-}" in
 start) start ;;

@@ -22,14 +22,10 @@ LOG="$RUN/server.log"
 ENDPOINT="http://127.0.0.1:$PORT"
 
 die() { echo "fauxqs.sh: $*" >&2; exit 1; }
-
-ours() {
-	[[ -f $PIDFILE ]] || return 1
-	local pid
-	pid=$(<"$PIDFILE")
-	[[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null &&
-		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q fauxqs-server.mjs
-}
+DAEMON="fauxqs"
+MARKER=fauxqs-server.mjs
+# shellcheck source=../lib/daemon.sh
+source "$ROOT/scripts/lib/daemon.sh"
 
 # answering: something on the port answers an SQS ListQueues call.
 answering() {
@@ -68,34 +64,10 @@ start() {
 	fi
 	FAUXQS_PORT=$PORT setsid node "$HERE/fauxqs-server.mjs" >"$LOG" 2>&1 </dev/null &
 	echo $! >"$PIDFILE"
-	for _ in $(seq 1 80); do
-		if answering; then
-			echo "fauxqs.sh: fauxqs ready on $ENDPOINT" >&2
-			return 0
-		fi
-		ours || { tail -n 20 "$LOG" >&2; die "fauxqs exited during start-up (log: $LOG)"; }
-		sleep 0.25
-	done
-	tail -n 20 "$LOG" >&2
-	stop
-	die "fauxqs did not answer on $ENDPOINT within 20 s (log: $LOG)"
+	daemon_wait 20
 }
 
-stop() {
-	if ! ours; then
-		rm -f "$PIDFILE"
-		return 0
-	fi
-	local pid
-	pid=$(<"$PIDFILE")
-	kill "$pid" 2>/dev/null || true
-	for _ in $(seq 1 40); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.25
-	done
-	kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
-	rm -f "$PIDFILE"
-}
+stop() { daemon_stop; }
 
 case "${1:-}" in
 start) start ;;
