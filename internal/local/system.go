@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -48,6 +50,8 @@ type DeadLetter struct {
 
 const maxDeadLetters = 10000
 
+var errStopped = errors.New("local: system stopped")
+
 // System is the embedded agent system. It implements runtime.Queue.
 type System struct {
 	engine *runtime.Engine
@@ -58,12 +62,27 @@ type System struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// Mailboxes are sharded by thread so that threads on different cores
+	// do not queue on one lock: a message takes only its shard's lock,
+	// and s.mu is taken only when a thread's goroutine starts or exits.
+	seed    maphash.Seed
+	shards  [mailboxShards]mailboxShard
+	started atomic.Bool
+	stopped atomic.Bool // set under mu
+
 	mu       sync.Mutex
-	boxes    map[string]*mailbox
-	stopped  bool
+	active   int           // threads with a goroutine
 	idle     chan struct{} // closed while no thread has a goroutine
 	dead     []DeadLetter
 	deadSeen int
+}
+
+const mailboxShards = 64
+
+type mailboxShard struct {
+	mu    sync.Mutex
+	boxes map[string]*mailbox
+	_     [48]byte // one cache line per shard
 }
 
 type mailbox struct {
@@ -99,7 +118,10 @@ func New(cfg Config) (*System, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &System{cfg: cfg, log: cfg.Logger, boxes: map[string]*mailbox{}, idle: make(chan struct{})}
+	s := &System{cfg: cfg, log: cfg.Logger, seed: maphash.MakeSeed(), idle: make(chan struct{})}
+	for i := range s.shards {
+		s.shards[i].boxes = map[string]*mailbox{}
+	}
 	close(s.idle)
 	s.engine = &runtime.Engine{History: cfg.History, Dedup: cfg.Dedup, Queue: s, Output: cfg.Output,
 		Model: cfg.Model, Tools: cfg.Tools, Observer: cfg.Observer, Limits: cfg.Limits, Compaction: cfg.Compaction, Now: cfg.Now}
@@ -117,6 +139,7 @@ func (s *System) Start(ctx context.Context) error {
 		return errors.New("local: system already started")
 	}
 	s.ctx, s.cancel = context.WithCancel(ctx)
+	s.started.Store(true)
 	return nil
 }
 
@@ -124,7 +147,7 @@ func (s *System) Start(ctx context.Context) error {
 // thread goroutine to exit. It is safe to call twice.
 func (s *System) Stop() {
 	s.mu.Lock()
-	s.stopped = true
+	s.stopped.Store(true)
 	cancel := s.cancel
 	s.mu.Unlock()
 	if cancel != nil {
@@ -147,28 +170,55 @@ func (s *System) Send(ctx context.Context, msgs ...runtime.Message) error {
 	if s.cfg.OnSend != nil {
 		s.cfg.OnSend(msgs)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ctx == nil {
+	if !s.started.Load() {
 		return errors.New("local: system not started")
 	}
-	if s.stopped {
-		return errors.New("local: system stopped")
+	if s.stopped.Load() {
+		return errStopped
 	}
 	for _, m := range msgs {
-		box := s.boxes[m.ThreadID]
+		sh := &s.shards[maphash.String(s.seed, m.ThreadID)%mailboxShards]
+		sh.mu.Lock()
+		box := sh.boxes[m.ThreadID]
 		if box == nil {
-			box = &mailbox{}
-			if len(s.boxes) == 0 {
-				s.idle = make(chan struct{})
+			if !s.threadStarts() {
+				sh.mu.Unlock()
+				return errStopped
 			}
-			s.boxes[m.ThreadID] = box
-			s.wg.Add(1)
-			go s.drain(m.ThreadID, box)
+			box = &mailbox{}
+			sh.boxes[m.ThreadID] = box
+			go s.drain(m.ThreadID, sh, box)
 		}
 		box.msgs = append(box.msgs, m)
+		sh.mu.Unlock()
 	}
 	return nil
+}
+
+// threadStarts counts a thread goroutine about to start; false when the
+// system is stopped.
+func (s *System) threadStarts() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped.Load() {
+		return false
+	}
+	if s.active == 0 {
+		s.idle = make(chan struct{})
+	}
+	s.active++
+	s.wg.Add(1)
+	return true
+}
+
+// threadEnds counts a thread goroutine that is exiting.
+func (s *System) threadEnds() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active--
+	if s.active == 0 {
+		close(s.idle)
+	}
 }
 
 // Idle returns a channel that is closed when no thread has work. A Send
@@ -183,7 +233,7 @@ func (s *System) Idle() <-chan struct{} {
 func (s *System) Active() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.boxes)
+	return s.active
 }
 
 // DeadLetters returns the messages the system gave up on (the most recent
@@ -195,22 +245,25 @@ func (s *System) DeadLetters() ([]DeadLetter, int) {
 }
 
 // drain runs the thread's slices until its mailbox is empty, then exits.
-func (s *System) drain(threadID string, box *mailbox) {
+func (s *System) drain(threadID string, sh *mailboxShard, box *mailbox) {
 	defer s.wg.Done()
+	// Two batch arrays take turns: one is run while Send appends to the
+	// other (a slice does not keep its input batch).
+	var spare []runtime.Message
 	for {
-		s.mu.Lock()
+		sh.mu.Lock()
 		batch := box.msgs
-		box.msgs = nil
+		box.msgs = spare
 		if len(batch) == 0 || s.ctx.Err() != nil {
-			delete(s.boxes, threadID)
-			if len(s.boxes) == 0 {
-				close(s.idle)
-			}
-			s.mu.Unlock()
+			delete(sh.boxes, threadID)
+			sh.mu.Unlock()
+			s.threadEnds()
 			return
 		}
-		s.mu.Unlock()
+		sh.mu.Unlock()
 		s.runBatch(threadID, batch)
+		clear(batch)
+		spare = batch[:0]
 	}
 }
 
