@@ -302,11 +302,12 @@ func (o countObserver) Observe(ctx context.Context, ev runtime.Event) {
 
 // driver plays the users: on each agent's reply it sends the next turn.
 type driver struct {
-	w       *workload
-	sys     *local.System
-	turns   int
-	mu      sync.Mutex
-	turn    map[string]int
+	w     *workload
+	sys   *local.System
+	turns int
+	// turn counts each agent's turns. It is filled before a wave starts
+	// and only read during it, so the users take no shared lock.
+	turn    map[string]*atomic.Int32
 	pending atomic.Int64
 	done    chan struct{}
 
@@ -316,9 +317,10 @@ type driver struct {
 }
 
 func (d *driver) launch(start, n int) {
-	d.mu.Lock()
-	d.turn = make(map[string]int, n)
-	d.mu.Unlock()
+	d.turn = make(map[string]*atomic.Int32, n)
+	for i := start; i < start+n; i++ {
+		d.turn[agentName(i)] = new(atomic.Int32)
+	}
 	d.pending.Store(int64(n))
 	for i := start; i < start+n; i++ {
 		d.next(agentName(i))
@@ -326,10 +328,7 @@ func (d *driver) launch(start, n int) {
 }
 
 func (d *driver) next(agent string) {
-	d.mu.Lock()
-	d.turn[agent]++
-	t := d.turn[agent]
-	d.mu.Unlock()
+	t := int(d.turn[agent].Add(1))
 	if t > d.turns {
 		if d.pending.Add(-1) == 0 {
 			d.done <- struct{}{}
