@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
@@ -36,8 +34,7 @@ type HistoryStore struct {
 	arena  *arena
 	seed   maphash.Seed
 	shards [shardCount]shard
-	enc    *zstd.Encoder
-	dec    *zstd.Decoder
+	codec  *coldCodec
 	now    func() time.Time
 }
 
@@ -70,16 +67,7 @@ type leaseToken struct{ _ byte }
 
 // NewHistoryStore returns an empty store.
 func NewHistoryStore() *HistoryStore {
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(max(4, goruntime.GOMAXPROCS(0))),
-		zstd.WithLowerEncoderMem(true), zstd.WithZeroFrames(true))
-	if err != nil {
-		panic(fmt.Sprintf("local: zstd encoder: %v", err)) // only on invalid options
-	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(max(4, goruntime.GOMAXPROCS(0))), zstd.WithDecoderLowmem(true))
-	if err != nil {
-		panic(fmt.Sprintf("local: zstd decoder: %v", err))
-	}
-	s := &HistoryStore{arena: newArena(slabSize), seed: maphash.MakeSeed(), enc: enc, dec: dec, now: time.Now}
+	s := &HistoryStore{arena: newArena(slabSize), seed: maphash.MakeSeed(), codec: newColdCodec(), now: time.Now}
 	for i := range s.shards {
 		s.shards[i].threads = map[string]*record{}
 		s.shards[i].hot = map[string]*record{}
@@ -188,7 +176,7 @@ func (s *HistoryStore) view(threadID string, limit, extra int) ([]runtime.Item, 
 }
 
 func (s *HistoryStore) decodeFrame(id string, f frame, rawLen int32) (runtime.ThreadState, int, []runtime.Item, error) {
-	raw, err := s.dec.DecodeAll(f.bytes(), make([]byte, 0, rawLen))
+	raw, err := s.codec.decode(f.bytes(), make([]byte, 0, rawLen))
 	if err != nil {
 		return runtime.ThreadState{}, 0, nil, fmt.Errorf("local: thawing thread %s: %w", id, err)
 	}
@@ -374,7 +362,7 @@ func (f *freezer) freezeShard(s *HistoryStore, sh *shard, cutoff int64) int {
 		if f.raw, err = encodeFrozen(f.raw[:0], c.id, &c.st, c.h.spawnAt, c.items); err != nil {
 			continue // a state that does not encode stays hot
 		}
-		f.scratch = s.enc.EncodeAll(f.raw, f.scratch[:0])
+		f.scratch = s.codec.encode(f.raw, f.scratch[:0])
 		sh.mu.Lock()
 		if c.rec.hot == c.h && c.h.state.Version == c.st.Version && c.h.lease == nil {
 			c.rec.cold, c.rec.rawLen, c.rec.hot = s.arena.alloc(f.scratch, c.rec), int32(len(f.raw)), nil
