@@ -29,7 +29,8 @@ const viewHeadroom = 8
 // one zstd frame and packed into an arena of slabs; what remains of the
 // thread is a record of a few dozen bytes. The next load or commit thaws the
 // frame back, losslessly. Each byte is encoded and compressed once per idle
-// period, not once per slice.
+// period, not once per slice. The codec and the dictionary it learns are in
+// dict.go.
 type HistoryStore struct {
 	arena  *arena
 	seed   maphash.Seed
