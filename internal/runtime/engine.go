@@ -423,6 +423,11 @@ func (s *slice) dedupHistory(batch []Message) []Message {
 	if len(batch) <= smallBatch {
 		return s.dedupSmall(batch)
 	}
+	return s.dedupMap(batch)
+}
+
+// dedupMap is dedupHistory with a map of the batch's IDs.
+func (s *slice) dedupMap(batch []Message) []Message {
 	consumed := make(map[string]bool, len(batch))
 	for _, m := range batch {
 		consumed[m.ID] = false
