@@ -67,7 +67,8 @@ func seedOf(parts ...string) uint64 {
 
 func (w *workload) userText(agent string, turn int) string {
 	if w.profile == "infinity" {
-		return fmt.Sprintf("Turn %d: re-run the affected tests for %s and summarize any failures along with the modules they belong to.", turn, agent)
+		return "Turn " + strconv.Itoa(turn) + ": re-run the affected tests for " + agent +
+			" and summarize any failures along with the modules they belong to."
 	}
 	return w.pool.cut(seedOf("user", agent, strconv.Itoa(turn)), userBytes)
 }
