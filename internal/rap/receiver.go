@@ -52,7 +52,8 @@ type ReceiverConfig struct {
 	// Calls, when set, rejects callbacks for unknown calls early.
 	Calls CallChecker
 	// Output, when set, is told about view updates (Kind "view", Text the
-	// JSON {"view_type":..., "content":...}).
+	// JSON {"view_type":..., "content":...}) and about the display segment
+	// of each accepted tool result (Kind "display", see Receiver.display).
 	Output runtime.Output
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -195,7 +196,31 @@ func (rc *Receiver) Accept(ctx context.Context, query map[string][]string, body 
 		}
 		return fmt.Errorf("rap: enqueueing %s for thread %s: %w", msg.ID, capa.ThreadID, err)
 	}
+	if cb.Type == TypeToolResult {
+		rc.display(ctx, capa, cb.ToolResult)
+	}
 	return nil
+}
+
+// display forwards, best effort, the display segment a UI should render
+// for a result (see ToolResult.Display) as an output event of kind
+// "display" whose Text is {"call_id":..., "display":{...}}. The model never
+// sees it; a result with nothing renderable publishes nothing (UIs show the
+// text).
+func (rc *Receiver) display(ctx context.Context, capa Capability, r *ToolResult) {
+	d, ok := r.Display()
+	if rc.cfg.Output == nil || !ok {
+		return
+	}
+	text, _ := json.Marshal(struct {
+		CallID  string  `json:"call_id"`
+		Display Display `json:"display"`
+	}{capa.CallID, d})
+	ev := runtime.OutputEvent{ID: runtime.DeriveID("disp_", capa.ThreadID, capa.CallID),
+		ThreadID: capa.ThreadID, Kind: "display", Text: string(text)}
+	if err := rc.cfg.Output.Publish(ctx, ev); err != nil {
+		rc.cfg.Logger.WarnContext(ctx, "rap: display segment not forwarded (best effort)", "thread", capa.ThreadID, "call", capa.CallID, "error", err)
+	}
 }
 
 func (rc *Receiver) view(ctx context.Context, capa Capability, v *ViewUpdate) error {
