@@ -300,18 +300,10 @@ func (r *ToolResult) validate() error {
 	if r.Text == nil && len(r.Content) == 0 {
 		return fieldErr("text", "missing (a tool_result needs text or a non-empty content)")
 	}
-	size := 0
-	if r.Text != nil {
-		size += len(*r.Text)
-	}
 	for i, c := range r.Content {
 		if err := checkContent(fmt.Sprintf("content[%d]", i), c); err != nil {
 			return err
 		}
-		size += len(c.Text) + len(c.Data)
-	}
-	if size > maxTextBytes {
-		return fieldErr("content", "payload is %d bytes, more than the limit of %d", size, maxTextBytes)
 	}
 	return nil
 }
@@ -325,9 +317,6 @@ func (e *SubscriptionEvent) validate() error {
 	}
 	if e.Text == nil && !e.Final {
 		return fieldErr("text", "missing (only a final event may omit it)")
-	}
-	if e.Text != nil && len(*e.Text) > maxTextBytes {
-		return fieldErr("text", "%d bytes, more than the limit of %d", len(*e.Text), maxTextBytes)
 	}
 	if e.EventID != "" {
 		if err := checkID("event_id", e.EventID); err != nil {

@@ -155,8 +155,19 @@ func TestReceiverRejects(t *testing.T) {
 	if status != http.StatusRequestEntityTooLarge {
 		t.Errorf("oversize body: status %d, want 413", status)
 	}
-	if n := rig.q.count(); n != 0 {
-		t.Fatalf("%d messages enqueued from rejected callbacks", n)
+	// The authentic but unusable bodies (malformed JSON, missing text, bad
+	// image, bad default, unknown type, oversize) each put one error result
+	// in the signed thread, so the model goes on; the forged, expired and
+	// cross-thread ones put nothing anywhere.
+	if n := rig.q.count(); n != 6 {
+		t.Fatalf("%d messages enqueued from rejected callbacks, want 6 error results", n)
+	}
+	for range 6 {
+		m := rig.q.next(t)
+		if m.ThreadID != "thr_1" || m.ToolCallID != "call_1" || m.Kind != runtime.KindToolResult || !m.IsError ||
+			!strings.HasPrefix(m.ID, "bad_") || !strings.Contains(m.Text, "could not use") {
+			t.Fatalf("unexpected message for an unusable callback: %+v", m)
+		}
 	}
 	if _, ok, _ := rig.rcv.Views().View(context.Background(), "thr_2", "v"); ok {
 		t.Fatal("a rejected view update was stored")

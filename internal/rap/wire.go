@@ -21,10 +21,11 @@ const (
 const (
 	MaxNameLen      = 128
 	MaxToolsetBytes = 4 << 20 // a toolset document
-	MaxCallbackBody = 1 << 20 // one callback body
+	// MaxCallbackBody bounds one callback body. A result larger than a
+	// queue message is truncated with a note to the model (see fit.go).
+	MaxCallbackBody = 4 << 20
 	MaxIDLen        = 256     // thread and call IDs
 	maxURLLen       = 8 << 10 // callback, auth and response URLs
-	maxTextBytes    = 900 << 10
 )
 
 // FieldError reports a malformed document, naming the JSON field at fault

@@ -174,10 +174,18 @@ func DecodeMessage(b []byte) (Message, error) {
 }
 
 // EncodeMessage returns the JSON encoding of m, with V set to MessageVersion
-// when it was zero.
+// when it was zero. It does not escape <, > and & (json.Marshal would write
+// each as six bytes: a tool result of markup would triple in size and no
+// longer fit a queue message).
 func EncodeMessage(m Message) ([]byte, error) {
 	if m.V == 0 {
 		m.V = MessageVersion
 	}
-	return json.Marshal(m)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
