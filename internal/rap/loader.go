@@ -36,8 +36,12 @@ type LoaderConfig struct {
 	// RetryIncomplete is how long a toolset that missed an unreachable
 	// server is kept before the next slice fetches again. Default 30s.
 	RetryIncomplete time.Duration
-	Now             func() time.Time
-	Logger          *slog.Logger
+	// Deadlines overrides, per server base URL, how long a call to that
+	// server's tools may stay pending (see runtime.Liveness); servers not
+	// listed get the engine's default.
+	Deadlines map[string]time.Duration
+	Now       func() time.Time
+	Logger    *slog.Logger
 }
 
 // Loader implements runtime.ToolSource for RAP: it loads the configured
@@ -76,6 +80,13 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 			return nil, fmt.Errorf("rap: LoaderConfig.Servers[%d] = %q is not an absolute http(s) URL", i, s)
 		}
 		cfg.Servers[i] = strings.TrimRight(s, "/")
+	}
+	if len(cfg.Deadlines) > 0 {
+		d := make(map[string]time.Duration, len(cfg.Deadlines))
+		for k, v := range cfg.Deadlines {
+			d[strings.TrimRight(k, "/")] = v
+		}
+		cfg.Deadlines = d
 	}
 	if cfg.Client == nil {
 		cfg.Client = cfg.Dispatcher.client
@@ -260,6 +271,7 @@ func (l *Loader) fetch(ctx context.Context, base string) (*loadedToolset, error)
 	if err != nil {
 		return nil, &ToolsetError{Server: base, Err: fmt.Errorf("rejected whole: %w", err)}
 	}
+	ls.deadline = l.cfg.Deadlines[base]
 	l.mu.Lock()
 	if len(l.parsed) >= 1024 {
 		clear(l.parsed) // a bound, not a policy: the documents are re-parsed on demand

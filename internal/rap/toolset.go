@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -195,6 +196,7 @@ type loadedToolset struct {
 	endpoint string // absolute
 	doc      *Toolset
 	schemas  []*Schema
+	deadline time.Duration // per-server call deadline override; 0: the engine's default
 }
 
 func newLoadedToolset(base string, doc *Toolset, schemas []*Schema) (*loadedToolset, error) {
