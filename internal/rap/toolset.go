@@ -222,8 +222,8 @@ type Set struct {
 	entries  map[string]runtime.ToolEntry
 	specs    []runtime.ToolSpec
 	problems []error
-	// incomplete is set when a server could not be reached; the Loader
-	// fetches again sooner.
+	// incomplete is set when a server could not be reached or served an
+	// invalid toolset; the Loader fetches again later, with backoff.
 	incomplete bool
 }
 
