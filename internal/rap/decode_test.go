@@ -143,7 +143,7 @@ func TestDecodeToolset(t *testing.T) {
 	}{
 		{"valid_full.json", ""},
 		{"valid_relative_endpoint.json", ""},
-		{"valid_empty.json", ""},
+		{"bad_empty_tools.json", "tools"},
 		{"bad_no_name.json", "name"},
 		{"bad_long_name.json", "name"},
 		{"bad_no_endpoint.json", "endpoint"},

@@ -265,7 +265,7 @@ func (l *Loader) Load(ctx context.Context) *Set {
 		}
 		ok = append(ok, sets[i])
 	}
-	set := buildSet(l.cfg.Base, l.cfg.Dispatcher, ok, problems)
+	set := buildSet(l.cfg.Base, l.cfg.Dispatcher, l.cfg.Servers, ok, problems)
 	set.incomplete = incomplete
 	for _, p := range set.problems {
 		l.cfg.Logger.WarnContext(ctx, "rap: tools left out", "problem", p.Error())
