@@ -23,7 +23,7 @@ func fuzzKit(f *testing.F) *Server {
 		Client: &http.Client{Transport: refuseTransport{}},
 		Tools: []Tool{{Name: "echo", Description: "echo",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
-			Run: func(ctx context.Context, c *Call) error { return c.Result(ctx, "ok") }}}})
+			Run:         func(ctx context.Context, c *Call) error { return c.Result(ctx, "ok") }}}})
 	if err != nil {
 		f.Fatal(err)
 	}
