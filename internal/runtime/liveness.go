@@ -193,6 +193,17 @@ func (s *slice) checkPending(ctx context.Context, p *PendingCall, n int) bool {
 	}
 	l := s.e.Liveness.WithDefaults()
 	now := s.e.now()
+	if p.Deadline.IsZero() {
+		// The deadline set at dispatch was not committed (the slice
+		// recorded "sent" in the dedup store instead of a second commit):
+		// count it from this first check, a little late rather than never.
+		if entry, ok, err := s.lookup(ctx, p.Name); err == nil && ok && entry.Async != nil {
+			pp := *p
+			pp.Deadline = l.deadlineFor(entry, now)
+			s.st.Pending, p = &pp, &pp
+			s.dirty = true
+		}
+	}
 	if !p.Deadline.IsZero() && !now.Before(p.Deadline) {
 		s.st.Outbox = append(s.st.Outbox, OutboxEntry{Cancel: &PendingCall{ID: p.ID, Name: p.Name}})
 		s.closePending(Item{Kind: ItemToolResult, CallID: p.ID, Name: p.Name, IsError: true,

@@ -263,3 +263,21 @@ func TestRecheckThread(t *testing.T) {
 		t.Fatalf("transcript:\n%s", tr)
 	}
 }
+
+// A pending call whose deadline was not committed (the dedup "sent" marker
+// path) gets one at its first check, so it can still time out.
+func TestLivenessDeadlineRecoveredAtFirstCheck(t *testing.T) {
+	t.Parallel()
+	r := newLivenessRig(t, &statusTool{status: runtime.StatusAlive})
+	th := r.thread(t)
+	st := th.State.Clone()
+	st.Pending.Deadline = time.Time{}
+	st.Version++
+	if err := r.store.Commit(context.Background(), &runtime.Commit{ThreadID: "t", Expected: th.State.Version, State: st}); err != nil {
+		t.Fatal(err)
+	}
+	r.fire(t)
+	if p := r.thread(t).State.Pending; p == nil || !p.Deadline.Equal(r.now.Add(time.Hour)) {
+		t.Fatalf("pending %+v, want a deadline an hour after the first check", p)
+	}
+}
