@@ -9,7 +9,8 @@ import (
 
 // Liveness: no thread waits forever on a tool.
 //
-// Every asynchronous call the engine dispatches gets a deadline (Liveness.
+// Every asynchronous call the engine dispatches (except interruptible ones,
+// the sleeps, which end by their own timer) gets a deadline (Liveness.
 // Deadline; LongRunningDeadline for tools that say they are long-running; a
 // tool may set its own through CallDeadliner). Right after the dispatch the
 // engine arms a timer (the Timers port the sleeps use, so no process waits
@@ -146,7 +147,10 @@ func (l *Liveness) nextCheck(n int, now, deadline time.Time) time.Time {
 // armLiveness sets the deadline of a call being dispatched and arms its
 // first check. It returns the deadline (zero without Liveness).
 func (s *slice) armLiveness(ctx context.Context, p *PendingCall, entry ToolEntry) (time.Time, error) {
-	if s.e.Liveness == nil || s.e.Liveness.Timers == nil {
+	if s.e.Liveness == nil || s.e.Liveness.Timers == nil || entry.Interruptible {
+		// Interruptible calls (the sleeps) end by their own timer or by
+		// any message: they need no deadline, and must not get one (a
+		// two-hour sleep is not a stuck tool).
 		return time.Time{}, nil
 	}
 	l := s.e.Liveness.WithDefaults()

@@ -281,3 +281,39 @@ func TestLivenessDeadlineRecoveredAtFirstCheck(t *testing.T) {
 		t.Fatalf("pending %+v, want a deadline an hour after the first check", p)
 	}
 }
+
+// Sleeps (interruptible calls) get no deadline and no checks: a long sleep
+// is not a stuck tool.
+func TestLivenessSkipsSleeps(t *testing.T) {
+	t.Parallel()
+	timers := &recordTimers{}
+	store := local.NewHistoryStore()
+	tb := runtime.NewToolbox()
+	for _, e := range runtime.SleepTools(timers, nil) {
+		tb.MustAdd(e)
+	}
+	e := &runtime.Engine{History: store, Queue: &sink{}, Tools: tb, Liveness: &runtime.Liveness{Timers: timers},
+		Model: modelFunc(func(w runtime.TurnWriter) { w.ToolCall("", "sleep", `{"seconds":7200}`) })}
+	if _, err := e.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u1")}}); err != nil {
+		t.Fatal(err)
+	}
+	th, _ := store.Load(context.Background(), "t")
+	if p := th.State.Pending; p == nil || !p.Deadline.IsZero() {
+		t.Fatalf("pending sleep %+v, want no deadline", p)
+	}
+	for _, tm := range timers.timers {
+		if tm.Message.Kind == runtime.KindCheck {
+			t.Fatalf("a liveness check was armed for a sleep: %+v", tm)
+		}
+	}
+	if timers.count() != 1 {
+		t.Fatalf("%d timers, want the sleep's wake-up only", timers.count())
+	}
+}
+
+type modelFunc func(w runtime.TurnWriter)
+
+func (f modelFunc) Complete(_ context.Context, _ *runtime.CompletionRequest, w runtime.TurnWriter) error {
+	f(w)
+	return nil
+}
