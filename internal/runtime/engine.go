@@ -59,6 +59,10 @@ type Engine struct {
 	// Compaction, when set, summarises threads that approach the model's
 	// context window.
 	Compaction *CompactionPolicy
+	// Agents, when set, resolves the agent each thread runs as (its
+	// instructions, model, tools and limits; see agent_slice.go). Nil:
+	// no system prompt, Model and every tool for every thread.
+	Agents Agents
 	// Faults injects crashes at step boundaries. Tests only: nil in
 	// production.
 	Faults FaultInjector
@@ -155,6 +159,7 @@ type slice struct {
 	mctx    context.Context
 	mcancel context.CancelFunc
 	buf     turnBuffer
+	agent   agentState // the thread's agent (agent_slice.go)
 }
 
 func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
