@@ -11,8 +11,8 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/agentslice/agentslice/internal/local"
 	"github.com/agentslice/agentslice/internal/runtime"

@@ -42,11 +42,11 @@ const (
 type partKind uint8
 
 const (
-	partText   partKind = iota + 1
-	partImage           // user-side image (Content of a user item)
-	partCall            // assistant tool call
-	partResult          // tool result
-	partReasoning       // a recorded reasoning block (assistant)
+	partText      partKind = iota + 1
+	partImage              // user-side image (Content of a user item)
+	partCall               // assistant tool call
+	partResult             // tool result
+	partReasoning          // a recorded reasoning block (assistant)
 )
 
 type part struct {
