@@ -71,6 +71,7 @@ func (s *slice) applyAgent() (*AgentVersion, error) {
 		return v, err
 	}
 	s.agent.applied = true
+	s.res.Agent = v.Agent.Name
 	switch {
 	case s.st.Agent == "":
 		s.st.Agent, s.st.AgentHash = v.Agent.Name, v.Hash

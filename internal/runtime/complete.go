@@ -92,6 +92,7 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 		s.st.Tokens = usage.Total
 	}
 	s.st.Usage.Add(usage)
+	s.res.Usage.Add(usage)
 	if b.dropped > 0 || b.droppedAfter > 0 {
 		slog.WarnContext(ctx, "model streamed more than one tool call; only the first is executed",
 			"thread", s.threadID, "completion", req.CompletionID, "dropped_calls", b.dropped, "dropped_text_bytes", b.droppedAfter)
@@ -115,8 +116,15 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 			s.deliverSummary(text)
 			return nil, nil
 		}
-		s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: &OutputEvent{
-			ID: DeriveID("out_", s.threadID, strconv.Itoa(s.ownPos())), ThreadID: s.threadID, Kind: "reply", Text: text}})
+		reply := &OutputEvent{ID: DeriveID("out_", s.threadID, strconv.Itoa(s.ownPos())), ThreadID: s.threadID, Kind: "reply", Text: text}
+		if s.st.Usage != (Usage{}) {
+			u := s.st.Usage
+			reply.Usage = &u
+		}
+		if v := s.agent.v; v != nil {
+			reply.Agent = v.Agent.Name
+		}
+		s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: reply})
 		return nil, nil
 	}
 	call := Item{Kind: ItemToolCall, CallID: callID(s.threadID, s.ownPos()), Name: b.call.Name, Args: b.call.Args, Usage: up}

@@ -102,6 +102,10 @@ type SliceResult struct {
 	// ModelErr is set when the model failed permanently; the slice ended
 	// with an error reply and must not be retried.
 	ModelErr error
+	// Agent is the agent the slice ran as ("" without agents) and Usage
+	// the tokens its completions used (for per-agent metrics).
+	Agent string
+	Usage Usage
 }
 
 // RunSlice runs one slice. A returned error means the slice committed

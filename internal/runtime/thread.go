@@ -118,6 +118,10 @@ type OutputEvent struct {
 	ThreadID string `json:"thread_id"`
 	Kind     string `json:"kind"` // "reply", "error", "notice"
 	Text     string `json:"text"`
+	// Agent is the agent that replied, and Usage the thread's cumulative
+	// token usage when it did (replies only; empty without agents/usage).
+	Agent string `json:"agent,omitempty"`
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // ChildThread is a thread created by a commit (spawn_thread, a threaded
