@@ -456,3 +456,29 @@ func TestUndefinedAgentEndsWithErrorReply(t *testing.T) {
 		t.Fatalf("ModelErr = %v", res.ModelErr)
 	}
 }
+
+// An agent's limits override the engine's: max_completions caps the slice
+// (the work continues in a continuation), compaction_threshold and the
+// model's context window decide when a thread is summarised.
+func TestAgentLimits(t *testing.T) {
+	t.Parallel()
+	defs := []runtime.Agent{
+		{Name: "a", Instructions: "A.", Limits: &runtime.AgentLimits{MaxCompletions: 1}},
+		{Name: "b", Instructions: "B.", Model: "b", Limits: &runtime.AgentLimits{CompactionThreshold: 0.01}},
+	}
+	r := newAgentRig(t, defs, "a")
+	r.engine.Compaction = &runtime.CompactionPolicy{ContextWindow: 1 << 30} // never, by the engine's numbers
+	// echo answers inline, so without the cap the model would run again.
+	res := r.run(t, agentMsg("ta", "u1", "a", "call echo {}"))
+	if res.Completions != 1 || !res.Continued {
+		t.Errorf("agent a (max_completions 1): %d completions, continued %v", res.Completions, res.Continued)
+	}
+	// b's model has a 1000-token window (the rig's resolver): 12 tokens
+	// used is over 1%.
+	r.run(t, agentMsg("tb", "u1", "b", "hello"))
+	if st := r.thread(t, "tb").State; st.Compacting == "" {
+		t.Errorf("agent b (threshold 0.01 of 1000 tokens, 12 used): no compaction started")
+	} else if child := r.thread(t, st.Compacting).State; child.Agent != "b" || child.AgentHash != defs[1].Hash() {
+		t.Errorf("compaction child bound to %s@%s, want b with its parent's version", child.Agent, child.AgentHash)
+	}
+}
