@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"sort"
@@ -12,9 +11,6 @@ import (
 	"github.com/agentslice/agentslice/internal/model"
 	"github.com/agentslice/agentslice/internal/runtime"
 )
-
-// MaxInstructionsBytes caps an agent's instructions (inline or from a file).
-const MaxInstructionsBytes = 1 << 20
 
 // resolveAgents reads the agents' instruction files and checks the
 // definitions and what they refer to (models, toolsets, each other), so that
@@ -29,23 +25,9 @@ func (c *Config) resolveAgents(s *settings) error {
 		}
 		return nil
 	}
-	defs := make([]runtime.Agent, len(c.Agents))
-	for i, ac := range c.Agents {
-		f := fmt.Sprintf("agents[%d]", i)
-		a := ac.Agent
-		switch {
-		case ac.InstructionsFile != "" && a.Instructions != "":
-			return bad(f+".instructions_file", "set together with instructions; use one of them")
-		case ac.InstructionsFile != "":
-			text, err := readInstructions(ac.InstructionsFile)
-			if err != nil {
-				return bad(f+".instructions_file", "%v", err)
-			}
-			a.Instructions = text
-		}
-		defs[i] = a
-	}
-	if err := runtime.ValidateAgents(defs, c.DefaultAgent); err != nil {
+	doc := runtime.AgentsDoc{Agents: c.Agents, DefaultAgent: c.DefaultAgent}
+	defs, err := doc.Resolve("", os.ReadFile) // LoadConfig made file paths absolute
+	if err != nil {
 		var ae *runtime.AgentError
 		if errors.As(err, &ae) {
 			return &ConfigError{Field: ae.Field, Reason: ae.Reason}
@@ -84,25 +66,6 @@ func (c *Config) resolveAgents(s *settings) error {
 	}
 	s.agents, s.defaultAgent = defs, c.DefaultAgent
 	return nil
-}
-
-func readInstructions(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxInstructionsBytes+1))
-	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", path, err)
-	}
-	if len(b) > MaxInstructionsBytes {
-		return "", fmt.Errorf("%s is larger than %d bytes", path, MaxInstructionsBytes)
-	}
-	if strings.TrimSpace(string(b)) == "" {
-		return "", fmt.Errorf("%s is empty: an agent needs instructions", path)
-	}
-	return string(b), nil
 }
 
 func catalogNames(c *model.Catalog) string {

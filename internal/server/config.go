@@ -80,13 +80,11 @@ type Config struct {
 
 // AgentConfig is one agent definition: runtime.Agent's fields, with the
 // instructions inline or in a file (instructions_file; in a configuration
-// file, relative to the file's directory). Its tools name toolsets: "threads"
-// and "sleep" (built-in), "examples" (example_tools), an MCP server's name,
-// or the name a tool server announces in its toolset document.
-type AgentConfig struct {
-	runtime.Agent
-	InstructionsFile string `json:"instructions_file,omitempty"`
-}
+// file, relative to the file's directory), the same shape as an entry of
+// deploy/agents.json. Its tools name toolsets: "threads" and "sleep"
+// (built-in), "examples" (example_tools), an MCP server's name, or the name
+// a tool server announces in its toolset document.
+type AgentConfig = runtime.AgentDef
 
 // ExampleTools selects the example tools served in-process.
 type ExampleTools struct {
