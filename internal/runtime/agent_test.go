@@ -145,6 +145,7 @@ type agentRig struct {
 	agents  *runtime.AgentSet
 	def, mB *sysModel
 	sent    *sink
+	watch   *runtimetest.RecordingTool
 }
 
 func newAgentRig(t *testing.T, defs []runtime.Agent, def string) *agentRig {
@@ -172,6 +173,8 @@ func newAgentRig(t *testing.T, defs []runtime.Agent, def string) *agentRig {
 		func(ctx context.Context, env *runtime.SyncEnv, inv runtime.Invocation) (runtime.ToolOutput, error) {
 			return runtime.ToolOutput{Text: "echo"}, nil
 		})})
+	r.watch = &runtimetest.RecordingTool{}
+	tb.MustAdd(runtime.ToolEntry{Spec: runtime.ToolSpec{Name: "watch"}, Toolset: "examples", Async: r.watch})
 	r.engine.Tools = tb
 	r.engine.Agents = r.agents
 	return r
@@ -480,5 +483,63 @@ func TestAgentLimits(t *testing.T) {
 		t.Errorf("agent b (threshold 0.01 of 1000 tokens, 12 used): no compaction started")
 	} else if child := r.thread(t, st.Compacting).State; child.Agent != "b" || child.AgentHash != defs[1].Hash() {
 		t.Errorf("compaction child bound to %s@%s, want b with its parent's version", child.Agent, child.AgentHash)
+	}
+}
+
+// A threaded subscription event's temporary child runs as its parent's
+// agent, at the parent's version: the parent's instructions in front.
+func TestThreadedEventChildRunsParentsAgent(t *testing.T) {
+	t.Parallel()
+	r := newAgentRig(t, twoAgents, "a")
+	r.run(t, agentMsg("p", "u1", "b", "call watch {}"))
+	calls := r.watch.Calls()
+	if len(calls) != 1 {
+		t.Fatalf("watch dispatched %d times", len(calls))
+	}
+	c := calls[0].CallID
+	r.run(t, runtime.Message{V: 1, ID: "sub", ThreadID: "p", Kind: runtime.KindToolResult, ToolCallID: c, Text: "watching", Subscription: true})
+	r.run(t, runtime.Message{V: 1, ID: "e1", ThreadID: "p", Kind: runtime.KindEvent, ToolCallID: c, Text: "build failed"})
+	var start *runtime.Message
+	for i := range r.sent.msgs {
+		if m := r.sent.msgs[i]; m.Kind == runtime.KindStart && m.ToolCallID == c {
+			start = &r.sent.msgs[i]
+		}
+	}
+	if start == nil {
+		t.Fatal("no threaded-event child was started")
+	}
+	if st := r.thread(t, start.ThreadID).State; st.Agent != "b" || st.AgentHash != twoAgents[1].Hash() || !st.Temporary {
+		t.Fatalf("event child state %+v, want agent b at the parent's version", st)
+	}
+	r.run(t, *start)
+	if got := r.mB.last(); got.ThreadID != start.ThreadID || got.System != "You are B." {
+		t.Errorf("event child's completion: thread %s system %q", got.ThreadID, got.System)
+	}
+}
+
+func TestDecodeAgentsDocErrorsNameTheField(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ doc, field string }{
+		{`{"agents":[{"name":"a","instrutions":"x"}]}`, "instrutions"},
+		{`{"agents":[{"name":"a","instructions":7}]}`, "agents.instructions"},
+		{`{"agents":[{"name":"a","instructions":"x"}]} {}`, ""},
+	} {
+		var ae *runtime.AgentError
+		if _, err := runtime.DecodeAgentsDoc([]byte(c.doc)); !errors.As(err, &ae) || ae.Field != c.field {
+			t.Errorf("DecodeAgentsDoc(%s) = %v, want an *AgentError for field %q", c.doc, err, c.field)
+		}
+	}
+	doc, err := runtime.DecodeAgentsDoc([]byte(`{"agents":[{"name":"a","instructions_file":"a.md"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs, err := doc.Resolve("dir", func(p string) ([]byte, error) {
+		if p != "dir/a.md" {
+			return nil, fmt.Errorf("read %s", p)
+		}
+		return []byte("From a file."), nil
+	})
+	if err != nil || defs[0].Instructions != "From a file." {
+		t.Errorf("Resolve = %+v, %v", defs, err)
 	}
 }

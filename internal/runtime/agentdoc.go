@@ -41,7 +41,9 @@ func DecodeAgentsDoc(b []byte) (*AgentsDoc, error) {
 		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return nil, &AgentError{Field: te.Field, Reason: fmt.Sprintf("want %s, got %s", te.Type, te.Value)}
+			// AgentDef embeds Agent: its fields appear as "agents.Agent.x".
+			field := strings.ReplaceAll(te.Field, ".Agent.", ".")
+			return nil, &AgentError{Field: field, Reason: fmt.Sprintf("want %s, got %s", te.Type, te.Value)}
 		}
 		return nil, &AgentError{Reason: "malformed JSON: " + msg}
 	}

@@ -243,7 +243,7 @@ func jsonError(b []byte, err error) error {
 		line, col := position(b, se.Offset)
 		return &ConfigError{Reason: fmt.Sprintf("malformed JSON at line %d, column %d: %v", line, col, se)}
 	case errors.As(err, &te):
-		field := te.Field
+		field := strings.ReplaceAll(te.Field, ".Agent.", ".") // AgentConfig embeds runtime.Agent
 		if field == "" {
 			return &ConfigError{Reason: fmt.Sprintf("want a JSON object, got %s", te.Value)}
 		}
