@@ -289,7 +289,7 @@ func buildSet(base runtime.Toolset, d *Dispatcher, servers []string, sets []*loa
 				continue
 			}
 			spec := runtime.ToolSpec{Name: td.Name, Description: td.Description, InputSchema: td.InputSchema}
-			s.entries[td.Name] = runtime.ToolEntry{Spec: spec, Async: &remoteTool{d: d, set: ls, def: td, schema: ls.schemas[i], servers: servers}}
+			s.entries[td.Name] = runtime.ToolEntry{Spec: spec, Toolset: ls.doc.Name, Async: &remoteTool{d: d, set: ls, def: td, schema: ls.schemas[i], servers: servers}}
 			s.specs = append(s.specs, spec)
 		}
 	}
