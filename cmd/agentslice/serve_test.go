@@ -108,7 +108,7 @@ func TestServeRunsUntilCancelled(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() { // owned by this test: waited for below
-		done <- runServe(ctx, []string{"-listen", "127.0.0.1:0", "-get-time", "-log-level", "warn"}, pw, io.Discard)
+		done <- runServe(ctx, []string{"-listen", "127.0.0.1:0", "-get-time", "-log-level", "warn", "-data", t.TempDir()}, pw, io.Discard)
 		pw.Close()
 	}()
 	line, err := bufio.NewReader(pr).ReadString('\n')

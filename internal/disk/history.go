@@ -197,11 +197,15 @@ func (h *History) view(ctx context.Context, id string, limit, extra int) ([]runt
 	return append(items, ht.items[:min(len(ht.items), limit-len(items))]...), nil
 }
 
-// attention reports whether recovery must run a slice for a thread in this
-// state: it has an outbox to send or a call to dispatch.
+// attention says what recovery must do for a thread in this state: 1, run
+// a slice (it has an outbox to send or a call to dispatch); 2, check its
+// dispatched call (PendingCalls); 0, nothing.
 func attention(st *runtime.ThreadState) int {
-	if len(st.Outbox) > 0 || (st.Pending != nil && !st.Pending.Dispatched) {
+	switch {
+	case len(st.Outbox) > 0 || (st.Pending != nil && !st.Pending.Dispatched):
 		return 1
+	case st.Pending != nil:
+		return 2
 	}
 	return 0
 }
@@ -405,6 +409,37 @@ func (h *History) NeedAttention(ctx context.Context) ([]string, error) {
 		ids = append(ids, id)
 	}
 	return ids, rows.Err()
+}
+
+// PendingCall is a thread's dispatched call that has no result yet.
+type PendingCall struct {
+	ThreadID string
+	Call     runtime.PendingCall
+}
+
+// PendingCalls returns the dispatched calls still waiting for a result.
+func (h *History) PendingCalls(ctx context.Context) ([]PendingCall, error) {
+	rows, err := h.d.rdb.QueryContext(ctx, `SELECT id, state FROM threads WHERE attention = 2 ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("disk: listing pending calls: %w", err)
+	}
+	defer rows.Close()
+	var out []PendingCall
+	for rows.Next() {
+		var id string
+		var state []byte
+		if err := rows.Scan(&id, &state); err != nil {
+			return nil, fmt.Errorf("disk: listing pending calls: %w", err)
+		}
+		var st runtime.ThreadState
+		if err := json.Unmarshal(state, &st); err != nil {
+			return nil, fmt.Errorf("disk: thread %s: corrupt state: %w", id, err)
+		}
+		if st.Pending != nil {
+			out = append(out, PendingCall{ThreadID: id, Call: *st.Pending})
+		}
+	}
+	return out, rows.Err()
 }
 
 // Stats counts stored and cached threads.

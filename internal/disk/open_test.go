@@ -198,6 +198,10 @@ func TestMigrateFromVersion1(t *testing.T) {
 			t.Fatalf("%s after migration: %+v", id, th)
 		}
 	}
+	calls, err := d.History().PendingCalls(ctx)
+	if err != nil || len(calls) != 1 || calls[0].ThreadID != "t-idle" || calls[0].Call.ID != "c2" {
+		t.Fatalf("pending calls after migration: %+v %v", calls, err)
+	}
 	ids, err := d.History().Threads(ctx)
 	if err != nil || len(ids) != 3 {
 		t.Fatalf("threads: %v %v", ids, err)

@@ -50,13 +50,15 @@ var migrations = []struct {
 			PRIMARY KEY (thread, call)
 		) WITHOUT ROWID`,
 	}},
-	{"threads.attention: which threads recovery must run", []string{
+	{"threads.attention: what recovery must do for a thread", []string{
 		`ALTER TABLE threads ADD COLUMN attention INTEGER NOT NULL DEFAULT 0`,
-		`UPDATE threads SET attention = 1
-			WHERE coalesce(json_array_length(state, '$.outbox'), 0) > 0
-			   OR (json_type(state, '$.pending') = 'object'
-			       AND coalesce(json_extract(state, '$.pending.dispatched'), 0) = 0)`,
-		`CREATE INDEX threads_attention ON threads (id) WHERE attention = 1`,
+		`UPDATE threads SET attention = CASE
+			WHEN coalesce(json_array_length(state, '$.outbox'), 0) > 0
+			  OR (json_type(state, '$.pending') = 'object'
+			      AND coalesce(json_extract(state, '$.pending.dispatched'), 0) = 0) THEN 1
+			WHEN json_type(state, '$.pending') = 'object' THEN 2
+			ELSE 0 END`,
+		`CREATE INDEX threads_attention ON threads (attention, id) WHERE attention > 0`,
 	}},
 }
 

@@ -63,6 +63,15 @@ type Config struct {
 	// CallbackTTL is how long a callback URL stays valid. Default 720h.
 	CallbackTTL string `json:"callback_ttl,omitempty"`
 
+	// Store is where threads live: sqlite (default: durable, under Data),
+	// memory (lost at exit) or postgres (history in PostgreSQL at DSN).
+	Store string `json:"store,omitempty"`
+	// Data is the data directory of the sqlite store (default
+	// DefaultDataDir). Relative to the working directory.
+	Data string `json:"data,omitempty"`
+	// DSN is the postgres://… URL of the postgres store.
+	DSN string `json:"dsn,omitempty"`
+
 	Limits     Limits     `json:"limits"`
 	Freeze     Freeze     `json:"freeze"`
 	Compaction Compaction `json:"compaction"`
@@ -280,6 +289,7 @@ type settings struct {
 	maxBody           int64
 	eventBuffer       int
 	maxListed         int
+	store             storeSettings
 }
 
 // Validate checks the configuration and returns a *ConfigError naming the
@@ -354,6 +364,9 @@ func (c *Config) resolve() (*settings, error) {
 		}
 	}
 
+	if s.store, err = c.resolveStore(); err != nil {
+		return nil, err
+	}
 	if s.callbackTTL, err = duration("callback_ttl", c.CallbackTTL, 30*24*time.Hour); err != nil {
 		return nil, err
 	}
