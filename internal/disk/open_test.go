@@ -91,7 +91,11 @@ func TestCorruptFileIsRefused(t *testing.T) {
 func TestNewerVersionIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	d := open(t, dir)
-	if _, err := d.wdb.Exec("PRAGMA user_version = 99"); err != nil {
+	// Through the writer, which owns the one write connection.
+	if err := d.w.do(context.Background(), &wreq{fn: func(w *wconn) error {
+		_, err := w.exec("PRAGMA user_version = 99")
+		return err
+	}}); err != nil {
 		t.Fatal(err)
 	}
 	d.Close()
