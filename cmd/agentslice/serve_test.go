@@ -18,7 +18,12 @@ import (
 	"github.com/agentslice/agentslice/internal/server"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if args := os.Getenv(childEnv); args != "" {
+		os.Exit(runChild(args)) // this binary was started as a server by a test
+	}
+	goleak.VerifyTestMain(m)
+}
 
 func writeFile(t *testing.T, name, content string) string {
 	t.Helper()
