@@ -300,7 +300,11 @@ func (h *History) Commit(ctx context.Context, c *runtime.Commit) error {
 			ksh.mu.Unlock()
 		}
 	}
-	err = h.d.w.do(ctx, &wreq{fn: fn, after: after, atomic: true})
+	// Without children the UPDATE/INSERT of the thread is the only
+	// statement that can fail for a conflict, and it runs first: only a
+	// commit that creates children needs a savepoint to undo its own
+	// statements.
+	err = h.d.w.do(ctx, &wreq{fn: fn, after: after, atomic: len(c.Children) > 0})
 	if errors.Is(err, runtime.ErrConflict) {
 		sh := h.shard(c.ThreadID)
 		sh.mu.Lock()

@@ -87,6 +87,14 @@ func migrateTo(ctx context.Context, db *sql.DB, path string, target int) error {
 	case v == 0 && tables > 0:
 		return fmt.Errorf("%w: %s has tables but no agentslice schema version (it was left as it is)", ErrNotOurs, path)
 	}
+	if v == 0 {
+		// Only takes effect before the first table exists: freed pages
+		// (item rows merged into frozen frames) can then be given back to
+		// the file system (Checkpoint runs incremental_vacuum).
+		if _, err := db.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
+			return fmt.Errorf("disk: setting auto_vacuum on %s: %w", path, err)
+		}
+	}
 	if _, err := db.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
 		return fmt.Errorf("disk: switching %s to WAL: %w", path, err)
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+
+	"github.com/agentslice/agentslice/internal/runtime"
 )
 
 // errClosed is returned for writes submitted after Close.
@@ -200,9 +202,19 @@ func (w *writer) run(c *wconn, batch []*wreq, connErr error) {
 			fail(fmt.Errorf("disk: beginning a write transaction: %w", err))
 			break
 		}
+		aborted := false
 		for i, r := range batch {
 			if !r.atomic {
-				errs[i] = r.fn(c)
+				// A non-atomic op fails cleanly only with a conflict found
+				// before it wrote anything; any other failure may have
+				// left half of it in the transaction: the whole group is
+				// rolled back and every caller gets the error.
+				if errs[i] = r.fn(c); errs[i] != nil && !errors.Is(errs[i], runtime.ErrConflict) {
+					aborted = true
+					_, _ = c.conn.ExecContext(ctx, "ROLLBACK")
+					fail(fmt.Errorf("disk: a group of %d writes was rolled back: %w", len(batch), errs[i]))
+					break
+				}
 				continue
 			}
 			if _, err := c.exec("SAVEPOINT op"); err != nil {
@@ -218,6 +230,9 @@ func (w *writer) run(c *wconn, batch []*wreq, connErr error) {
 				errs[i] = fmt.Errorf("disk: releasing savepoint: %w", err)
 			}
 		}
+		if aborted {
+			break
+		}
 		if _, err := c.conn.ExecContext(ctx, "COMMIT"); err != nil {
 			_, _ = c.conn.ExecContext(ctx, "ROLLBACK")
 			fail(fmt.Errorf("disk: committing a group of %d writes: %w", len(batch), err))
@@ -232,6 +247,9 @@ func (w *writer) run(c *wconn, batch []*wreq, connErr error) {
 	}
 	if c.checkpoint {
 		c.checkpoint = false
+		if _, err := c.conn.ExecContext(ctx, "PRAGMA incremental_vacuum"); err != nil {
+			w.log.Warn("incremental vacuum failed", "error", err)
+		}
 		if _, err := c.conn.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 			w.log.Warn("WAL checkpoint failed", "error", err)
 		}
