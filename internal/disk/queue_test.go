@@ -2,6 +2,7 @@ package disk
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -100,5 +101,24 @@ func TestTimersRearmAfterRestart(t *testing.T) {
 	}
 	if tm.Pending() != 1 {
 		t.Fatalf("%d timers armed, want 1 (far)", tm.Pending())
+	}
+}
+
+func TestOnlineBackupOpens(t *testing.T) {
+	ctx := context.Background()
+	d := open(t, t.TempDir())
+	c := &runtime.Commit{ThreadID: "b", Expected: 0, Append: []runtime.Item{{Kind: runtime.ItemUser, Input: "u1", Text: "keep me"}},
+		State: runtime.ThreadState{Version: 1, Length: 1, Stack: []string{"b"}}}
+	if err := d.History().Commit(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	restored := t.TempDir()
+	if err := d.Backup(ctx, filepath.Join(restored, FileName)); err != nil {
+		t.Fatal(err)
+	}
+	r := open(t, restored)
+	th, err := r.History().Load(ctx, "b")
+	if err != nil || th.State.Version != 1 || len(th.Items) != 1 || th.Items[0].Text != "keep me" {
+		t.Fatalf("thread in the restored backup: %+v %v", th, err)
 	}
 }
