@@ -47,7 +47,9 @@
 //	         frozen (zstd frame of own items [0, frozen_len)), frozen_len,
 //	         attention (v2: 1 when the state holds an unsent outbox or an
 //	         undispatched call))
-//	items   (thread, pos, data)   one row per commit: own items from pos on
+//	items   (seq, thread, pos, data)  one row per commit: own items from
+//	        pos on; v3: rowid order is insertion order (a group's rows share
+//	        pages) with a unique index on (thread, pos)
 //	dedup   (thread, id, expires)
 //	inbox   (seq, thread, id, body JSON)   accepted, not yet consumed
 //	timers  (thread, call, at, body JSON)  armed sleeps

@@ -60,6 +60,18 @@ var migrations = []struct {
 			ELSE 0 END`,
 		`CREATE INDEX threads_attention ON threads (attention, id) WHERE attention > 0`,
 	}},
+	{"items in insertion order: a group commit appends its rows to the same pages", []string{
+		`CREATE TABLE items_v3 (
+			seq    INTEGER PRIMARY KEY,
+			thread TEXT NOT NULL,
+			pos    INTEGER NOT NULL,
+			data   BLOB NOT NULL
+		)`,
+		`INSERT INTO items_v3 (thread, pos, data) SELECT thread, pos, data FROM items ORDER BY thread, pos`,
+		`DROP TABLE items`,
+		`ALTER TABLE items_v3 RENAME TO items`,
+		`CREATE UNIQUE INDEX items_thread_pos ON items (thread, pos)`,
+	}},
 }
 
 // SchemaVersion is the schema version this build writes.
