@@ -107,6 +107,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-wave must be positive, got %d", c.wave)
 	case c.profile != "infinity" && c.profile != "unique":
 		return fmt.Errorf("-profile must be infinity or unique, got %q", c.profile)
+	case c.store != "" && c.store != "memory" && c.store != "sqlite":
+		return fmt.Errorf("-store must be memory or sqlite, got %q", c.store)
 	}
 	if c.baselineAgents == 0 {
 		c.baselineAgents = min(c.agents, 10000)

@@ -33,7 +33,7 @@ type openedStore struct {
 // rows merged into one zstd frame).
 func openStore(c config) (*openedStore, error) {
 	switch c.store {
-	case "memory":
+	case "", "memory":
 		return &openedStore{store: local.NewHistoryStore()}, nil
 	case "sqlite":
 		dir, keep := c.data, c.data != ""
