@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agentslice/agentslice/internal/disk"
@@ -130,5 +131,73 @@ func TestStoreConfiguration(t *testing.T) {
 	}
 	if got := DefaultDataDir(func(k string) string { return map[string]string{"HOME": "/h"}[k] }); got != "/h/.local/share/agentslice" {
 		t.Errorf("without XDG_DATA_HOME: %s", got)
+	}
+}
+
+type recordingChecker struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (r *recordingChecker) CheckPendingCall(ctx context.Context, threadID string, call runtime.PendingCall) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, threadID+"/"+call.ID)
+	return false, nil
+}
+
+// TestRecoveryOfPendingCalls: at start, a call to an in-process tool that
+// was running when the process died gets an error result (the model goes
+// on); a call to an external tool is handed to the PendingCalls hook; a
+// sleep is left to its timer.
+func TestRecoveryOfPendingCalls(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := disk.Open(ctx, dir, disk.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, call := range map[string]runtime.PendingCall{
+		"thr_local": {ID: "c-local", Name: "get_time", Args: `{"timezone":"UTC"}`, Dispatched: true},
+		"thr_ext":   {ID: "c-ext", Name: "deploy", Args: `{}`, Dispatched: true},
+		"thr_sleep": {ID: "c-sleep", Name: "sleep_until_event_or_input", Args: `{}`, Dispatched: true},
+	} {
+		c := call
+		err := db.History().Commit(ctx, &runtime.Commit{ThreadID: id, Expected: 0,
+			Append: []runtime.Item{{Kind: runtime.ItemUser, Input: "u-" + id, Text: "go"}, {Kind: runtime.ItemToolCall, CallID: c.ID, Name: c.Name, Args: c.Args}},
+			State:  runtime.ThreadState{Version: 1, Length: 2, Stack: []string{id}, Pending: &c}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	checker := &recordingChecker{}
+	srv, err := New(ctx, Config{Listen: "127.0.0.1:0", Data: dir, Script: testdata(t, "hello_script.json"), ExampleTools: &ExampleTools{GetTime: true}},
+		Options{Logger: quietLogger(), Getenv: func(string) string { return "" }, PendingCalls: checker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	waitIdle(t, srv)
+	th := getThread(t, srv, "thr_local")
+	if th.Status != "idle" || len(th.Items) < 3 || th.Items[2].Kind != runtime.ItemToolResult || !th.Items[2].IsError ||
+		!strings.Contains(th.Items[2].Text, "restarted") {
+		t.Fatalf("in-process call after restart: %s %+v", kinds(th.Items), th.Items)
+	}
+	checker.mu.Lock()
+	got := strings.Join(checker.calls, ",")
+	checker.mu.Unlock()
+	if got != "thr_ext/c-ext" {
+		t.Fatalf("hook asked about %q, want only thr_ext/c-ext", got)
+	}
+	for _, id := range []string{"thr_ext", "thr_sleep"} {
+		if th := getThread(t, srv, id); th.Status != "waiting_for_tool" {
+			t.Fatalf("%s: %s, want still waiting", id, th.Status)
+		}
 	}
 }

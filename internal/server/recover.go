@@ -9,6 +9,15 @@ import (
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
+// PendingCallChecker is the hook for a call to an external tool server
+// that was dispatched before a restart and has no result yet: it may ask
+// the tool (RAP /tool_call_status) and enqueue the result or an error
+// result through the system, reporting answered=true; or leave the call to
+// its callback. The RAP liveness work (issue 13) implements it.
+type PendingCallChecker interface {
+	CheckPendingCall(ctx context.Context, threadID string, call runtime.PendingCall) (answered bool, err error)
+}
+
 // recoverDurable picks up, before the API serves, what the previous process
 // left in the data directory: sleeps are re-armed from their stored wake
 // times (one already past fires at once); threads whose committed state
@@ -77,11 +86,16 @@ func (s *Server) recoverDurable(ctx context.Context) error {
 //     deduplicated), and the model decides whether to call it again.
 //   - A tool of an external RAP server answers through its callback URL,
 //     which survives the restart (the callback key is kept in the data
-//     directory). Asking it with /tool_call_status is the RAP issue's
-//     hook (PendingCallChecker): not wired here yet.
+//     directory); Options.PendingCalls, when set, is asked about it too.
 func (s *Server) checkPendingCall(ctx context.Context, c disk.PendingCall) (bool, error) {
-	if s.builtinTool(c.Call.Name) || !s.inProcessTool(c.Call.Name) {
+	if s.builtinTool(c.Call.Name) {
 		return false, nil
+	}
+	if !s.inProcessTool(c.Call.Name) {
+		if s.opts.PendingCalls == nil {
+			return false, nil
+		}
+		return s.opts.PendingCalls.CheckPendingCall(ctx, c.ThreadID, c.Call)
 	}
 	msg := runtime.Message{V: runtime.MessageVersion, ID: runtime.DeriveID("res_", c.ThreadID, c.Call.ID), ThreadID: c.ThreadID,
 		Kind: runtime.KindToolResult, ToolCallID: c.Call.ID, IsError: true,

@@ -40,6 +40,10 @@ type Options struct {
 	// RAPRetry, when set, replaces the retry policy of invocations and of
 	// the in-process tool servers' callbacks (tests shorten it).
 	RAPRetry *rap.RetryPolicy
+	// PendingCalls, when set, is asked at start about each call to an
+	// external tool server that was dispatched before a restart and has no
+	// result yet (see PendingCallChecker).
+	PendingCalls PendingCallChecker
 }
 
 // service is an in-process tool server mounted under ToolsPrefix.
