@@ -5,7 +5,10 @@ import "github.com/agentslice/agentslice/internal/runtime"
 // AppendItems appends the compact binary form of items (the one frozen
 // histories use, derivable IDs left out) to b. first is the own position of
 // items[0] in the thread, which the derived IDs depend on. Durable stores
-// use it for their item rows.
+// use it for their item rows, so it is a format on disk: change it only in
+// ways that still decode what was written before (a new flag bit, as
+// flagExtra did); internal/disk's fixture test decodes rows written by an
+// earlier version.
 func AppendItems(b []byte, threadID string, first int, items []runtime.Item) []byte {
 	lastCall := ""
 	for i := range items {
