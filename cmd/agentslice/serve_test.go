@@ -18,7 +18,12 @@ import (
 	"github.com/agentslice/agentslice/internal/server"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if args := os.Getenv(childEnv); args != "" {
+		os.Exit(runChild(args)) // this binary was started as a server by a test
+	}
+	goleak.VerifyTestMain(m)
+}
 
 func writeFile(t *testing.T, name, content string) string {
 	t.Helper()
@@ -108,7 +113,7 @@ func TestServeRunsUntilCancelled(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() { // owned by this test: waited for below
-		done <- runServe(ctx, []string{"-listen", "127.0.0.1:0", "-get-time", "-log-level", "warn"}, pw, io.Discard)
+		done <- runServe(ctx, []string{"-listen", "127.0.0.1:0", "-get-time", "-log-level", "warn", "-data", t.TempDir()}, pw, io.Discard)
 		pw.Close()
 	}()
 	line, err := bufio.NewReader(pr).ReadString('\n')
@@ -160,16 +165,22 @@ func TestServeRunsUntilCancelled(t *testing.T) {
 func TestServeDocExamples(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join("..", "..", "docs", "examples", "serve")
-	cfg, err := server.LoadConfig(filepath.Join(dir, "serve.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
+	configs := map[string]bool{"serve.json": true, "agents.json": true} // the rest are scripts
+	for name := range configs {
+		cfg, err := server.LoadConfig(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if name == "agents.json" && (len(cfg.Agents) != 2 || cfg.DefaultAgent == "") {
+			t.Errorf("agents.json defines %d agents (default %q), want two and a default", len(cfg.Agents), cfg.DefaultAgent)
+		}
 	}
 	scripts, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	for _, p := range scripts {
-		if filepath.Base(p) == "serve.json" {
+		if configs[filepath.Base(p)] {
 			continue
 		}
 		c := server.Config{Script: p}

@@ -13,6 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentslice/agentslice/internal/disk"
 	"github.com/agentslice/agentslice/internal/local"
 	"github.com/agentslice/agentslice/internal/mcp"
 	"github.com/agentslice/agentslice/internal/model"
@@ -37,6 +40,10 @@ type Options struct {
 	// RAPRetry, when set, replaces the retry policy of invocations and of
 	// the in-process tool servers' callbacks (tests shorten it).
 	RAPRetry *rap.RetryPolicy
+	// PendingCalls, when set, is asked at start about each call to an
+	// external tool server that was dispatched before a restart and has no
+	// result yet (see PendingCallChecker).
+	PendingCalls PendingCallChecker
 }
 
 // service is an in-process tool server mounted under ToolsPrefix.
@@ -60,13 +67,18 @@ type Server struct {
 	opts  Options
 	model runtime.Model
 	keys  *rap.Keyring
+	// agents is nil when the configuration defines none.
+	agents *runtime.AgentSet
 
 	ln       net.Listener
 	url      string
 	client   *http.Client
-	store    *local.HistoryStore
+	store    threadStore
+	db       *disk.DB      // the sqlite store's data directory, else nil
+	pool     *pgxpool.Pool // the postgres store's pool, else nil
+	inbox    local.Inbox   // durable inbox, else nil
 	sys      *local.System
-	timers   *local.Timers
+	timers   serveTimers
 	disp     *rap.Dispatcher
 	loader   *rap.Loader
 	receiver *rap.Receiver
@@ -105,6 +117,27 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 		}
 		return nil, fmt.Errorf("server: building model %q: %w", set.model.Name, err)
 	}
+	models := map[string]runtime.Model{set.model.Name: s.model}
+	if err := s.buildAgents(func(name string) (runtime.Model, int, error) {
+		if name == "" {
+			return s.model, set.model.ContextWindow, nil
+		}
+		mc, err := cfg.Models.Lookup(name) // resolve checked the name
+		if err != nil {
+			return nil, 0, err
+		}
+		if m, ok := models[name]; ok {
+			return m, mc.ContextWindow, nil
+		}
+		m, err := model.FromConfig(ctx, mc, mopts...)
+		if err != nil {
+			return nil, 0, err
+		}
+		models[name] = m
+		return m, mc.ContextWindow, nil
+	}); err != nil {
+		return nil, err
+	}
 	spec, field := cfg.CallbackKeys, "callback_keys"
 	if v := strings.TrimSpace(opts.Getenv(CallbackKeysEnv)); v != "" {
 		spec, field = v, CallbackKeysEnv
@@ -112,6 +145,12 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	if spec != "" {
 		if s.keys, err = rap.ParseKeyring(spec); err != nil {
 			return nil, &ConfigError{Field: field, Reason: err.Error()}
+		}
+	} else if key, ok, err := s.persistentKey(); err != nil {
+		return nil, err
+	} else if ok {
+		if s.keys, err = rap.NewKeyring(key); err != nil {
+			return nil, fmt.Errorf("server: loading the callback key: %w", err)
 		}
 	} else {
 		secret := make([]byte, rap.MinKeyLen)
@@ -160,13 +199,14 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		s.url = "http://" + reachable(s.ln.Addr())
 	}
 	s.client = &http.Client{Timeout: 30 * time.Second}
-	s.store = local.NewHistoryStore()
+	if err := s.openStore(ctx); err != nil {
+		return err
+	}
 	s.events = NewBroadcaster(s.set.eventBuffer, s.log)
 
 	// The sleep tools need the timers when the toolbox is built, and the
 	// timers need the system as their queue: build the timers first and
 	// give them the system once it exists (before anything can schedule).
-	s.timers = local.NewTimers(nil)
 	box := runtime.NewToolbox()
 	for _, e := range append(runtime.ThreadTools(), runtime.SleepTools(s.timers, nil)...) {
 		if err := box.Add(e); err != nil {
@@ -196,15 +236,22 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		compaction = &runtime.CompactionPolicy{ContextWindow: s.set.model.ContextWindow, Threshold: s.cfg.Compaction.Threshold}
 	}
 	l := s.cfg.Limits
+	var agents runtime.Agents
+	if s.agents != nil {
+		agents = s.agents
+	}
 	s.sys, err = local.New(local.Config{
 		Model: s.model, Tools: s.loader, History: s.store, Output: s.events, Logger: s.log,
 		Limits:        runtime.Limits{MaxCompletions: l.MaxCompletions, ModelAttempts: l.ModelAttempts},
-		SliceAttempts: l.SliceAttempts, Compaction: compaction,
+		SliceAttempts: l.SliceAttempts, Compaction: compaction, Agents: agents, Inbox: s.inbox,
 	})
 	if err != nil {
 		return fmt.Errorf("server: building the embedded system: %w", err)
 	}
-	s.timers.Queue = s.sys
+	s.timers.setQueue(s.sys)
+	// Every dispatched call gets a deadline and status checks, armed
+	// through the same timers as the sleeps (runtime/liveness.go).
+	s.sys.Engine().Liveness = &runtime.Liveness{Timers: s.timers}
 	if s.receiver, err = rap.NewReceiver(rap.ReceiverConfig{Keys: s.keys, Queue: s.sys, Output: s.events, Logger: s.log}); err != nil {
 		return fmt.Errorf("server: building the callback receiver: %w", err)
 	}
@@ -216,6 +263,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	}
 	if err := s.sys.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("server: starting the embedded system: %w", err)
+	}
+	if err := s.recoverDurable(ctx); err != nil {
+		return err
 	}
 	s.httpSrv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
@@ -231,7 +281,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		s.wg.Add(1)
 		go s.freezeLoop() // owned by Stop (closes stopping, waits)
 	}
-	s.logToolsets(ctx)
+	if err := s.logToolsets(ctx); err != nil {
+		return err
+	}
 	s.log.Info("agentslice serve: ready", "url", s.url, "listen", s.ln.Addr().String(), "model", s.set.model.Name,
 		"provider", string(s.set.model.Provider), "tool_servers", len(servers))
 	return nil
@@ -268,9 +320,13 @@ func (s *Server) buildServices(retry rap.RetryPolicy) error {
 }
 
 // logToolsets fetches every toolset once and logs what agents will be
-// offered, and why a server was left out.
-func (s *Server) logToolsets(ctx context.Context) {
+// offered, and why a server was left out. It fails when an agent allows a
+// toolset no server announced.
+func (s *Server) logToolsets(ctx context.Context) error {
 	set := s.loader.Load(ctx)
+	if err := checkRemoteToolsets(s.set.remoteToolsets, set, set.Problems()); err != nil {
+		return err
+	}
 	names := make([]string, 0, len(set.Specs()))
 	for _, sp := range set.Specs() {
 		names = append(names, sp.Name)
@@ -279,6 +335,10 @@ func (s *Server) logToolsets(ctx context.Context) {
 	for _, p := range set.Problems() {
 		s.log.Warn("tool server left out", "problem", p.Error())
 	}
+	if s.agents != nil {
+		s.log.Info("agents defined", "agents", strings.Join(s.agents.Names(), ","), "default", s.agents.Default())
+	}
+	return nil
 }
 
 // freezeLoop compresses idle threads' history now and then.
@@ -333,6 +393,7 @@ func (s *Server) Stop() {
 		for _, m := range s.services {
 			m.svc.Stop()
 		}
+		s.closeStore()
 		if s.disp != nil {
 			s.disp.Close()
 		}

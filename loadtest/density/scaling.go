@@ -14,6 +14,7 @@ import (
 // at every core, each in a fresh child process, same workload.
 type Scaling struct {
 	Profile string `json:"profile"`
+	Store   string `json:"store"`
 	Agents  int    `json:"agents"`
 	Turns   int    `json:"turns"`
 	Cores   int    `json:"cores"`
@@ -49,7 +50,7 @@ func runScaling(c config) error {
 			procs, r.CompletionsPerSec, r.CPUMicrosPerCompletion, r.AllocsPerCompletion, 100*r.GCCPUShare)
 	}
 	one, n := res[0], res[1]
-	out := Scaling{Profile: c.profile, Agents: c.agents, Turns: c.turns, Cores: cores,
+	out := Scaling{Profile: c.profile, Store: c.store, Agents: c.agents, Turns: c.turns, Cores: cores,
 		Cps1: round(one.CompletionsPerSec, 0), CpsN: round(n.CompletionsPerSec, 0),
 		Scaling:               round(n.CompletionsPerSec/one.CompletionsPerSec, 3),
 		CPUPerCompletionRatio: round(n.CPUMicrosPerCompletion/one.CPUMicrosPerCompletion, 3),
@@ -70,7 +71,8 @@ func runChild(c config, procs int) (*Result, error) {
 		return nil, err
 	}
 	cmd := exec.Command(exe, "-agents", strconv.Itoa(c.agents), "-turns", strconv.Itoa(c.turns), "-wave", strconv.Itoa(c.wave),
-		"-profile", c.profile, "-out", c.out, "-baseline-agents", "-1", "-progress="+strconv.FormatBool(c.progress))
+		"-profile", c.profile, "-out", c.out, "-baseline-agents", "-1", "-progress="+strconv.FormatBool(c.progress),
+		"-store", c.store) // each child a temporary data directory of its own
 	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
