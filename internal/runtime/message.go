@@ -33,12 +33,14 @@ const (
 	KindNotice     Kind = "notice"      // oauth / user-choice notice about a pending call
 	KindContinue   Kind = "continue"    // continuation after a slice hit its cap or deadline
 	KindSummary    Kind = "summary"     // a compaction child's summary for its parent
+	KindStop       Kind = "stop"        // a person stops the thread: the pending call is interrupted, the model does not run
+	KindClose      Kind = "close"       // a person closes the thread: as stop, then the thread takes no more messages
 )
 
 var knownKinds = map[Kind]bool{
 	KindUser: true, KindToolResult: true, KindEvent: true, KindWake: true,
 	KindReport: true, KindParent: true, KindStart: true, KindNotice: true,
-	KindContinue: true, KindSummary: true,
+	KindContinue: true, KindSummary: true, KindStop: true, KindClose: true,
 }
 
 // needsCallID lists the kinds that refer to a tool call.

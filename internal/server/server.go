@@ -37,6 +37,9 @@ type Options struct {
 	// RAPRetry, when set, replaces the retry policy of invocations and of
 	// the in-process tool servers' callbacks (tests shorten it).
 	RAPRetry *rap.RetryPolicy
+	// Model, when set, replaces the configured model (tests script or
+	// pace completions with it).
+	Model runtime.Model
 }
 
 // service is an in-process tool server mounted under ToolsPrefix.
@@ -72,6 +75,13 @@ type Server struct {
 	receiver *rap.Receiver
 	events   *Broadcaster
 	services []mounted
+	// display, inflight, views, choices and running serve the event
+	// stream and the human-in-the-loop endpoints (stream.go, hitl.go).
+	display  displays
+	inflight inflight
+	views    *viewIndex
+	choices  *rap.MemoryChoices
+	running  runningThreads
 	httpSrv  *http.Server
 
 	startOnce sync.Once
@@ -98,7 +108,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, set: set, log: opts.Logger, opts: opts, stopping: make(chan struct{}), serveErr: make(chan error, 1)}
 	mopts := append([]model.Option{model.WithGetenv(opts.Getenv)}, opts.ModelOptions...)
-	if s.model, err = model.FromConfig(ctx, set.model, mopts...); err != nil {
+	if opts.Model != nil {
+		s.model = opts.Model
+	} else if s.model, err = model.FromConfig(ctx, set.model, mopts...); err != nil {
 		var me *model.ConfigError
 		if errors.As(err, &me) {
 			return nil, prefixModelError(err)
@@ -196,8 +208,11 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		compaction = &runtime.CompactionPolicy{ContextWindow: s.set.model.ContextWindow, Threshold: s.cfg.Compaction.Threshold}
 	}
 	l := s.cfg.Limits
+	s.display.max, s.views, s.choices = 10000, newViewIndex(10000), rap.NewMemoryChoices(10000)
+	s.running.next, s.running.srv = runtime.SlogObserver{Logger: s.log}, s
 	s.sys, err = local.New(local.Config{
-		Model: s.model, Tools: s.loader, History: s.store, Output: s.events, Logger: s.log,
+		Model: deltaModel{inner: s.model, srv: s}, Tools: s.loader, History: newPublishingStore(s.store, s), Output: s.events,
+		Logger: s.log, Observer: &s.running,
 		Limits:        runtime.Limits{MaxCompletions: l.MaxCompletions, ModelAttempts: l.ModelAttempts},
 		SliceAttempts: l.SliceAttempts, Compaction: compaction,
 	})
@@ -205,7 +220,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("server: building the embedded system: %w", err)
 	}
 	s.timers.Queue = s.sys
-	if s.receiver, err = rap.NewReceiver(rap.ReceiverConfig{Keys: s.keys, Queue: s.sys, Output: s.events, Logger: s.log}); err != nil {
+	if s.receiver, err = rap.NewReceiver(rap.ReceiverConfig{Keys: s.keys, Queue: s.sys, Output: s.events, Logger: s.log,
+		Views: s.views, Choices: s.choices}); err != nil {
 		return fmt.Errorf("server: building the callback receiver: %w", err)
 	}
 
