@@ -47,6 +47,9 @@ func (s *Server) routes() http.Handler {
 	for _, m := range s.services {
 		mux.Handle(ToolsPrefix+m.name+"/", m.svc)
 	}
+	page, assets := consoleHandler()
+	mux.Handle("/{$}", methods{http.MethodGet: page.ServeHTTP})
+	mux.Handle(consolePrefix, methods{http.MethodGet: assets.ServeHTTP})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "", "no such endpoint: %s %s (see GET /healthz, /threads, /threads/{id}, POST /threads/{id}/messages)", r.Method, r.URL.Path)
 	})

@@ -62,6 +62,11 @@ type Config struct {
 	CallbackKeys string `json:"callback_keys,omitempty"`
 	// CallbackTTL is how long a callback URL stays valid. Default 720h.
 	CallbackTTL string `json:"callback_ttl,omitempty"`
+	// AuthToken, when set, is required as "Authorization: Bearer <token>"
+	// on the API and the in-process tool servers. Listening on anything but
+	// loopback requires one. The environment variable AGENTSLICE_TOKEN,
+	// when set, wins over the file.
+	AuthToken string `json:"auth_token,omitempty"`
 
 	Limits     Limits     `json:"limits"`
 	Freeze     Freeze     `json:"freeze"`
@@ -118,6 +123,9 @@ type Limits struct {
 	KeepAlive string `json:"keep_alive,omitempty"`
 	// MaxThreadsListed caps the threads GET /threads returns. Default 10000.
 	MaxThreadsListed int `json:"max_threads_listed,omitempty"`
+	// ReadTimeout bounds reading one request, body included: a stalled
+	// upload is cut after it. Default 30s.
+	ReadTimeout string `json:"read_timeout,omitempty"`
 }
 
 // Freeze configures the periodic compression of idle threads' history.
@@ -273,6 +281,7 @@ type settings struct {
 	model             model.Config
 	callbackTTL       time.Duration
 	keepAlive         time.Duration
+	readTimeout       time.Duration
 	freezeEvery       time.Duration
 	freezeIdle        time.Duration
 	commandTimeout    time.Duration
@@ -373,6 +382,9 @@ func (c *Config) resolve() (*settings, error) {
 	s.maxBody, s.eventBuffer, s.maxListed = orDefault(l.MaxBodyBytes, 1<<20), int(orDefault(int64(l.EventBuffer), 256)),
 		int(orDefault(int64(l.MaxThreadsListed), 10000))
 	if s.keepAlive, err = duration("limits.keep_alive", l.KeepAlive, 15*time.Second); err != nil {
+		return nil, err
+	}
+	if s.readTimeout, err = duration("limits.read_timeout", l.ReadTimeout, 30*time.Second); err != nil {
 		return nil, err
 	}
 	if s.freezeEvery, err = duration("freeze.every", c.Freeze.Every, 30*time.Second); err != nil {

@@ -217,6 +217,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, thread stri
 	defer b.Unsubscribe(sub)
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives any server write timeout
+	_ = rc.SetReadDeadline(time.Time{})  // and the read timeout, which would cancel it
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")

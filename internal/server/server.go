@@ -63,6 +63,7 @@ type Server struct {
 	opts  Options
 	model runtime.Model
 	keys  *rap.Keyring
+	token string // required on the API when set (auth.go)
 
 	ln       net.Listener
 	url      string
@@ -116,6 +117,13 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 			return nil, prefixModelError(err)
 		}
 		return nil, fmt.Errorf("server: building model %q: %w", set.model.Name, err)
+	}
+	s.token = cfg.AuthToken
+	if v := strings.TrimSpace(opts.Getenv(TokenEnv)); v != "" {
+		s.token = v
+	}
+	if s.token == "" && !loopback(set.listen) {
+		return nil, &ConfigError{Field: "auth_token", Reason: fmt.Sprintf("serve listens on %s, which is reachable from other machines: set auth_token or %s (loopback addresses need none)", set.listen, TokenEnv)}
 	}
 	spec, field := cfg.CallbackKeys, "callback_keys"
 	if v := strings.TrimSpace(opts.Getenv(CallbackKeysEnv)); v != "" {
@@ -171,7 +179,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if s.url == "" {
 		s.url = "http://" + reachable(s.ln.Addr())
 	}
-	s.client = &http.Client{Timeout: 30 * time.Second}
+	s.client = &http.Client{Timeout: 30 * time.Second,
+		Transport: &tokenTransport{base: http.DefaultTransport.(*http.Transport).Clone(), self: s.url, token: s.token}}
 	s.store = local.NewHistoryStore()
 	s.events = NewBroadcaster(s.set.eventBuffer, s.log)
 
@@ -233,7 +242,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err := s.sys.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("server: starting the embedded system: %w", err)
 	}
-	s.httpSrv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	s.httpSrv = &http.Server{Handler: s.requireToken(s.routes()), ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: s.set.readTimeout, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	s.wg.Add(1)
 	go func() { // owned by Stop, which shuts the HTTP server down and waits
