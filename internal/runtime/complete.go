@@ -53,7 +53,8 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 	}
 	hist, inherited := EffectiveView(s.view, s.th.Inherited)
 	req := &CompletionRequest{ThreadID: s.threadID, CompletionID: completionID(s.threadID, s.version, n),
-		History: hist, Inherited: inherited, Turn: CountCompletions(s.view[s.th.Inherited:]), Tools: ts.Specs()}
+		History: hist, Inherited: inherited, Turn: CountCompletions(s.view[s.th.Inherited:]), Tools: ts.Specs(),
+		Model: s.st.Model}
 	mctx := s.modelContext(ctx)
 	start := s.e.now()
 	var lastErr error

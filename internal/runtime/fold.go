@@ -43,6 +43,14 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 	case KindContinue:
 		s.appendItem(Item{Kind: ItemMarker, Input: m.ID, Text: "continue"})
 		return true
+	case KindModel:
+		s.st.Model = m.Text
+		name := m.Text
+		if name == "" {
+			name = "the default model"
+		}
+		s.appendItem(Item{Kind: ItemMarker, Input: m.ID, Text: "model switched to " + name})
+		return false
 	case KindStop, KindClose:
 		// A person steps in: the pending call (a tool, a sleep) gets its
 		// one "interrupted" result and the model is not woken for it.

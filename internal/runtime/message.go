@@ -35,12 +35,13 @@ const (
 	KindSummary    Kind = "summary"     // a compaction child's summary for its parent
 	KindStop       Kind = "stop"        // a person stops the thread: the pending call is interrupted, the model does not run
 	KindClose      Kind = "close"       // a person closes the thread: as stop, then the thread takes no more messages
+	KindModel      Kind = "model"       // a person switches the thread's model (Text: the model's name, "" for the default)
 )
 
 var knownKinds = map[Kind]bool{
 	KindUser: true, KindToolResult: true, KindEvent: true, KindWake: true,
 	KindReport: true, KindParent: true, KindStart: true, KindNotice: true,
-	KindContinue: true, KindSummary: true, KindStop: true, KindClose: true,
+	KindContinue: true, KindSummary: true, KindStop: true, KindClose: true, KindModel: true,
 }
 
 // needsCallID lists the kinds that refer to a tool call.

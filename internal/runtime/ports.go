@@ -87,6 +87,9 @@ type CompletionRequest struct {
 	// own history (0 for its first), whatever compaction has hidden.
 	Turn  int
 	Tools []ToolSpec
+	// Model is the thread's model (ThreadState.Model); "" is the default.
+	// A deployment with several models routes on it.
+	Model string
 }
 
 // TurnWriter receives a completion as it streams.

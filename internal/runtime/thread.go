@@ -57,6 +57,9 @@ type ThreadState struct {
 	// up to Covers (a position in its view) for its parent.
 	Compaction bool `json:"compaction,omitempty"`
 	Covers     int  `json:"covers,omitempty"`
+	// Model is the model the thread runs, set by a KindModel message (the
+	// switch is also recorded in history); "" is the deployment's default.
+	Model string `json:"model,omitempty"`
 }
 
 // Clone returns a deep copy of s, so a slice can build the next state without

@@ -36,6 +36,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/threads/{id}/views", methods{http.MethodGet: s.getViews})
 	mux.Handle("/threads/{id}/stop", methods{http.MethodPost: s.stopThread})
 	mux.Handle("/threads/{id}/close", methods{http.MethodPost: s.closeThread})
+	mux.Handle("/threads/{id}/model", methods{http.MethodPost: s.switchModel})
 	mux.Handle("/threads/{id}", methods{http.MethodGet: s.getThread})
 	mux.Handle("/threads", methods{http.MethodGet: s.listThreads})
 	mux.Handle("/events", methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {
@@ -246,6 +247,7 @@ type stateSummary struct {
 	Deferred      int                    `json:"deferred,omitempty"`
 	Tokens        int                    `json:"tokens,omitempty"`
 	Compacting    string                 `json:"compacting,omitempty"`
+	Model         string                 `json:"model,omitempty"`
 }
 
 func summarize(st runtime.ThreadState) (string, stateSummary) {
@@ -258,7 +260,7 @@ func summarize(st runtime.ThreadState) (string, stateSummary) {
 	}
 	return status, stateSummary{Version: st.Version, Length: st.Length, Parent: st.Parent, Stack: st.Stack,
 		Children: st.Children, Closed: st.Closed, Temporary: st.Temporary, Pending: st.Pending,
-		Subscriptions: st.Subscriptions, Deferred: len(st.Deferred), Tokens: st.Tokens, Compacting: st.Compacting}
+		Subscriptions: st.Subscriptions, Deferred: len(st.Deferred), Tokens: st.Tokens, Compacting: st.Compacting, Model: st.Model}
 }
 
 func (s *Server) getThread(w http.ResponseWriter, r *http.Request) {

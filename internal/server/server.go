@@ -83,6 +83,7 @@ type Server struct {
 	views    *viewIndex
 	choices  *rap.MemoryChoices
 	running  runningThreads
+	models   modelSet // the catalog's other models, for threads switched to them
 	httpSrv  *http.Server
 
 	startOnce sync.Once

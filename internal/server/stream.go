@@ -126,6 +126,8 @@ func (s *Server) historyEvents(thread string, base int, items []runtime.Item) []
 				ev.Kind = "stopped"
 			case strings.HasPrefix(it.Text, "closed by the user"):
 				ev.Kind = "closed"
+			case strings.HasPrefix(it.Text, "model switched to "):
+				ev.Kind = "model_switched"
 			case strings.HasPrefix(it.Text, "event handed to thread "):
 				ev.Kind, ev.Child = "subscription_event", strings.TrimPrefix(it.Text, "event handed to thread ")
 			case strings.HasPrefix(it.Input, "choice_"):
@@ -228,8 +230,15 @@ type stoppedError struct{}
 func (stoppedError) Error() string { return "stopped by the user" }
 
 func (m deltaModel) Complete(ctx context.Context, req *runtime.CompletionRequest, w runtime.TurnWriter) error {
+	inner := m.inner
+	if req.Model != "" && req.Model != m.srv.set.model.Name {
+		var err error
+		if inner, err = m.srv.models.get(ctx, m.srv, req.Model); err != nil {
+			return runtime.Permanent(err)
+		}
+	}
 	ctx, done := m.srv.inflight.begin(ctx, req.ThreadID)
-	err := m.inner.Complete(ctx, req, &deltaWriter{TurnWriter: w, srv: m.srv, thread: req.ThreadID, completion: req.CompletionID})
+	err := inner.Complete(ctx, req, &deltaWriter{TurnWriter: w, srv: m.srv, thread: req.ThreadID, completion: req.CompletionID})
 	if done() {
 		return errStopped
 	}
