@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -234,7 +235,7 @@ func jsonError(b []byte, err error) error {
 		if field == "" {
 			return &ConfigError{Reason: fmt.Sprintf("want a JSON object, got %s", te.Value)}
 		}
-		return &ConfigError{Field: field, Reason: fmt.Sprintf("want %s, got %s", typeName(te.Type.String()), te.Value)}
+		return &ConfigError{Field: locate(b, strings.Split(field, "."), te.Value), Reason: fmt.Sprintf("want %s, got %s", typeName(te.Type.String()), te.Value)}
 	case errors.Is(err, io.EOF):
 		return &ConfigError{Reason: "empty document (want a JSON object)"}
 	case errors.Is(err, io.ErrUnexpectedEOF):
@@ -242,9 +243,122 @@ func jsonError(b []byte, err error) error {
 	}
 	msg := strings.TrimPrefix(err.Error(), "json: ")
 	if f, ok := strings.CutPrefix(msg, "unknown field "); ok {
-		return &ConfigError{Field: strings.Trim(f, `"`), Reason: "unknown field (check the spelling against the documented fields)"}
+		key := strings.Trim(f, `"`)
+		return &ConfigError{Field: locateKey(b, key), Reason: "unknown field (check the spelling against the documented fields)"}
 	}
 	return &ConfigError{Reason: msg}
+}
+
+// locate turns the dotted field of a JSON type error ("mcp_servers.command")
+// into the full path of the offending value ("mcp_servers[1].command", or
+// "mcp_servers[1].command[0]" for an element), the first value along that
+// path whose JSON type is jsonType. It returns the dotted field when it
+// finds none.
+func locate(b []byte, segs []string, jsonType string) string {
+	var root any
+	if json.Unmarshal(b, &root) != nil {
+		return strings.Join(segs, ".")
+	}
+	// The value itself first; elements of an array value only if no value
+	// matches (a wrong element type).
+	deep := false
+	var walk func(v any, i int, path string) (string, bool)
+	walk = func(v any, i int, path string) (string, bool) {
+		if i == len(segs) && jsonTypeOf(v) == jsonType {
+			return path, true
+		}
+		if arr, ok := v.([]any); ok && (i < len(segs) || deep) {
+			for k, e := range arr {
+				if p, ok := walk(e, i, fmt.Sprintf("%s[%d]", path, k)); ok {
+					return p, true
+				}
+			}
+			return "", false
+		}
+		obj, ok := v.(map[string]any)
+		if !ok || i == len(segs) {
+			return "", false
+		}
+		child, ok := obj[segs[i]]
+		if !ok {
+			return "", false
+		}
+		next := segs[i]
+		if path != "" {
+			next = path + "." + segs[i]
+		}
+		return walk(child, i+1, next)
+	}
+	if p, ok := walk(root, 0, ""); ok {
+		return p
+	}
+	deep = true
+	if p, ok := walk(root, 0, ""); ok {
+		return p
+	}
+	return strings.Join(segs, ".")
+}
+
+// locateKey returns the full path of the first object key named key
+// (an unknown field), or key when it finds none.
+func locateKey(b []byte, key string) string {
+	var root any
+	if json.Unmarshal(b, &root) != nil {
+		return key
+	}
+	var walk func(v any, path string) (string, bool)
+	walk = func(v any, path string) (string, bool) {
+		switch t := v.(type) {
+		case map[string]any:
+			if _, ok := t[key]; ok {
+				if path == "" {
+					return key, true
+				}
+				return path + "." + key, true
+			}
+			names := make([]string, 0, len(t))
+			for k := range t {
+				names = append(names, k)
+			}
+			slices.Sort(names)
+			for _, k := range names {
+				next := k
+				if path != "" {
+					next = path + "." + k
+				}
+				if p, ok := walk(t[k], next); ok {
+					return p, true
+				}
+			}
+		case []any:
+			for i, e := range t {
+				if p, ok := walk(e, fmt.Sprintf("%s[%d]", path, i)); ok {
+					return p, true
+				}
+			}
+		}
+		return "", false
+	}
+	if p, ok := walk(root, ""); ok {
+		return p
+	}
+	return key
+}
+
+func jsonTypeOf(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	case string:
+		return "string"
+	case float64:
+		return "number"
+	case bool:
+		return "bool"
+	}
+	return "null"
 }
 
 func position(b []byte, off int64) (line, col int) {
