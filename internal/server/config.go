@@ -100,7 +100,8 @@ type MCPServer struct {
 	Name    string   `json:"name"`
 	Command []string `json:"command,omitempty"`
 	URL     string   `json:"url,omitempty"`
-	// Env, when set, is the subprocess's whole environment.
+	// Env are KEY=VALUE entries added to (or replacing entries of) the
+	// server's environment for the subprocess.
 	Env []string `json:"env,omitempty"`
 	Dir string   `json:"dir,omitempty"`
 }
@@ -469,6 +470,11 @@ func (c *Config) resolve() (*settings, error) {
 		}
 		if len(m.Command) > 0 && strings.TrimSpace(m.Command[0]) == "" {
 			return nil, bad(f+".command[0]", "empty program name")
+		}
+		for j, e := range m.Env {
+			if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+				return nil, bad(fmt.Sprintf("%s.env[%d]", f, j), "%q is not KEY=VALUE", e)
+			}
 		}
 		if m.URL != "" {
 			if err := checkBaseURL(m.URL); err != nil {

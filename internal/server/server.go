@@ -76,6 +76,7 @@ type Server struct {
 	receiver *rap.Receiver
 	events   *Broadcaster
 	services []mounted
+	proxies  []*mcp.Proxy // also in services; checked at start
 	// display, inflight, views, choices and running serve the event
 	// stream and the human-in-the-loop endpoints (stream.go, hitl.go).
 	display  displays
@@ -258,6 +259,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		s.wg.Add(1)
 		go s.freezeLoop() // owned by Stop (closes stopping, waits)
 	}
+	s.checkMCP(ctx)
 	s.logToolsets(ctx)
 	s.log.Info("agentslice serve: ready", "url", s.url, "listen", s.ln.Addr().String(), "model", s.set.model.Name,
 		"provider", string(s.set.model.Provider), "tool_servers", len(servers))
@@ -284,14 +286,45 @@ func (s *Server) buildServices(retry rap.RetryPolicy) error {
 	}
 	for _, m := range s.cfg.MCPServers {
 		name := "mcp/" + m.Name
-		p, err := mcp.New(mcp.Config{Name: m.Name, Description: "MCP server " + m.Name, Command: m.Command, Env: m.Env, Dir: m.Dir,
+		p, err := mcp.New(mcp.Config{Name: m.Name, Description: "MCP server " + m.Name, Command: m.Command, Env: mcpEnv(m.Env, os.Environ()), Dir: m.Dir,
 			URL: m.URL, PublicURL: s.url + ToolsPrefix + name, Client: s.client, Retry: retry, Logger: s.log})
 		if err != nil {
 			return fmt.Errorf("server: building the MCP proxy %s: %w", m.Name, err)
 		}
 		s.services = append(s.services, mounted{name, p})
+		s.proxies = append(s.proxies, p)
 	}
 	return nil
+}
+
+// mcpEnv is an MCP subprocess's environment: the server's, with the
+// configured entries added (a later entry wins in exec); nil, inheriting
+// it, when none are configured.
+func mcpEnv(extra, parent []string) []string {
+	if len(extra) == 0 {
+		return nil
+	}
+	return append(append([]string(nil), parent...), extra...)
+}
+
+// checkMCP connects to every MCP server at start, concurrently, and reports
+// one that cannot start (naming its config entry); serve goes on without
+// it, and a later call tries again.
+func (s *Server) checkMCP(ctx context.Context) {
+	var wg sync.WaitGroup
+	for i, p := range s.proxies {
+		wg.Add(1)
+		go func() { // waited for below
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			if err := p.Check(cctx); err != nil {
+				s.log.Error("MCP server cannot start; its tools will fail until it can", "config", fmt.Sprintf("mcp_servers[%d]", i),
+					"name", s.cfg.MCPServers[i].Name, "error", err)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // logToolsets fetches every toolset once and logs what agents will be
