@@ -159,14 +159,14 @@ type Result struct {
 	ConventionalRatio       float64 `json:"conventional_over_agentslice,omitempty"`
 	// ConventionalAgents is how many agents the baseline measured; the
 	// chart extrapolates its per-agent figure to Agents.
-	ConventionalAgents int `json:"conventional_agents_measured,omitempty"`
-	GOMAXPROCS              int     `json:"gomaxprocs"`
-	Machine                 string  `json:"machine"`
-	Goroutines              int     `json:"goroutines_when_idle"`
-	DeadLetters             int     `json:"dead_letters"`
-	Verified                bool    `json:"history_verified"`
-	HeapLivePerAgent        int64   `json:"heap_live_bytes_per_agent"`
-	HeapSpanPerAgent        int64   `json:"heap_inuse_span_bytes_per_agent"`
+	ConventionalAgents int    `json:"conventional_agents_measured,omitempty"`
+	GOMAXPROCS         int    `json:"gomaxprocs"`
+	Machine            string `json:"machine"`
+	Goroutines         int    `json:"goroutines_when_idle"`
+	DeadLetters        int    `json:"dead_letters"`
+	Verified           bool   `json:"history_verified"`
+	HeapLivePerAgent   int64  `json:"heap_live_bytes_per_agent"`
+	HeapSpanPerAgent   int64  `json:"heap_inuse_span_bytes_per_agent"`
 }
 
 type sample struct {
