@@ -404,3 +404,24 @@ func TestStopAndClose(t *testing.T) {
 		t.Fatalf("stopping an unknown thread: %d %+v", code, e)
 	}
 }
+
+// TestStreamCursorPastHistory: a cursor past the thread's history (from
+// before an in-memory server restarted) gets a reset event and the whole
+// history again; the every-thread stream carries history events too.
+func TestStreamCursorPastHistory(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, Config{Script: testdata(t, "hello_script.json")})
+	all := openStream(t, srv.URL()+"/events")
+	postMessage(t, srv, "thr_reset", `{"text":"hi"}`)
+	if ev := all.nextOf(t, "turn"); ev.Data.ThreadID != "thr_reset" || ev.ID != "" {
+		t.Fatalf("every-thread stream: %+v (it carries no replay cursor)", ev)
+	}
+	waitIdle(t, srv)
+	s := openStreamWith(t, srv.URL()+"/threads/thr_reset/events", "99")
+	if ev := s.next(t); ev.Event != "reset" {
+		t.Fatalf("first event %+v, want reset", ev)
+	}
+	if ev := s.next(t); ev.Event != "message" || ev.ID != "1" {
+		t.Fatalf("after the reset: %+v, want the history from the start", ev)
+	}
+}
