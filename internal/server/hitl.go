@@ -52,9 +52,15 @@ func (rt *runningThreads) Observe(ctx context.Context, ev runtime.Event) {
 	default:
 		return
 	}
-	if rt.srv != nil && rt.srv.events.Watched(ev.ThreadID) {
-		rt.srv.publishState(ctx, ev.ThreadID)
+	if rt.srv == nil || !rt.srv.events.Watched(ev.ThreadID) {
+		return
 	}
+	if ev.Type == runtime.EventSliceStarted { // nothing else changed: no need to load the thread
+		rt.srv.events.publish(StreamEvent{ID: ev.ThreadID + "@v" + strconv.FormatInt(ev.Version, 10) + ".run", ThreadID: ev.ThreadID,
+			Kind: "state", State: &statusView{Status: "running", Version: ev.Version}})
+		return
+	}
+	rt.srv.publishState(ctx, ev.ThreadID)
 }
 
 func (rt *runningThreads) running(thread string) bool {

@@ -80,7 +80,7 @@ function label(status) {
 
 function refreshTreeSoon() {
   clearTimeout(state.treeTimer);
-  state.treeTimer = setTimeout(loadTree, 150);
+  state.treeTimer = setTimeout(loadTree, 1000);
 }
 
 async function loadDead() {
@@ -324,7 +324,14 @@ const render = {
   continue(ev) { /* a slice continued in the next one: nothing to show */ },
   marker(ev) { if (ev.text) sys(ev.text, ev); },
   state(ev) {
-    if (ev.state) showState(ev.state);
+    if (!ev.state) return;
+    if (ev.id.endsWith(".run")) { // a slice started: the rest is unchanged
+      const s = $("thread-status");
+      s.className = "status running";
+      s.textContent = "running";
+      return;
+    }
+    showState(ev.state);
   },
   error(ev) { endStreaming(); sys("error: " + ev.text, ev, true); },
   dead_letter(ev) {
