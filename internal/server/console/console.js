@@ -78,9 +78,11 @@ function label(status) {
   return (status || "").replaceAll("_", " ");
 }
 
+// refreshTreeSoon reloads the tree within a second, at most once a second
+// however many events arrive.
 function refreshTreeSoon() {
-  clearTimeout(state.treeTimer);
-  state.treeTimer = setTimeout(loadTree, 1000);
+  if (state.treeTimer) return;
+  state.treeTimer = setTimeout(() => { state.treeTimer = 0; loadTree(); }, 1000);
 }
 
 async function loadDead() {
