@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -29,6 +30,8 @@ var ErrBroadcasterClosed = errors.New("server: event broadcaster closed (the ser
 type Broadcaster struct {
 	buffer int
 	log    *slog.Logger
+
+	any atomic.Int64 // subscribers in all: Watched's fast path when there are none
 
 	mu      sync.Mutex
 	subs    map[string]map[*Subscriber]struct{} // by thread; "" is every thread
@@ -73,6 +76,9 @@ func (b *Broadcaster) Publish(_ context.Context, ev runtime.OutputEvent) error {
 // Watched reports whether anyone subscribes to thread's events (or to
 // every thread's): publishers skip building events nobody reads.
 func (b *Broadcaster) Watched(thread string) bool {
+	if b.any.Load() == 0 {
+		return false
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.subs[thread]) > 0 || len(b.subs[""]) > 0
@@ -114,6 +120,7 @@ func (b *Broadcaster) Subscribe(thread string) (*Subscriber, error) {
 	}
 	m[s] = struct{}{}
 	b.n++
+	b.any.Store(int64(b.n))
 	b.signalLocked()
 	return s, nil
 }
@@ -144,6 +151,7 @@ func (b *Broadcaster) removeLocked(s *Subscriber) {
 	}
 	close(s.ch)
 	b.n--
+	b.any.Store(int64(b.n))
 	b.signalLocked()
 }
 
