@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentslice/agentslice/internal/runtime"
 )
@@ -230,6 +231,8 @@ type threadResponse struct {
 	Items     []runtime.Item `json:"items"`
 	// Choice is the user_choice waiting for an answer, if any.
 	Choice *choiceView `json:"choice,omitempty"`
+	// Until is when a sleeping thread wakes up, when known.
+	Until *time.Time `json:"until,omitempty"`
 	// DeadLetters are the thread's messages the system gave up on.
 	DeadLetters []deadLetterEntry `json:"dead_letters,omitempty"`
 }
@@ -300,6 +303,7 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request) {
 		From: from, Total: len(th.Items), Items: items, DeadLetters: dead}
 	if p := th.State.Pending; p != nil {
 		resp.Choice = s.pendingChoice(thread, p.ID)
+		resp.Until = s.sleeps.until(thread, p)
 	}
 	writeJSON(w, http.StatusOK, resp)
 }

@@ -77,7 +77,8 @@ func (s *Server) publishState(ctx context.Context, thread string) {
 	}
 	st := th.State
 	s.events.publish(StreamEvent{ID: thread + "@v" + strconv.FormatInt(st.Version, 10), ThreadID: thread, Kind: "state",
-		State: &statusView{Status: s.status(thread, st), Pending: st.Pending, Subscriptions: st.Subscriptions, Version: st.Version}})
+		State: &statusView{Status: s.status(thread, st), Pending: st.Pending, Subscriptions: st.Subscriptions, Version: st.Version,
+			Until: s.sleeps.until(thread, st.Pending)}})
 }
 
 // status is a thread's status for people: closed, running, sleeping,
@@ -358,4 +359,55 @@ func (s *Server) callbacks() http.Handler {
 		}
 		s.receiver.ServeHTTP(w, r)
 	})
+}
+
+// sleepTimes is the sleep tools' timers as the server hands them over: it
+// remembers when each pending sleep ends, so a thread's status can say
+// "sleeping until …". In memory; a restart forgets it (the status then
+// says "sleeping").
+type sleepTimes struct {
+	runtime.Timers
+	mu sync.Mutex
+	at map[string]time.Time // thread \x00 call → wake-up
+}
+
+func (st *sleepTimes) Schedule(ctx context.Context, t runtime.Timer) error {
+	if err := st.Timers.Schedule(ctx, t); err != nil {
+		return err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.at == nil {
+		st.at = map[string]time.Time{}
+	}
+	st.at[t.ThreadID+"\x00"+t.CallID] = t.At
+	return nil
+}
+
+func (st *sleepTimes) Cancel(ctx context.Context, threadID, callID string) error {
+	st.mu.Lock()
+	delete(st.at, threadID+"\x00"+callID)
+	st.mu.Unlock()
+	return st.Timers.Cancel(ctx, threadID, callID)
+}
+
+// forget drops the wake-up of a sleep that has its result.
+func (st *sleepTimes) forget(thread, call string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	delete(st.at, thread+"\x00"+call)
+}
+
+// until returns when the thread's pending sleep ends, if known.
+func (st *sleepTimes) until(thread string, p *runtime.PendingCall) *time.Time {
+	if p == nil || !sleepTools[p.Name] {
+		return nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	at, ok := st.at[thread+"\x00"+p.ID]
+	if !ok {
+		return nil
+	}
+	return &at
 }

@@ -84,7 +84,8 @@ type Server struct {
 	views    *viewIndex
 	choices  *rap.MemoryChoices
 	running  runningThreads
-	models   modelSet // the catalog's other models, for threads switched to them
+	models   modelSet   // the catalog's other models, for threads switched to them
+	sleeps   sleepTimes // the timers the sleep tools get; knows when sleeps end
 	httpSrv  *http.Server
 
 	startOnce sync.Once
@@ -190,8 +191,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	// timers need the system as their queue: build the timers first and
 	// give them the system once it exists (before anything can schedule).
 	s.timers = local.NewTimers(nil)
+	s.sleeps.Timers = s.timers
 	box := runtime.NewToolbox()
-	for _, e := range append(runtime.ThreadTools(), runtime.SleepTools(s.timers, nil)...) {
+	for _, e := range append(runtime.ThreadTools(), runtime.SleepTools(&s.sleeps, nil)...) {
 		if err := box.Add(e); err != nil {
 			return fmt.Errorf("server: registering built-in tools: %w", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentslice/agentslice/internal/rap"
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -67,6 +68,8 @@ type statusView struct {
 	Pending       *runtime.PendingCall   `json:"pending,omitempty"`
 	Subscriptions []runtime.Subscription `json:"subscriptions,omitempty"`
 	Version       int64                  `json:"version"`
+	// Until is when a sleeping thread wakes up, when known.
+	Until *time.Time `json:"until,omitempty"`
 }
 
 // sleepTools are the built-in tools whose calls are sleeps.
@@ -200,6 +203,11 @@ func (p publishingStore) Commit(ctx context.Context, c *runtime.Commit) error {
 	if err := p.HistoryStore.Commit(ctx, c); err != nil {
 		return err
 	}
+	for i := range c.Append {
+		if it := &c.Append[i]; it.Kind == runtime.ItemToolResult && sleepTools[it.Name] {
+			p.srv.sleeps.forget(c.ThreadID, it.CallID)
+		}
+	}
 	if !p.srv.events.Watched(c.ThreadID) {
 		return nil
 	}
@@ -209,7 +217,7 @@ func (p publishingStore) Commit(ctx context.Context, c *runtime.Commit) error {
 	st := c.State
 	p.srv.events.publish(StreamEvent{ID: c.ThreadID + "@v" + strconv.FormatInt(st.Version, 10), ThreadID: c.ThreadID,
 		Kind: "state", State: &statusView{Status: p.srv.status(c.ThreadID, st), Pending: st.Pending,
-			Subscriptions: st.Subscriptions, Version: st.Version}})
+			Subscriptions: st.Subscriptions, Version: st.Version, Until: p.srv.sleeps.until(c.ThreadID, st.Pending)}})
 	return nil
 }
 

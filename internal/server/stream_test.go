@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentslice/agentslice/internal/model"
 	"github.com/agentslice/agentslice/internal/rap"
@@ -369,8 +370,8 @@ func TestStopAndClose(t *testing.T) {
 		t.Fatalf("sleep event %+v", ev.Data)
 	}
 	waitIdle(t, srv)
-	if th := getThread(t, srv, thread); th.Status != "sleeping" {
-		t.Fatalf("status %s", th.Status)
+	if th := getThread(t, srv, thread); th.Status != "sleeping" || th.Until == nil || !th.Until.After(time.Now()) {
+		t.Fatalf("status %s until %v", th.Status, th.Until)
 	}
 	if code := do(t, http.MethodPost, srv.URL()+"/threads/"+thread+"/stop", "", &resp); code != http.StatusAccepted || resp["interrupted_completion"] != false {
 		t.Fatalf("stop: %d %v", code, resp)

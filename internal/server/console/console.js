@@ -143,7 +143,7 @@ async function refreshThread() {
   const id = state.thread;
   try {
     const th = await api("GET", "/threads/" + encodeURIComponent(id));
-    if (id === state.thread) showState({ status: th.status, pending: th.state && th.state.pending, subscriptions: th.state && th.state.subscriptions });
+    if (id === state.thread) showState({ status: th.status, until: th.until, pending: th.state && th.state.pending, subscriptions: th.state && th.state.subscriptions });
   } catch (e) {
     if (id === state.thread) showState({ status: "new" });
   }
@@ -152,7 +152,7 @@ async function refreshThread() {
 function showState(st) {
   const s = $("thread-status");
   s.className = "status " + st.status;
-  s.textContent = label(st.status);
+  s.textContent = label(st.status) + (st.status === "sleeping" && st.until ? " until " + new Date(st.until).toLocaleString() : "");
   const closed = st.status === "closed";
   $("close").disabled = closed;
   $("stop").disabled = closed;
