@@ -195,7 +195,7 @@ func (b *Broadcaster) Close() {
 //	data: <the StreamEvent as JSON>
 //
 // A comment line is sent first (the subscription is live from then on) and
-// every keepAlive after. For one thread (thread != ""), the stream starts
+// every keepAlive after. ?kinds=a,b keeps only those kinds. For one thread (thread != ""), the stream starts
 // with the thread's committed history after the cursor the client sends in
 // Last-Event-ID (or ?after=N), then goes on live: the subscription is made
 // before history is read, and live history events the replay already
@@ -215,6 +215,13 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, thread stri
 				return
 			}
 			after, fresh = n, false
+		}
+	}
+	var only map[string]bool // ?kinds=state,error: only these kinds
+	if v := r.URL.Query().Get("kinds"); v != "" {
+		only = map[string]bool{}
+		for _, k := range strings.Split(v, ",") {
+			only[strings.TrimSpace(k)] = true
 		}
 	}
 	sub, err := b.Subscribe(thread)
@@ -241,7 +248,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, thread stri
 	replayed := 0
 	if thread != "" {
 		var ok bool
-		if replayed, ok = s.replay(w, rc, r, thread, after, fresh); !ok {
+		if replayed, ok = s.replay(w, rc, r, thread, after, fresh, only); !ok {
 			return
 		}
 	}
@@ -266,6 +273,9 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, thread stri
 			if ev.Seq > 0 && ev.Seq <= replayed {
 				continue // the replay sent it
 			}
+			if only != nil && !only[ev.Kind] {
+				continue
+			}
 			if !sendEvent(w, rc, ev, thread != "") {
 				return
 			}
@@ -276,7 +286,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, thread stri
 // replay sends a thread's history events after the cursor; a fresh stream
 // also gets the thread's current views and dead letters. It returns the
 // cursor the replay reached.
-func (s *Server) replay(w http.ResponseWriter, rc *http.ResponseController, r *http.Request, thread string, after int, fresh bool) (int, bool) {
+func (s *Server) replay(w http.ResponseWriter, rc *http.ResponseController, r *http.Request, thread string, after int, fresh bool, only map[string]bool) (int, bool) {
 	th, err := s.store.Load(r.Context(), thread)
 	if err != nil {
 		data, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("loading thread %s: %v", thread, err)})
@@ -292,6 +302,9 @@ func (s *Server) replay(w http.ResponseWriter, rc *http.ResponseController, r *h
 		after, fresh = 0, true
 	}
 	for _, ev := range s.historyEvents(thread, after, own[after:]) {
+		if only != nil && !only[ev.Kind] {
+			continue
+		}
 		if !sendEvent(w, rc, ev, true) {
 			return 0, false
 		}

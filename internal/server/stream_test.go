@@ -413,9 +413,13 @@ func TestStreamCursorPastHistory(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t, Config{Script: testdata(t, "hello_script.json")})
 	all := openStream(t, srv.URL()+"/events")
+	turns := openStream(t, srv.URL()+"/events?kinds=turn")
 	postMessage(t, srv, "thr_reset", `{"text":"hi"}`)
 	if ev := all.nextOf(t, "turn"); ev.Data.ThreadID != "thr_reset" || ev.ID != "" {
 		t.Fatalf("every-thread stream: %+v (it carries no replay cursor)", ev)
+	}
+	if ev := turns.next(t); ev.Event != "turn" {
+		t.Fatalf("?kinds=turn sent %+v first", ev)
 	}
 	waitIdle(t, srv)
 	s := openStreamWith(t, srv.URL()+"/threads/thr_reset/events", "99")

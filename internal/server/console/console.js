@@ -97,7 +97,7 @@ async function loadDead() {
 
 function watchAll() {
   if (state.global) state.global.close();
-  const es = new EventSource(streamURL("/events"));
+  const es = new EventSource(streamURL("/events?kinds=state,dead_letter,error"));
   es.onopen = () => setConn("live", true);
   // An "error" event from the server has data; a lost connection has none.
   es.onerror = (e) => { if (!e.data) setConn("reconnecting…"); };
