@@ -64,6 +64,8 @@ type Server struct {
 	model runtime.Model
 	keys  *rap.Keyring
 	token string // required on the API when set (auth.go)
+	// agents is nil when the configuration defines none.
+	agents *runtime.AgentSet
 
 	ln       net.Listener
 	url      string
@@ -127,6 +129,29 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	}
 	if s.token == "" && !loopback(set.listen) {
 		return nil, &ConfigError{Field: "auth_token", Reason: fmt.Sprintf("serve listens on %s, which is reachable from other machines: set auth_token or %s (loopback addresses need none)", set.listen, TokenEnv)}
+	}
+	// Agents' models are wrapped like the default one, so that their
+	// completions stream deltas and can be stopped (stream.go).
+	models := map[string]runtime.Model{set.model.Name: s.model}
+	if err := s.buildAgents(func(name string) (runtime.Model, int, error) {
+		if name == "" {
+			return deltaModel{inner: s.model, srv: s}, set.model.ContextWindow, nil
+		}
+		mc, err := cfg.Models.Lookup(name) // resolve checked the name
+		if err != nil {
+			return nil, 0, err
+		}
+		if m, ok := models[name]; ok {
+			return deltaModel{inner: m, srv: s}, mc.ContextWindow, nil
+		}
+		m, err := model.FromConfig(ctx, mc, mopts...)
+		if err != nil {
+			return nil, 0, err
+		}
+		models[name] = m
+		return deltaModel{inner: m, srv: s}, mc.ContextWindow, nil
+	}); err != nil {
+		return nil, err
 	}
 	spec, field := cfg.CallbackKeys, "callback_keys"
 	if v := strings.TrimSpace(opts.Getenv(CallbackKeysEnv)); v != "" {
@@ -223,11 +248,15 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	l := s.cfg.Limits
 	s.display.max, s.views, s.choices = 10000, newViewIndex(10000), rap.NewMemoryChoices(10000)
 	s.running.next, s.running.srv = runtime.SlogObserver{Logger: s.log}, s
+	var agents runtime.Agents
+	if s.agents != nil {
+		agents = s.agents
+	}
 	s.sys, err = local.New(local.Config{
 		Model: deltaModel{inner: s.model, srv: s}, Tools: s.loader, History: newPublishingStore(s.store, s), Output: s.events,
 		Logger: s.log, Observer: &s.running,
 		Limits:        runtime.Limits{MaxCompletions: l.MaxCompletions, ModelAttempts: l.ModelAttempts},
-		SliceAttempts: l.SliceAttempts, Compaction: compaction,
+		SliceAttempts: l.SliceAttempts, Compaction: compaction, Agents: agents,
 	})
 	if err != nil {
 		return fmt.Errorf("server: building the embedded system: %w", err)
@@ -262,7 +291,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		go s.freezeLoop() // owned by Stop (closes stopping, waits)
 	}
 	s.checkMCP(ctx)
-	s.logToolsets(ctx)
+	if err := s.logToolsets(ctx); err != nil {
+		return err
+	}
 	s.log.Info("agentslice serve: ready", "url", s.url, "listen", s.ln.Addr().String(), "model", s.set.model.Name,
 		"provider", string(s.set.model.Provider), "tool_servers", len(servers))
 	return nil
@@ -330,9 +361,13 @@ func (s *Server) checkMCP(ctx context.Context) {
 }
 
 // logToolsets fetches every toolset once and logs what agents will be
-// offered, and why a server was left out.
-func (s *Server) logToolsets(ctx context.Context) {
+// offered, and why a server was left out. It fails when an agent allows a
+// toolset no server announced.
+func (s *Server) logToolsets(ctx context.Context) error {
 	set := s.loader.Load(ctx)
+	if err := checkRemoteToolsets(s.set.remoteToolsets, set, set.Problems()); err != nil {
+		return err
+	}
 	names := make([]string, 0, len(set.Specs()))
 	for _, sp := range set.Specs() {
 		names = append(names, sp.Name)
@@ -341,6 +376,10 @@ func (s *Server) logToolsets(ctx context.Context) {
 	for _, p := range set.Problems() {
 		s.log.Warn("tool server left out", "problem", p.Error())
 	}
+	if s.agents != nil {
+		s.log.Info("agents defined", "agents", strings.Join(s.agents.Names(), ","), "default", s.agents.Default())
+	}
+	return nil
 }
 
 // freezeLoop compresses idle threads' history now and then.
