@@ -46,6 +46,22 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 	case KindContinue:
 		s.appendItem(Item{Kind: ItemMarker, Input: m.ID, Text: "continue"})
 		return true
+	case KindAgent:
+		// A person switches the thread's agent: recorded in history; the
+		// next completion binds the new definition's version (applyAgent).
+		if s.e.Agents == nil {
+			s.reject(ctx, m.ID, &BadMessageError{ID: m.ID, Field: "agent", Reason: "this deployment defines no agents"})
+			return false
+		}
+		if _, ok := s.e.Agents.Agent(m.Agent); !ok {
+			s.reject(ctx, m.ID, &BadMessageError{ID: m.ID, Field: "agent", Reason: fmt.Sprintf("unknown agent %q", m.Agent)})
+			return false
+		}
+		prev := s.st.Agent
+		s.st.Agent, s.st.AgentHash = m.Agent, ""
+		s.agent, s.toolset = agentState{}, nil // resolved again for the agent now bound
+		s.appendItem(Item{Kind: ItemMarker, Input: m.ID, Text: fmt.Sprintf("agent switched to %s (was %q)", m.Agent, prev)})
+		return false
 	case KindModel:
 		s.st.Model = m.Text
 		name := m.Text

@@ -36,12 +36,13 @@ const (
 	KindStop       Kind = "stop"        // a person stops the thread: the pending call is interrupted, the model does not run
 	KindClose      Kind = "close"       // a person closes the thread: as stop, then the thread takes no more messages
 	KindModel      Kind = "model"       // a person switches the thread's model (Text: the model's name, "" for the default)
+	KindAgent      Kind = "agent"       // a person switches the agent the thread runs as (Agent: its name)
 )
 
 var knownKinds = map[Kind]bool{
 	KindUser: true, KindToolResult: true, KindEvent: true, KindWake: true,
 	KindReport: true, KindParent: true, KindStart: true, KindNotice: true,
-	KindContinue: true, KindSummary: true, KindStop: true, KindClose: true, KindModel: true,
+	KindContinue: true, KindSummary: true, KindStop: true, KindClose: true, KindModel: true, KindAgent: true,
 }
 
 // needsCallID lists the kinds that refer to a tool call.
@@ -108,8 +109,11 @@ func (m *Message) Validate() error {
 			return bad("tool_call_id", "%s (required for kind %s)", err, m.Kind)
 		}
 	}
+	if m.Kind == KindAgent && m.Agent == "" {
+		return bad("agent", "missing: the agent to switch to")
+	}
 	if m.Agent != "" {
-		if m.Kind != KindUser {
+		if m.Kind != KindUser && m.Kind != KindAgent {
 			return bad("agent", "only a user message may name an agent (kind %s)", m.Kind)
 		}
 		if !ValidAgentName(m.Agent) {

@@ -38,6 +38,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/threads/{id}/stop", methods{http.MethodPost: s.stopThread})
 	mux.Handle("/threads/{id}/close", methods{http.MethodPost: s.closeThread})
 	mux.Handle("/threads/{id}/model", methods{http.MethodPost: s.switchModel})
+	mux.Handle("/threads/{id}/agent", methods{http.MethodPost: s.switchAgent})
 	mux.Handle("/threads/{id}", methods{http.MethodGet: s.getThread})
 	mux.Handle("/threads", methods{http.MethodGet: s.listThreads})
 	mux.Handle("/events", methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {

@@ -131,6 +131,10 @@ func (s *Server) historyEvents(thread string, base int, items []runtime.Item) []
 				ev.Kind = "closed"
 			case strings.HasPrefix(it.Text, "model switched to "):
 				ev.Kind = "model_switched"
+			case strings.HasPrefix(it.Text, "agent switched to "):
+				ev.Kind = "agent_switched"
+			case it.Name == runtime.AgentMarkerName:
+				ev.Kind = "agent_version"
 			case strings.HasPrefix(it.Text, "event handed to thread "):
 				ev.Kind, ev.Child = "subscription_event", strings.TrimPrefix(it.Text, "event handed to thread ")
 			case strings.HasPrefix(it.Input, "choice_"):

@@ -18,9 +18,14 @@ import (
 // The switch is a message like any other: the engine records it in the
 // thread's history (a marker, shown as a "model_switched" event) and in its
 // state, and the completions after it carry the name in
-// runtime.CompletionRequest.Model, which the server routes on. Switching a
-// thread's agent needs agent definitions bound to threads (issue 12) and is
-// not here.
+// runtime.CompletionRequest.Model, which the server routes on; it wins over
+// the model of the thread's agent.
+//
+//	POST /threads/{id}/agent  {"agent": "name"} → 202
+//
+// switches the agent the thread runs as, the same way: an agent message,
+// recorded in history ("agent_switched"); the next completion runs the new
+// agent's current definition (instructions, model, tools, limits).
 
 // modelSet builds the catalog's other models on first use.
 type modelSet struct {
@@ -116,4 +121,52 @@ func (s *Server) switchModel(w http.ResponseWriter, r *http.Request) {
 		shown = s.set.model.Name
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"id": msg.ID, "thread_id": thread, "model": shown})
+}
+
+// agentRequest is the body of POST /threads/{id}/agent.
+type agentRequest struct {
+	Agent string `json:"agent"`
+	ID    string `json:"id,omitempty"`
+}
+
+func (s *Server) switchAgent(w http.ResponseWriter, r *http.Request) {
+	thread, ok := threadID(w, r)
+	if !ok {
+		return
+	}
+	var req agentRequest
+	if !s.decodeBody(w, r, &req) {
+		return
+	}
+	if s.agents == nil {
+		writeError(w, http.StatusBadRequest, "agent", "this server defines no agents (see the agents configuration)")
+		return
+	}
+	if _, ok := s.agents.Agent(req.Agent); !ok || req.Agent == "" {
+		writeError(w, http.StatusBadRequest, "agent", "unknown agent %q", req.Agent)
+		return
+	}
+	th, err := s.store.Load(r.Context(), thread)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "", "loading thread %s: %v", thread, err)
+		return
+	}
+	if th.State.Closed {
+		writeError(w, http.StatusConflict, "thread_id", "thread %s is closed", thread)
+		return
+	}
+	if req.ID == "" {
+		req.ID = newMessageID()
+	}
+	msg := runtime.Message{V: runtime.MessageVersion, ID: req.ID, ThreadID: thread, Kind: runtime.KindAgent, Agent: req.Agent}
+	if err := s.sys.Send(r.Context(), msg); err != nil {
+		var bm *runtime.BadMessageError
+		if errors.As(err, &bm) {
+			writeError(w, http.StatusBadRequest, bm.Field, "%s", bm.Reason)
+			return
+		}
+		writeError(w, http.StatusServiceUnavailable, "", "enqueueing the switch: %v", err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"id": msg.ID, "thread_id": thread, "agent": req.Agent})
 }
