@@ -294,9 +294,6 @@ type deadLetterEntry struct {
 	Message runtime.Message `json:"message"`
 	Reason  string          `json:"reason"`
 	At      time.Time       `json:"at"`
-	// Times is how often the message was dead-lettered (a redelivered
-	// message can fail again).
-	Times int `json:"times"`
 }
 
 func (d deadLetterEntry) event() StreamEvent {
@@ -304,20 +301,14 @@ func (d deadLetterEntry) event() StreamEvent {
 	return StreamEvent{ID: "dead_" + m.ID, ThreadID: m.ThreadID, Kind: "dead_letter", Text: d.Reason, Input: m.ID, Message: &m}
 }
 
-// deadLetterList returns the system's dead letters, one per message ID
-// (the latest reason), oldest first.
+// deadLetterList returns the system's dead letters, oldest first; the
+// system keeps one per message ID (a redelivered message that fails again
+// is not listed twice).
 func (s *Server) deadLetterList() ([]deadLetterEntry, int) {
 	dead, total := s.sys.DeadLetters()
 	out := make([]deadLetterEntry, 0, len(dead))
-	at := map[string]int{}
 	for _, d := range dead {
-		if i, ok := at[d.Message.ID]; ok {
-			out[i].Reason, out[i].At = d.Reason, d.At
-			out[i].Times++
-			continue
-		}
-		at[d.Message.ID] = len(out)
-		out = append(out, deadLetterEntry{Message: d.Message, Reason: d.Reason, At: d.At, Times: 1})
+		out = append(out, deadLetterEntry{Message: d.Message, Reason: d.Reason, At: d.At})
 	}
 	return out, total
 }
@@ -351,9 +342,11 @@ func (s *Server) callbacks() http.Handler {
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			if capa, err := s.keys.Verify(r.URL.Query(), time.Now()); err == nil && bytes.Contains(body, []byte(`"display_as"`)) {
-				if cb, err := rap.DecodeCallback(body); err == nil && cb.ToolResult != nil && len(cb.ToolResult.DisplayAs) > 0 &&
+				if cb, err := rap.DecodeCallback(body); err == nil && cb.ToolResult != nil &&
 					cb.ToolResult.GroupID == capa.ThreadID && cb.ToolResult.ID == capa.CallID {
-					s.display.put(capa.ThreadID, capa.CallID, cb.ToolResult.DisplayAs)
+					if d, ok := cb.ToolResult.Display(); ok { // the spec's rule: the first segment we can render
+						s.display.put(capa.ThreadID, capa.CallID, []rap.Display{d})
+					}
 				}
 			}
 		}

@@ -262,6 +262,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("server: building the embedded system: %w", err)
 	}
 	s.timers.Queue = s.sys
+	// Every dispatched call gets a deadline and status checks, armed
+	// through the same timers as the sleeps (runtime/liveness.go).
+	s.sys.Engine().Liveness = &runtime.Liveness{Timers: s.timers}
 	if s.receiver, err = rap.NewReceiver(rap.ReceiverConfig{Keys: s.keys, Queue: s.sys, Output: s.events, Logger: s.log,
 		Views: s.views, Choices: s.choices}); err != nil {
 		return fmt.Errorf("server: building the callback receiver: %w", err)

@@ -34,8 +34,9 @@ type StreamEvent struct {
 	Args    string            `json:"args,omitempty"`
 	IsError bool              `json:"is_error,omitempty"`
 	Content []runtime.Content `json:"content,omitempty"`
-	// Display is a tool result's display_as (for people, not the model).
-	Display []rap.DisplaySegment `json:"display,omitempty"`
+	// Display is a tool result's display_as, rendered (the first segment
+	// this runtime can show; for people, not the model).
+	Display []rap.Display `json:"display,omitempty"`
 	Usage   *runtime.Usage       `json:"usage,omitempty"`
 	// Child is the child thread an event spawned, reports from or hands an
 	// event to.
@@ -329,16 +330,16 @@ func (f *inflight) interrupt(thread string) bool {
 // restart, results show their text instead.
 type displays struct {
 	mu    sync.Mutex
-	m     map[string][]rap.DisplaySegment
+	m     map[string][]rap.Display
 	order []string
 	max   int
 }
 
-func (d *displays) put(thread, call string, segs []rap.DisplaySegment) {
+func (d *displays) put(thread, call string, segs []rap.Display) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.m == nil {
-		d.m = map[string][]rap.DisplaySegment{}
+		d.m = map[string][]rap.Display{}
 	}
 	k := thread + "\x00" + call
 	if _, ok := d.m[k]; !ok {
@@ -351,7 +352,7 @@ func (d *displays) put(thread, call string, segs []rap.DisplaySegment) {
 	d.m[k] = segs
 }
 
-func (d *displays) get(thread, call string) []rap.DisplaySegment {
+func (d *displays) get(thread, call string) []rap.Display {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.m[thread+"\x00"+call]
