@@ -36,8 +36,8 @@ type StreamEvent struct {
 	Content []runtime.Content `json:"content,omitempty"`
 	// Display is a tool result's display_as, rendered (the first segment
 	// this runtime can show; for people, not the model).
-	Display []rap.Display `json:"display,omitempty"`
-	Usage   *runtime.Usage       `json:"usage,omitempty"`
+	Display []rap.Display  `json:"display,omitempty"`
+	Usage   *runtime.Usage `json:"usage,omitempty"`
 	// Child is the child thread an event spawned, reports from or hands an
 	// event to.
 	Child string `json:"child,omitempty"`
