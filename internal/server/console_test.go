@@ -151,9 +151,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if s := text("#usage"); !strings.Contains(s, "120 in") {
 		t.Fatalf("usage %q", s)
 	}
-	if s := text("#thread-status"); s != "waiting for choice" {
-		t.Fatalf("status %q", s)
-	}
+	run("see the status", poll(`document.querySelector("#thread-status").textContent === "waiting for choice"`))
 	run("screenshot", shot("02-tool-result-and-choice"))
 
 	// Answer the choice: the tool's response_url hears it, and the model

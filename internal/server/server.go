@@ -13,6 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentslice/agentslice/internal/disk"
 	"github.com/agentslice/agentslice/internal/local"
 	"github.com/agentslice/agentslice/internal/mcp"
 	"github.com/agentslice/agentslice/internal/model"
@@ -40,6 +43,10 @@ type Options struct {
 	// Model, when set, replaces the configured model (tests script or
 	// pace completions with it).
 	Model runtime.Model
+	// PendingCalls, when set, is asked at start about each call to an
+	// external tool server that was dispatched before a restart and has no
+	// result yet (see PendingCallChecker).
+	PendingCalls PendingCallChecker
 }
 
 // service is an in-process tool server mounted under ToolsPrefix.
@@ -70,9 +77,12 @@ type Server struct {
 	ln       net.Listener
 	url      string
 	client   *http.Client
-	store    *local.HistoryStore
+	store    threadStore
+	db       *disk.DB      // the sqlite store's data directory, else nil
+	pool     *pgxpool.Pool // the postgres store's pool, else nil
+	inbox    local.Inbox   // durable inbox, else nil
 	sys      *local.System
-	timers   *local.Timers
+	timers   serveTimers
 	disp     *rap.Dispatcher
 	loader   *rap.Loader
 	receiver *rap.Receiver
@@ -161,6 +171,12 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 		if s.keys, err = rap.ParseKeyring(spec); err != nil {
 			return nil, &ConfigError{Field: field, Reason: err.Error()}
 		}
+	} else if key, ok, err := s.persistentKey(); err != nil {
+		return nil, err
+	} else if ok {
+		if s.keys, err = rap.NewKeyring(key); err != nil {
+			return nil, fmt.Errorf("server: loading the callback key: %w", err)
+		}
 	} else {
 		secret := make([]byte, rap.MinKeyLen)
 		_, _ = rand.Read(secret) // never fails (crypto/rand)
@@ -209,14 +225,15 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	}
 	s.client = &http.Client{Timeout: 30 * time.Second,
 		Transport: &tokenTransport{base: http.DefaultTransport.(*http.Transport).Clone(), self: s.url, token: s.token}}
-	s.store = local.NewHistoryStore()
+	if err := s.openStore(ctx); err != nil {
+		return err
+	}
+	s.sleeps.Timers = s.timers // the sleep tools' timers, remembering when sleeps end (hitl.go)
 	s.events = NewBroadcaster(s.set.eventBuffer, s.log)
 
 	// The sleep tools need the timers when the toolbox is built, and the
 	// timers need the system as their queue: build the timers first and
 	// give them the system once it exists (before anything can schedule).
-	s.timers = local.NewTimers(nil)
-	s.sleeps.Timers = s.timers
 	box := runtime.NewToolbox()
 	for _, e := range append(runtime.ThreadTools(), runtime.SleepTools(&s.sleeps, nil)...) {
 		if err := box.Add(e); err != nil {
@@ -256,12 +273,12 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		Model: deltaModel{inner: s.model, srv: s}, Tools: s.loader, History: newPublishingStore(s.store, s), Output: s.events,
 		Logger: s.log, Observer: &s.running,
 		Limits:        runtime.Limits{MaxCompletions: l.MaxCompletions, ModelAttempts: l.ModelAttempts},
-		SliceAttempts: l.SliceAttempts, Compaction: compaction, Agents: agents,
+		SliceAttempts: l.SliceAttempts, Compaction: compaction, Agents: agents, Inbox: s.inbox,
 	})
 	if err != nil {
 		return fmt.Errorf("server: building the embedded system: %w", err)
 	}
-	s.timers.Queue = s.sys
+	s.timers.setQueue(s.sys)
 	// Every dispatched call gets a deadline and status checks, armed
 	// through the same timers as the sleeps (runtime/liveness.go).
 	s.sys.Engine().Liveness = &runtime.Liveness{Timers: s.timers}
@@ -277,6 +294,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	}
 	if err := s.sys.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("server: starting the embedded system: %w", err)
+	}
+	if err := s.recoverDurable(ctx); err != nil {
+		return err
 	}
 	s.httpSrv = &http.Server{Handler: s.requireToken(s.routes()), ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: s.set.readTimeout, IdleTimeout: 2 * time.Minute,
@@ -437,6 +457,7 @@ func (s *Server) Stop() {
 		for _, m := range s.services {
 			m.svc.Stop()
 		}
+		s.closeStore()
 		if s.disp != nil {
 			s.disp.Close()
 		}

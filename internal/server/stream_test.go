@@ -184,6 +184,7 @@ func TestStreamEveryStep(t *testing.T) {
 	if choice.Choice == nil || choice.Choice.Prompt != "Which colour?" || len(choice.Choice.Choices) != 2 {
 		t.Fatalf("user_choice event %+v", choice)
 	}
+	waitIdle(t, srv) // the slice that committed the notice has ended
 	if th := getThread(t, srv, thread); th.Status != "waiting_for_choice" || th.Choice == nil {
 		t.Fatalf("thread status %q, choice %+v", th.Status, th.Choice)
 	}
