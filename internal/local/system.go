@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentslice/agentslice/internal/retry"
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
@@ -233,12 +234,8 @@ func (s *System) runBatch(threadID string, batch []runtime.Message) {
 			return
 		}
 		s.log.Warn("slice failed; retrying", "thread", threadID, "attempt", attempt, "error", err)
-		t := time.NewTimer(s.cfg.RetryBase << (attempt - 1))
-		select {
-		case <-s.ctx.Done():
-			t.Stop()
+		if (retry.Backoff{Base: s.cfg.RetryBase}).Wait(s.ctx, attempt) != nil {
 			return
-		case <-t.C:
 		}
 	}
 	for _, m := range batch {
