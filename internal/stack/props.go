@@ -39,8 +39,11 @@ type StackProps struct {
 	MaxConcurrency int
 	// CallbackPrincipals are IAM principal ARNs (roles, users, or accounts
 	// as arn:aws:iam::123456789012:root) allowed to invoke the receiver's
-	// Function URL, for RAP tool servers outside this account. Principals in
-	// this account need only an identity policy.
+	// Function URL, for RAP tool servers outside this account: each gets
+	// lambda:InvokeFunctionUrl and lambda:InvokeFunction (condition
+	// lambda:InvokedViaFunctionUrl = true) in the receiver's resource
+	// policy. Principals in this account need both in an identity policy:
+	// attach the stack's CallbackInvokePolicyArn.
 	CallbackPrincipals []string
 	// PublicCallbacks makes the receiver's Function URL public (auth type
 	// NONE). The default is IAM auth: only SigV4-signed requests from

@@ -33,6 +33,9 @@ type Stack struct {
 	Slice, Receiver, Relay awslambda.Function
 	// ReceiverURL is the receiver's Function URL (IAM auth).
 	ReceiverURL awslambda.FunctionUrl
+	// CallbackInvokePolicy allows calling ReceiverURL with IAM auth, for
+	// tool servers' roles in this account (nil with PublicCallbacks).
+	CallbackInvokePolicy awsiam.ManagedPolicy
 }
 
 // New validates props and defines the stack in scope. Bad props give a
@@ -88,8 +91,13 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 	s.ReceiverURL = s.Receiver.AddFunctionUrl(&awslambda.FunctionUrlOptions{AuthType: auth})
 	q.Input.GrantSendMessages(s.Receiver)
 	grantReadSecret(s.Receiver, s.Keyring)
+	// GrantInvokeUrl grants both lambda:InvokeFunctionUrl and
+	// lambda:InvokeFunction (InvokedViaFunctionUrl); see callbacks.go.
 	for _, arn := range props.CallbackPrincipals {
 		s.Receiver.GrantInvokeUrl(awsiam.NewArnPrincipal(jsii.String(arn)))
+	}
+	if !props.PublicCallbacks {
+		s.CallbackInvokePolicy = newCallbackInvokePolicy(st, s.Receiver)
 	}
 
 	s.Slice = newFunction(st, props.BinDir, fnSpec{

@@ -234,6 +234,7 @@ func TestResourceCounts(t *testing.T) {
 		"AWS::Scheduler::ScheduleGroup":   1,
 		"AWS::Logs::LogGroup":             3,
 		"AWS::IAM::Role":                  4, // three functions + the scheduler
+		"AWS::IAM::ManagedPolicy":         1, // for callers of the receiver URL
 	} {
 		must(t, typ, func() { f.defT.ResourceCountIs(jsii.String(typ), jsii.Number(n)) })
 	}
@@ -664,12 +665,13 @@ func TestOutputs(t *testing.T) {
 		OutDedupTable:      s.Table.TableName(),
 		OutScheduleGroup:   s.Scheduler.Group.ScheduleGroupName(),
 		OutKeyringSecretID: s.Keyring.SecretArn(),
+		OutCallbackPolicy:  s.CallbackInvokePolicy.ManagedPolicyArn(),
 	} {
 		must(t, "output "+name, func() {
 			f.defT.HasOutput(jsii.String(name), obj{"Value": s.Resolve(value)})
 		})
 	}
-	if outs := *f.defT.FindOutputs(jsii.String("*"), obj{}); len(outs) != 10 {
-		t.Errorf("%d outputs, want 10", len(outs))
+	if outs := *f.defT.FindOutputs(jsii.String("*"), obj{}); len(outs) != 11 {
+		t.Errorf("%d outputs, want 11", len(outs))
 	}
 }
