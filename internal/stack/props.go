@@ -27,6 +27,10 @@ type StackProps struct {
 	// ModelName names the catalog model the slice function runs; empty means
 	// the catalog's default.
 	ModelName string
+	// BudgetModels names the catalog models the slice function's timeout
+	// is sized for (SliceBudget); empty means every catalog model. Agent
+	// definitions pass the models their agents use.
+	BudgetModels []string
 	// BinDir holds the prebuilt functions: BinDir/<name>/bootstrap for
 	// each name in Functions (what `make build` writes).
 	BinDir string
@@ -98,6 +102,9 @@ func (p *StackProps) Check() (*model.Catalog, error) {
 		if _, err := cat.Lookup(p.ModelName); err != nil {
 			return nil, bad("ModelName", "%v", err)
 		}
+	}
+	if _, err := sliceBudget(cat, p.BudgetModels); err != nil {
+		return nil, err
 	}
 	if n := p.SliceBatchSize; n < 0 || n > 10 {
 		return nil, bad("SliceBatchSize", "%d is outside 1..10 (the FIFO event source maximum), or 0 for the default", n)

@@ -24,9 +24,11 @@ import (
 type Stack struct {
 	awscdk.Stack
 
-	Queues    *Queues
-	Table     awsdynamodb.TableV2
-	Cluster   awsdsql.CfnCluster
+	Queues  *Queues
+	Table   awsdynamodb.TableV2
+	Cluster awsdsql.CfnCluster
+	// Budget is the slice function's timeout and what set it (budget.go).
+	Budget    SliceBudget
 	Keyring   awssecretsmanager.Secret
 	Scheduler *Scheduler
 
@@ -42,6 +44,10 @@ type Stack struct {
 // *PropsError and define nothing.
 func New(scope constructs.Construct, id string, props StackProps) (*Stack, error) {
 	cat, err := props.Check()
+	if err != nil {
+		return nil, err
+	}
+	budget, err := sliceBudget(cat, props.BudgetModels)
 	if err != nil {
 		return nil, err
 	}
@@ -65,8 +71,8 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 	// Only the stores honour RetainData: queues, functions, logs, the
 	// secret and the schedule group go with the stack.
 	removal := awscdk.RemovalPolicy_DESTROY
-	s := &Stack{Stack: st}
-	s.Queues = newQueues(st, SliceTimeout, RelayTimeout, removal)
+	s := &Stack{Stack: st, Budget: budget}
+	s.Queues = newQueues(st, budget.Timeout, RelayTimeout, removal)
 	s.Table = newDedupTable(st, props.RetainData)
 	s.Cluster = newCluster(st, props.RetainData)
 	s.Keyring = newKeyringSecret(st)
@@ -103,7 +109,7 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 	s.Slice = newFunction(st, props.BinDir, fnSpec{
 		id: "SliceFunction", name: FnSlice,
 		description: "agentslice: runs one slice per thread for the messages of the FIFO input queue",
-		memoryMB:    512, timeout: SliceTimeout,
+		memoryMB:    512, timeout: budget.Timeout,
 		env: map[string]*string{
 			EnvInputQueueURL:      q.Input.QueueUrl(),
 			EnvDLQURL:             q.InputDLQ.QueueUrl(),

@@ -271,7 +271,7 @@ func TestQueues(t *testing.T) {
 		queue awssqs.Queue
 		want  obj
 	}{
-		{"input", q.Input, with(obj{"VisibilityTimeout": 6 * SliceTimeout.Seconds(), "RedrivePolicy": dlq(q.InputDLQ)})},
+		{"input", q.Input, with(obj{"VisibilityTimeout": f.def.Budget.Visibility().Seconds(), "RedrivePolicy": dlq(q.InputDLQ)})},
 		{"input DLQ", q.InputDLQ, with(nil)},
 		{"delay", q.Delay, with(obj{"VisibilityTimeout": 6 * RelayTimeout.Seconds(), "RedrivePolicy": dlq(q.DelayDLQ)})},
 		{"delay DLQ", q.DelayDLQ, with(nil)},
@@ -387,7 +387,7 @@ func TestFunctions(t *testing.T) {
 		timeout float64
 		memory  float64
 	}{
-		{f.def.Slice, SliceTimeout.Seconds(), 512},
+		{f.def.Slice, f.def.Budget.Timeout.Seconds(), 512},
 		{f.def.Receiver, ReceiverTimeout.Seconds(), 256},
 		{f.def.Relay, RelayTimeout.Seconds(), 128},
 	} {
