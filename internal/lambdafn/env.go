@@ -31,6 +31,7 @@ const (
 	EnvPGDSN              = "AGENTSLICE_PG_DSN"               // plain PostgreSQL instead of DSQL (local runs only)
 	EnvSchedulerRoleARN   = "AGENTSLICE_SCHEDULER_ROLE_ARN"   // role EventBridge Scheduler assumes
 	EnvScheduleGroup      = "AGENTSLICE_SCHEDULE_GROUP"       // schedule group of long sleeps (optional)
+	EnvScheduleDLQARN     = "AGENTSLICE_SCHEDULE_DLQ_ARN"     // standard queue for wake-ups Scheduler could not deliver (optional)
 	EnvModelCatalog       = "AGENTSLICE_MODEL_CATALOG"        // model catalog JSON (model.DecodeCatalog)
 	EnvModel              = "AGENTSLICE_MODEL"                // model name in the catalog (optional: its default)
 	EnvToolServers        = "AGENTSLICE_TOOL_SERVERS"         // comma-separated RAP base URLs (may be empty)

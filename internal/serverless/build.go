@@ -98,7 +98,7 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 		return fail(err)
 	}
 	tm, err := timers.New(sqsClient, schedClient, timers.Config{DelayQueueURL: cfg.DelayQueueURL, InputQueueURL: cfg.InputQueueURL,
-		SchedulerRoleARN: cfg.SchedulerRoleARN, ScheduleGroup: cfg.ScheduleGroup, Now: opts.Now})
+		SchedulerRoleARN: cfg.SchedulerRoleARN, ScheduleGroup: cfg.ScheduleGroup, DeadLetterARN: cfg.ScheduleDLQARN, Now: opts.Now})
 	if err != nil {
 		return fail(err)
 	}

@@ -24,12 +24,15 @@ type SliceConfig struct {
 	DSQLEndpoint, DSQLUser, Region  string
 	PGDSN                           string
 	SchedulerRoleARN, ScheduleGroup string
-	Model                           model.Config
-	ToolServers                     []string
-	CallbackURL                     string
-	Keys                            lambdafn.KeySource
-	Margin                          time.Duration
-	LogLevel                        slog.Level
+	// ScheduleDLQARN is every schedule's dead-letter queue; optional (the
+	// stack sets it; without it a wake-up Scheduler cannot deliver is lost).
+	ScheduleDLQARN string
+	Model          model.Config
+	ToolServers    []string
+	CallbackURL    string
+	Keys           lambdafn.KeySource
+	Margin         time.Duration
+	LogLevel       slog.Level
 }
 
 // LoadSliceConfig reads the slice function's configuration with getenv
@@ -47,6 +50,7 @@ func LoadSliceConfig(getenv func(string) string) (SliceConfig, error) {
 		PGDSN:            r.Opt(lambdafn.EnvPGDSN),
 		SchedulerRoleARN: r.Must(lambdafn.EnvSchedulerRoleARN, "the IAM role EventBridge Scheduler assumes to send wake-ups"),
 		ScheduleGroup:    r.Opt(lambdafn.EnvScheduleGroup),
+		ScheduleDLQARN:   r.Opt(lambdafn.EnvScheduleDLQARN),
 		CallbackURL:      r.URL(lambdafn.EnvCallbackURL, "the callback receiver's Function URL"),
 		Keys:             r.Keys(),
 		Margin:           DefaultMargin,

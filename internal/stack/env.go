@@ -12,6 +12,7 @@ package stack
 //	AGENTSLICE_DSQL_ENDPOINT            x
 //	AGENTSLICE_SCHEDULER_ROLE_ARN       x
 //	AGENTSLICE_SCHEDULE_GROUP           x
+//	AGENTSLICE_SCHEDULE_DLQ_ARN         x
 //	AGENTSLICE_MODEL_CATALOG            x
 //	AGENTSLICE_MODEL                    x
 //	AGENTSLICE_TOOL_SERVERS             x
@@ -26,10 +27,11 @@ const (
 	EnvDSQLEndpoint       = "AGENTSLICE_DSQL_ENDPOINT" // cluster host name
 	EnvSchedulerRoleARN   = "AGENTSLICE_SCHEDULER_ROLE_ARN"
 	EnvScheduleGroup      = "AGENTSLICE_SCHEDULE_GROUP"
-	EnvModelCatalog       = "AGENTSLICE_MODEL_CATALOG" // model.Catalog JSON
-	EnvModel              = "AGENTSLICE_MODEL"         // catalog name; empty = default
-	EnvToolServers        = "AGENTSLICE_TOOL_SERVERS"  // comma-separated RAP base URLs
-	EnvCallbackURL        = "AGENTSLICE_CALLBACK_URL"  // receiver URL + "rap/callback"
+	EnvScheduleDLQARN     = "AGENTSLICE_SCHEDULE_DLQ_ARN" // the Scheduler's standard DLQ
+	EnvModelCatalog       = "AGENTSLICE_MODEL_CATALOG"    // model.Catalog JSON
+	EnvModel              = "AGENTSLICE_MODEL"            // catalog name; empty = default
+	EnvToolServers        = "AGENTSLICE_TOOL_SERVERS"     // comma-separated RAP base URLs
+	EnvCallbackURL        = "AGENTSLICE_CALLBACK_URL"     // receiver URL + "rap/callback"
 	EnvCallbackKeysSecret = "AGENTSLICE_CALLBACK_KEYS_SECRET"
 )
 

@@ -76,7 +76,7 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 	s.Table = newDedupTable(st, props.RetainData)
 	s.Cluster = newCluster(st, props.RetainData)
 	s.Keyring = newKeyringSecret(st)
-	s.Scheduler = newScheduler(st, s.Queues.Input, removal)
+	s.Scheduler = newScheduler(st, s.Queues.Input, s.Queues.WakeupDLQ, removal)
 	q := s.Queues
 
 	// The receiver first: its URL goes into the slice function's
@@ -119,6 +119,7 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 			EnvDSQLEndpoint:       s.Cluster.AttrEndpoint(),
 			EnvSchedulerRoleARN:   s.Scheduler.Role.RoleArn(),
 			EnvScheduleGroup:      s.Scheduler.Group.ScheduleGroupName(),
+			EnvScheduleDLQARN:     q.WakeupDLQ.QueueArn(),
 			EnvModelCatalog:       jsii.String(catalog.String()),
 			EnvModel:              jsii.String(props.ModelName),
 			EnvToolServers:        jsii.String(toolServers),
@@ -141,10 +142,14 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 			EnvInputQueueURL: q.Input.QueueUrl(),
 		},
 	}, removal)
-	s.Relay.AddEventSource(awslambdaeventsources.NewSqsEventSource(q.Delay, &awslambdaeventsources.SqsEventSourceProps{
-		BatchSize:               jsii.Number(10),
-		ReportBatchItemFailures: jsii.Bool(true),
-	}))
+	// The relay also delivers the wake-ups Scheduler dead-lettered
+	// (timers.DecodeWakeUp reads both bodies).
+	for _, src := range []awssqs.Queue{q.Delay, q.WakeupDLQ} {
+		s.Relay.AddEventSource(awslambdaeventsources.NewSqsEventSource(src, &awslambdaeventsources.SqsEventSourceProps{
+			BatchSize:               jsii.Number(10),
+			ReportBatchItemFailures: jsii.Bool(true),
+		}))
+	}
 	q.Input.GrantSendMessages(s.Relay)
 
 	s.addOutputs()
@@ -201,11 +206,11 @@ func grantReadSecret(fn awslambda.Function, secret awssecretsmanager.Secret) {
 func checkEnvBudget(catalog, toolServers, modelName string) error {
 	size := len(catalog) + len(toolServers) + len(modelName)
 	for _, name := range []string{EnvInputQueueURL, EnvDLQURL, EnvOutputQueueURL, EnvDelayQueueURL,
-		EnvDedupTable, EnvDSQLEndpoint, EnvSchedulerRoleARN, EnvScheduleGroup, EnvModelCatalog,
+		EnvDedupTable, EnvDSQLEndpoint, EnvSchedulerRoleARN, EnvScheduleGroup, EnvScheduleDLQARN, EnvModelCatalog,
 		EnvModel, EnvToolServers, EnvCallbackURL, EnvCallbackKeysSecret} {
 		size += len(name)
 	}
-	const deployValues = 10 // the variables whose values are known only at deploy time
+	const deployValues = 11 // the variables whose values are known only at deploy time
 	size += deployValues * deployValueBytes
 	if size > lambdaEnvBytes {
 		return &PropsError{Field: "ModelCatalog", Reason: fmt.Sprintf(

@@ -224,9 +224,9 @@ func TestDefaultRulesAreLive(t *testing.T) {
 func TestResourceCounts(t *testing.T) {
 	f := setup(t)
 	for typ, n := range map[string]float64{
-		"AWS::SQS::Queue":                 6,
+		"AWS::SQS::Queue":                 7,
 		"AWS::Lambda::Function":           3,
-		"AWS::Lambda::EventSourceMapping": 2,
+		"AWS::Lambda::EventSourceMapping": 3,
 		"AWS::Lambda::Url":                1,
 		"AWS::DynamoDB::GlobalTable":      1,
 		"AWS::DSQL::Cluster":              1,
@@ -275,6 +275,7 @@ func TestQueues(t *testing.T) {
 		{"input DLQ", q.InputDLQ, with(nil)},
 		{"delay", q.Delay, with(obj{"VisibilityTimeout": 6 * RelayTimeout.Seconds(), "RedrivePolicy": dlq(q.DelayDLQ)})},
 		{"delay DLQ", q.DelayDLQ, with(nil)},
+		{"wake-up DLQ", q.WakeupDLQ, with(obj{"VisibilityTimeout": 6 * RelayTimeout.Seconds(), "RedrivePolicy": dlq(q.DelayDLQ)})},
 		{"output", q.Output, with(obj{"VisibilityTimeout": 30, "RedrivePolicy": dlq(q.OutputDLQ)})},
 		{"output DLQ", q.OutputDLQ, with(nil)},
 	}
@@ -300,7 +301,7 @@ func TestQueues(t *testing.T) {
 			"PolicyDocument": like(obj{"Statement": assertions.Match_ArrayWith(arr(like(obj{
 				"Effect": "Deny", "Condition": obj{"Bool": obj{"aws:SecureTransport": "false"}},
 			})))}),
-		}), jsii.Number(6))
+		}), jsii.Number(7))
 	})
 }
 
@@ -434,6 +435,8 @@ func TestEventSources(t *testing.T) {
 			obj{"BatchSize": 5, "ScalingConfig": obj{"MaximumConcurrency": 7}}},
 		{"relay", f.def, f.defT, f.def.Relay, f.def.Queues.Delay,
 			obj{"BatchSize": 10, "ScalingConfig": assertions.Match_Absent()}},
+		{"relay of dead-lettered wake-ups", f.def, f.defT, f.def.Relay, f.def.Queues.WakeupDLQ,
+			obj{"BatchSize": 10, "ScalingConfig": assertions.Match_Absent()}},
 	} {
 		want := obj{
 			"FunctionName":                   c.s.Resolve(c.fn.FunctionName()),
@@ -502,6 +505,7 @@ func TestEnvironment(t *testing.T) {
 		EnvDSQLEndpoint:       s.Resolve(s.Cluster.AttrEndpoint()),
 		EnvSchedulerRoleARN:   s.Resolve(s.Scheduler.Role.RoleArn()),
 		EnvScheduleGroup:      s.Resolve(s.Scheduler.Group.ScheduleGroupName()),
+		EnvScheduleDLQARN:     s.Resolve(q.WakeupDLQ.QueueArn()),
 		EnvModelCatalog:       "(compact JSON)",
 		EnvModel:              "",
 		EnvToolServers:        "",
@@ -610,8 +614,8 @@ func TestLeastPrivilege(t *testing.T) {
 				{[]string{"bedrock:InvokeModelWithResponseStream"}, bedrock},
 			},
 			"rapreceiver": {logs(s.Receiver), {send, r(q.Input.QueueArn())}, secret},
-			"delayrelay":  {logs(s.Relay), {consume, r(q.Delay.QueueArn())}, {send, r(q.Input.QueueArn())}},
-			"scheduler":   {{[]string{"sqs:SendMessage"}, r(q.Input.QueueArn())}},
+			"delayrelay":  {logs(s.Relay), {consume, r(q.Delay.QueueArn())}, {consume, r(q.WakeupDLQ.QueueArn())}, {send, r(q.Input.QueueArn())}},
+			"scheduler":   {{[]string{"sqs:SendMessage"}, []any{r(q.Input.QueueArn()), r(q.WakeupDLQ.QueueArn())}}},
 		}
 		roles := map[string]any{
 			"slicefn":     r(s.Slice.Role().RoleArn()),
