@@ -150,6 +150,6 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 		Compaction: compaction,
 	}
 	f.Handler = &Handler{Slices: f.Engine, DeadLetters: dlq, Logger: opts.Logger,
-		Metrics: &lambdafn.Metrics{W: opts.Stdout, Now: opts.Now}, Margin: cfg.Margin, Now: opts.Now}
+		Metrics: &lambdafn.Metrics{W: opts.Stdout, Now: opts.Now}, Margin: cfg.Margin, Now: opts.Now, Notices: f.disp}
 	return f, nil
 }
