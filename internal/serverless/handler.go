@@ -50,7 +50,7 @@ type Handler struct {
 	Notices Waiter
 	// NoticeWait bounds that wait. Default DefaultNoticeWait.
 	NoticeWait time.Duration
-	Now      func() time.Time // default time.Now
+	Now        func() time.Time // default time.Now
 }
 
 // Waiter waits for background work to end, or for ctx to end.
