@@ -259,3 +259,14 @@ func Fatal(function string, err error) {
 	NewLogger(os.Stderr, slog.LevelInfo).Error("cannot start", attrs...)
 	os.Exit(1)
 }
+
+// InitTimeout bounds a function's init (the network calls made before
+// lambda.Start: the AWS configuration, the keyring secret). Lambda allows
+// 10 s of init and, past it, runs init again inside the first invocation;
+// failing fast with a clear error is better than both.
+const InitTimeout = 4 * time.Second
+
+// InitContext is the context of a function's init: InitTimeout from now.
+func InitContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), InitTimeout)
+}

@@ -46,8 +46,10 @@ func (f *SliceFunction) Close() {
 // requests are counted per slice, the DSQL (or PostgreSQL) pool, the
 // stores, the queues, the timers, the RAP loader with the built-in thread
 // and sleep tools as its base toolbox (the configured tool servers'
-// toolsets are fetched and validated once here), the model and the engine.
-// Nothing connects to the database until the first slice.
+// toolsets are fetched lazily, per root thread), the model and the engine.
+// Nothing connects to the database until the first slice. ctx bounds the
+// network calls of init (the AWS configuration, the keyring secret): the
+// main passes lambdafn.InitContext.
 func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Options) (*SliceFunction, error) {
 	opts.Defaults(cfg.LogLevel)
 	awsCfg, err := opts.AWSConfig(ctx)
@@ -123,13 +125,10 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 	if err != nil {
 		return fail(fmt.Errorf("serverless: %s: %w", lambdafn.EnvToolServers, err))
 	}
-	if len(cfg.ToolServers) > 0 {
-		// Fetch and compile every toolset now, so the first slice of each
-		// root thread only re-reads documents whose schemas are compiled.
-		set := f.Loader.Load(ctx)
-		opts.Logger.InfoContext(ctx, "tool servers loaded", "servers", len(cfg.ToolServers),
-			"tools", len(set.Specs()), "problems", len(set.Problems()))
-	}
+	// Toolsets are not fetched here: the loader fetches them per root
+	// thread on first use, inside an invocation, under the slice's
+	// deadline (as `serve` does). A slow tool server then delays one slice
+	// instead of pushing init past Lambda's 10 s limit.
 
 	mdl, err := model.FromConfig(ctx, cfg.Model, model.WithAWSConfig(awsCfg), model.WithHTTPClient(opts.HTTPClient))
 	if err != nil {
