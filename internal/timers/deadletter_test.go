@@ -122,3 +122,27 @@ func TestDecodeWakeUp(t *testing.T) {
 		t.Errorf("wrapped garbage: %v", err)
 	}
 }
+
+// The universal target is in the partition of the scheduler role (the
+// stack also deploys to aws-cn): no literal arn:aws: in a China region.
+func TestScheduleTargetFollowsThePartition(t *testing.T) {
+	sched, rec := schedulerServer(t)
+	tm, err := timers.New(noSQS{t}, sched, timers.Config{
+		DelayQueueURL:    "https://sqs.cn-north-1.amazonaws.com.cn/123456789012/agentslice-delay",
+		InputQueueURL:    "https://sqs.cn-north-1.amazonaws.com.cn/123456789012/agentslice-input.fifo",
+		SchedulerRoleARN: "arn:aws-cn:iam::123456789012:role/agentslice-scheduler", Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tm.Schedule(context.Background(), timer("cn", "c", 2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	var req struct{ Target struct{ Arn string } }
+	got := rec.take()
+	if len(got) != 1 || json.Unmarshal(got[0].Body, &req) != nil || req.Target.Arn != "arn:aws-cn:scheduler:::aws-sdk:sqs:sendMessage" {
+		t.Fatalf("target %q in %+v", req.Target.Arn, got)
+	}
+	if timers.UniversalSQSTargetIn("aws") != timers.UniversalSQSTarget {
+		t.Fatal("aws partition target differs from UniversalSQSTarget")
+	}
+}
