@@ -19,6 +19,7 @@ const (
 	OutScheduleGroup   = "ScheduleGroupName"
 	OutKeyringSecretID = "CallbackKeyringSecretArn"
 	OutCallbackPolicy  = "CallbackInvokePolicyArn"
+	OutSliceRoleARN    = "SliceRoleArn"
 )
 
 func (s *Stack) addOutputs() {
@@ -39,6 +40,7 @@ func (s *Stack) addOutputs() {
 		out(OutCallbackPolicy, s.CallbackInvokePolicy.ManagedPolicyArn(), "managed policy with both callback permissions; attach it to tool server roles of this account")
 	}
 	out(OutDSQLEndpoint, s.Cluster.AttrEndpoint(), "Aurora DSQL endpoint (agentslice migrate)")
+	out(OutSliceRoleARN, s.Slice.Role().RoleArn(), "slice function role (agentslice migrate --app-role-arn): connects to DSQL as "+DSQLAppRole)
 	out(OutDedupTable, s.Table.TableName(), "DynamoDB table of processed message IDs")
 	out(OutScheduleGroup, s.Scheduler.Group.ScheduleGroupName(), "EventBridge Scheduler group of long sleeps")
 	out(OutKeyringSecretID, s.Keyring.SecretArn(), "Secrets Manager secret holding the callback HMAC keyring")

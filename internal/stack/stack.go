@@ -117,6 +117,7 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 			EnvDelayQueueURL:      q.Delay.QueueUrl(),
 			EnvDedupTable:         s.Table.TableName(),
 			EnvDSQLEndpoint:       s.Cluster.AttrEndpoint(),
+			EnvDSQLUser:           jsii.String(DSQLAppRole),
 			EnvSchedulerRoleARN:   s.Scheduler.Role.RoleArn(),
 			EnvScheduleGroup:      s.Scheduler.Group.ScheduleGroupName(),
 			EnvScheduleDLQARN:     q.WakeupDLQ.QueueArn(),
@@ -172,8 +173,10 @@ func (s *Stack) grantSlice(cat *model.Catalog) {
 		}
 		fn.AddToRolePolicy(awsiam.NewPolicyStatement(st))
 	}
-	// IAM auth as the cluster's admin role (the schema's owner).
-	allow([]string{"dsql:DbConnectAdmin"}, []*string{s.Cluster.AttrResourceArn()}, nil)
+	// IAM auth as the least-privilege role DSQLAppRole (DML only), never
+	// as admin: `agentslice migrate`, run with the operator's credentials,
+	// keeps DbConnectAdmin.
+	allow([]string{"dsql:DbConnect"}, []*string{s.Cluster.AttrResourceArn()}, nil)
 	// One-time schedules for long sleeps, only in the stack's group, and
 	// only run as the scheduler role.
 	allow([]string{"scheduler:CreateSchedule", "scheduler:DeleteSchedule"}, []*string{s.Scheduler.scheduleARNs(s.Stack)}, nil)
@@ -206,7 +209,7 @@ func grantReadSecret(fn awslambda.Function, secret awssecretsmanager.Secret) {
 func checkEnvBudget(catalog, toolServers, modelName string) error {
 	size := len(catalog) + len(toolServers) + len(modelName)
 	for _, name := range []string{EnvInputQueueURL, EnvDLQURL, EnvOutputQueueURL, EnvDelayQueueURL,
-		EnvDedupTable, EnvDSQLEndpoint, EnvSchedulerRoleARN, EnvScheduleGroup, EnvScheduleDLQARN, EnvModelCatalog,
+		EnvDedupTable, EnvDSQLEndpoint, EnvDSQLUser, EnvSchedulerRoleARN, EnvScheduleGroup, EnvScheduleDLQARN, EnvModelCatalog,
 		EnvModel, EnvToolServers, EnvCallbackURL, EnvCallbackKeysSecret} {
 		size += len(name)
 	}

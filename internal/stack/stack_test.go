@@ -503,6 +503,7 @@ func TestEnvironment(t *testing.T) {
 		EnvDelayQueueURL:      s.Resolve(q.Delay.QueueUrl()),
 		EnvDedupTable:         s.Resolve(s.Table.TableName()),
 		EnvDSQLEndpoint:       s.Resolve(s.Cluster.AttrEndpoint()),
+		EnvDSQLUser:           DSQLAppRole,
 		EnvSchedulerRoleARN:   s.Resolve(s.Scheduler.Role.RoleArn()),
 		EnvScheduleGroup:      s.Resolve(s.Scheduler.Group.ScheduleGroupName()),
 		EnvScheduleDLQARN:     s.Resolve(q.WakeupDLQ.QueueArn()),
@@ -608,7 +609,7 @@ func TestLeastPrivilege(t *testing.T) {
 				{send, r(q.Delay.QueueArn())},
 				{[]string{"dynamodb:BatchGetItem", "dynamodb:PutItem"}, r(s.Table.TableArn())},
 				secret,
-				{[]string{"dsql:DbConnectAdmin"}, r(s.Cluster.AttrResourceArn())},
+				{[]string{"dsql:DbConnect"}, r(s.Cluster.AttrResourceArn())},
 				{[]string{"scheduler:CreateSchedule", "scheduler:DeleteSchedule"}, r(s.Scheduler.scheduleARNs(s.Stack))},
 				{[]string{"iam:PassRole"}, r(s.Scheduler.Role.RoleArn())},
 				{[]string{"bedrock:InvokeModelWithResponseStream"}, bedrock},
@@ -670,12 +671,13 @@ func TestOutputs(t *testing.T) {
 		OutScheduleGroup:   s.Scheduler.Group.ScheduleGroupName(),
 		OutKeyringSecretID: s.Keyring.SecretArn(),
 		OutCallbackPolicy:  s.CallbackInvokePolicy.ManagedPolicyArn(),
+		OutSliceRoleARN:    s.Slice.Role().RoleArn(),
 	} {
 		must(t, "output "+name, func() {
 			f.defT.HasOutput(jsii.String(name), obj{"Value": s.Resolve(value)})
 		})
 	}
-	if outs := *f.defT.FindOutputs(jsii.String("*"), obj{}); len(outs) != 11 {
-		t.Errorf("%d outputs, want 11", len(outs))
+	if outs := *f.defT.FindOutputs(jsii.String("*"), obj{}); len(outs) != 12 {
+		t.Errorf("%d outputs, want 12", len(outs))
 	}
 }
