@@ -154,6 +154,7 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 	q.Input.GrantSendMessages(s.Relay)
 
 	s.addOutputs()
+	s.checkNag()
 	return s, nil
 }
 
