@@ -3,6 +3,7 @@ package serverless
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -147,6 +148,7 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 		Observer:   runtime.SlogObserver{Logger: opts.Logger},
 		Now:        opts.Now,
 		Compaction: compaction,
+		Faults:     killFaults(os.Getenv), // nil unless built with the agentslice_faults tag
 	}
 	f.Handler = &Handler{Slices: f.Engine, DeadLetters: dlq, Logger: opts.Logger,
 		Metrics: &lambdafn.Metrics{W: opts.Stdout, Now: opts.Now}, Margin: cfg.Margin, Now: opts.Now, Notices: f.disp}
