@@ -3,6 +3,7 @@ package stack
 import (
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -108,5 +109,36 @@ func TestCheckRefusesASliceThatCannotFinish(t *testing.T) {
 		`"context_window":100000,"max_output_tokens":32000,"min_output_tokens_per_second":30}]}`}
 	if _, err := p.Check(); err == nil || !strings.Contains(err.Error(), "cannot finish inside one slice") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// With agents, the budget covers the models they run (and the default
+// model, for agents naming none), not every catalog entry.
+func TestBudgetModelsFromAgents(t *testing.T) {
+	t.Parallel()
+	cat, err := model.DecodeCatalog([]byte(`{"default":"fast","models":[
+	  {"name":"fast","provider":"openai","model_id":"f","context_window":100000,"max_output_tokens":1000,"min_output_tokens_per_second":100},
+	  {"name":"mid","provider":"openai","model_id":"m","context_window":100000,"max_output_tokens":4000,"min_output_tokens_per_second":20},
+	  {"name":"slow","provider":"openai","model_id":"s","context_window":100000,"max_output_tokens":32000,"min_output_tokens_per_second":10}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := `{"agents":[{"name":"a","instructions":"x"},{"name":"b","instructions":"y","model":"mid"}],"default_agent":"a"}`
+	p := StackProps{Agents: agents}
+	if got := p.budgetModels(cat); !slices.Equal(got, []string{"fast", "mid"}) {
+		t.Fatalf("budget models %q", got)
+	}
+	// "slow" (3,235 s) is in the catalog but no agent runs it: accepted.
+	b, err := sliceBudget(cat, p.budgetModels(cat))
+	if err != nil || b.Model != "mid" || b.Timeout != 235*time.Second {
+		t.Fatalf("budget %+v, %v", b, err)
+	}
+	// Without agents every catalog model counts, and "slow" cannot finish.
+	if _, err := sliceBudget(cat, (&StackProps{}).budgetModels(cat)); err == nil {
+		t.Fatal("a catalog with a model that cannot finish was accepted without agents")
+	}
+	p.BudgetModels = []string{"fast"}
+	if got := p.budgetModels(cat); !slices.Equal(got, []string{"fast"}) {
+		t.Fatalf("explicit budget models %q", got)
 	}
 }

@@ -16,6 +16,7 @@ package stack
 //	AGENTSLICE_SCHEDULE_DLQ_ARN         x
 //	AGENTSLICE_MODEL_CATALOG            x
 //	AGENTSLICE_MODEL                    x
+//	AGENTSLICE_AGENTS                   x
 //	AGENTSLICE_TOOL_SERVERS             x
 //	AGENTSLICE_CALLBACK_URL             x
 //	AGENTSLICE_CALLBACK_KEYS_SECRET     x         x
@@ -32,6 +33,7 @@ const (
 	EnvScheduleDLQARN     = "AGENTSLICE_SCHEDULE_DLQ_ARN" // the Scheduler's standard DLQ
 	EnvModelCatalog       = "AGENTSLICE_MODEL_CATALOG"    // model.Catalog JSON
 	EnvModel              = "AGENTSLICE_MODEL"            // catalog name; empty = default
+	EnvAgents             = "AGENTSLICE_AGENTS"           // agents document JSON (deploy/agents.json resolved)
 	EnvToolServers        = "AGENTSLICE_TOOL_SERVERS"     // comma-separated RAP base URLs
 	EnvCallbackURL        = "AGENTSLICE_CALLBACK_URL"     // receiver URL + "rap/callback"
 	EnvCallbackKeysSecret = "AGENTSLICE_CALLBACK_KEYS_SECRET"

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 
 	"github.com/agentslice/agentslice/internal/model"
+	"github.com/agentslice/agentslice/internal/runtime"
 )
 
 // StackProps configures an agentslice deployment.
@@ -28,9 +29,15 @@ type StackProps struct {
 	// the catalog's default.
 	ModelName string
 	// BudgetModels names the catalog models the slice function's timeout
-	// is sized for (SliceBudget); empty means every catalog model. Agent
-	// definitions pass the models their agents use.
+	// is sized for (SliceBudget). Empty means the models the Agents use
+	// (ModelName, or the catalog's default, for an agent naming none) when
+	// there are agents, else every catalog model.
 	BudgetModels []string
+	// Agents is the JSON of the deployment's agents document
+	// (runtime.AgentsDoc, instructions inline: cmd/cdkapp resolves
+	// deploy/agents.json); empty means no agents. It is validated against
+	// the catalog here and passed to the slice function compacted.
+	Agents string
 	// BinDir holds the prebuilt functions: BinDir/<name>/bootstrap for
 	// each name in Functions (what `make build` writes).
 	BinDir string
@@ -103,7 +110,10 @@ func (p *StackProps) Check() (*model.Catalog, error) {
 			return nil, bad("ModelName", "%v", err)
 		}
 	}
-	if _, err := sliceBudget(cat, p.BudgetModels); err != nil {
+	if err := checkAgents(p.Agents, cat); err != nil {
+		return nil, err
+	}
+	if _, err := sliceBudget(cat, p.budgetModels(cat)); err != nil {
 		return nil, err
 	}
 	if n := p.SliceBatchSize; n < 0 || n > 10 {
@@ -149,4 +159,68 @@ func checkToolServer(s string) error {
 		return fmt.Errorf("%q contains a comma or white space (the list is passed comma-separated)", s)
 	}
 	return nil
+}
+
+// checkAgents validates the agents document: the definitions, and that
+// every model they name is in the catalog.
+func checkAgents(doc string, cat *model.Catalog) error {
+	if strings.TrimSpace(doc) == "" {
+		return nil
+	}
+	bad := func(err error) error {
+		var ae *runtime.AgentError
+		if errors.As(err, &ae) && ae.Field != "" {
+			return &PropsError{Field: "Agents", Reason: fmt.Sprintf("field %q: %s", ae.Field, ae.Reason), Err: err}
+		}
+		return &PropsError{Field: "Agents", Reason: err.Error(), Err: err}
+	}
+	d, err := runtime.DecodeAgentsDoc([]byte(doc))
+	if err != nil {
+		return bad(err)
+	}
+	defs, err := d.Resolve("", func(string) ([]byte, error) {
+		return nil, errors.New("instruction files must be resolved before synth (cmd/cdkapp does it)")
+	})
+	if err != nil {
+		return bad(err)
+	}
+	for i, a := range defs {
+		if _, err := cat.Lookup(a.Model); a.Model != "" && err != nil {
+			return bad(&runtime.AgentError{Agent: a.Name, Field: fmt.Sprintf("agents[%d].model", i), Reason: err.Error()})
+		}
+	}
+	return nil
+}
+
+// budgetModels is the list of models the slice budget is computed for
+// (StackProps.BudgetModels); nil means every catalog model. It assumes
+// checkAgents accepted p.Agents.
+func (p *StackProps) budgetModels(cat *model.Catalog) []string {
+	if len(p.BudgetModels) > 0 {
+		return p.BudgetModels
+	}
+	if strings.TrimSpace(p.Agents) == "" {
+		return nil
+	}
+	d, err := runtime.DecodeAgentsDoc([]byte(p.Agents))
+	if err != nil {
+		return nil
+	}
+	defs, err := d.Resolve("", func(string) ([]byte, error) { return nil, errors.New("unresolved instruction file") })
+	if err != nil {
+		return nil
+	}
+	def := p.ModelName
+	if def == "" {
+		def = cat.Default
+	}
+	seen := map[string]bool{def: true}
+	out := []string{def} // threads of agents naming no model, and threads without an agent
+	for _, a := range defs {
+		if a.Model != "" && !seen[a.Model] {
+			seen[a.Model] = true
+			out = append(out, a.Model)
+		}
+	}
+	return out
 }
