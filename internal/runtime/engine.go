@@ -67,6 +67,9 @@ type Engine struct {
 	// Faults injects crashes at step boundaries. Tests only: nil in
 	// production.
 	Faults FaultInjector
+	// Liveness, when set, gives every dispatched call a deadline and
+	// status checks (liveness.go).
+	Liveness *Liveness
 }
 
 // SliceInput is one slice's work: a batch of messages for one thread, in
@@ -165,6 +168,9 @@ type slice struct {
 	mcancel context.CancelFunc
 	buf     turnBuffer
 	agent   agentState // the thread's agent (agent_slice.go)
+	// foldErr is a transient failure while folding (arming a liveness
+	// check): the slice is retried.
+	foldErr error
 }
 
 func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
@@ -244,6 +250,9 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 		if s.fold(ctx, m) {
 			wake = true
 		}
+	}
+	if s.foldErr != nil {
+		return s.res, s.foldErr
 	}
 	sentMarker := ""
 	for {
@@ -539,6 +548,9 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 	}
 	pp := *p
 	pp.Dispatched = true
+	if pp.Deadline, err = s.armLiveness(ctx, p, entry); err != nil {
+		return false, err
+	}
 	s.st.Pending = &pp
 	s.dirty = true
 	return false, nil
