@@ -97,7 +97,7 @@ func TestFunctionURLHandler(t *testing.T) {
 		{name: "too large for the queue", queueErr: runtime.Permanent(fmt.Errorf("sending: %w",
 			&sqsq.TooLargeError{ID: "m", Size: 1_300_000, Limit: 1 << 20, Queue: "q"})), wantStatus: 413, wantBody: "1300000"},
 		{name: "too large, unwrapped", queueErr: &sqsq.TooLargeError{ID: "m", Size: 2 << 20, Limit: 1 << 20, Queue: "q"}, wantStatus: 413},
-		{name: "permanent queue refusal", queueErr: runtime.Permanent(errors.New("refused")), wantStatus: 400},
+		{name: "permanent queue refusal", queueErr: runtime.Permanent(errors.New("refused")), wantStatus: 413},
 		// view_update and user_choice have no shared store on AWS: a final 422.
 		{name: "view_update refused", edit: func(r *events.LambdaFunctionURLRequest) {
 			r.Body = `{"type":"view_update","group_id":"thread-1","view_type":"progress","content":{"pct":50}}`
