@@ -4,7 +4,7 @@
 // A slice loads one thread, folds in a batch of new messages, runs a bounded
 // number of model completions, commits the result in one write, dispatches at
 // most one asynchronous tool call and stops. The invariants it serves are
-// listed in DESIGN.md ("The slice contract"); each is pinned by a test in this
+// listed in docs/design.md ("The slice contract"); each is pinned by a test in this
 // package or in internal/local.
 //
 // Agents (agent.go, agent_slice.go, agentdoc.go): a thread runs as one

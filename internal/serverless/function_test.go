@@ -235,7 +235,7 @@ func TestSliceFunctionInProcess(t *testing.T) {
 	if ts[0].Dispatched == "" {
 		t.Fatalf("the first tool slice dispatched nothing: %+v", ts[0])
 	}
-	// DESIGN.md's budget: a warm slice makes at most 4 storage/queue round
+	// docs/design.md's budget: a warm slice makes at most 4 storage/queue round
 	// trips, the model and the tool excluded. Here: one load and one commit
 	// (SQL), the reply (SQS), and one dedup Mark (DynamoDB; it writes the
 	// consumed IDs and the "outbox sent" record as parallel puts, one round
