@@ -183,7 +183,7 @@ func (s *slice) runCall(ctx context.Context, call *Item) bool {
 	if entry.Sync != nil {
 		env := &SyncEnv{Thread: s.th, State: &s.st, Position: len(s.view) - 1, CallID: c.CallID, Now: s.e.now()}
 		out, err := entry.Sync.Run(ctx, env, Invocation{ThreadID: s.threadID, CallID: c.CallID, Name: c.Name,
-			Args: c.Args, Ancestors: ancestors(s.st.Stack)})
+			Args: c.Args, Ancestors: ancestors(s.st.Stack), Class: s.st.Class.OrDefault()})
 		if err != nil {
 			var rej *ToolRejectedError
 			if errors.As(err, &rej) {

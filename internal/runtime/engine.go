@@ -204,6 +204,10 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 	}
 	s.view = th.Items // the caller owns Load's slice (see HistoryStore)
 	s.st = th.State.Clone()
+	if s.version == 0 && s.st.Class == "" && s.st.Parent == "" {
+		// A new root thread: its class is fixed now, from its first message.
+		s.st.Class = batchClass(batch)
+	}
 	s.wasClosed = th.State.Closed
 	s.res.SliceID = sliceID(s.threadID, s.version, batch)
 	s.buf.text = make([]byte, 0, 2048)
@@ -464,7 +468,7 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 	for _, o := range s.st.Outbox {
 		switch {
 		case o.Message != nil:
-			if err := s.e.Queue.Send(ctx, *o.Message); err != nil {
+			if err := s.e.Queue.Send(ctx, s.stamp(*o.Message)); err != nil {
 				return false, fmt.Errorf("runtime: sending %s to thread %s: %w", o.Message.ID, o.Message.ThreadID, err)
 			}
 			if o.Message.Kind == KindContinue {
@@ -510,7 +514,8 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 			Text: fmt.Sprintf("error: tool %q is no longer available", p.Name)})
 		return true, nil
 	}
-	inv := Invocation{ThreadID: s.threadID, CallID: p.ID, Name: p.Name, Args: p.Args, Ancestors: ancestors(s.st.Stack)}
+	inv := Invocation{ThreadID: s.threadID, CallID: p.ID, Name: p.Name, Args: p.Args, Ancestors: ancestors(s.st.Stack),
+		Class: s.st.Class.OrDefault()}
 	if err := s.crash(CrashBeforeDispatch); err != nil {
 		return false, err
 	}
@@ -607,4 +612,23 @@ func (s *slice) backoff(ctx context.Context, n int) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// stamp gives a message the class of the thread it is for when its sender
+// left it empty: this thread's own class, its parent's, or (for the
+// children it spawned, which inherit it) its own again. Messages to
+// threads created by this slice are stamped where they are built.
+func (s *slice) stamp(m Message) Message {
+	if m.Class != "" {
+		return m
+	}
+	switch {
+	case m.ThreadID == s.threadID:
+		m.Class = s.st.Class.OrDefault()
+	case m.ThreadID == s.st.Parent && s.st.Parent != "":
+		m.Class = s.st.ParentClass.OrDefault()
+	case slices.Contains(s.st.Children, m.ThreadID):
+		m.Class = s.st.Class.OrDefault()
+	}
+	return m
 }

@@ -76,6 +76,10 @@ type Message struct {
 	UserID string `json:"user_id,omitempty"`
 	// Covers is, for a summary, the length of the view it summarises.
 	Covers int `json:"covers,omitempty"`
+	// Class is the priority class of the thread the message is for ("" is
+	// interactive). Queues route by it; for a new root thread the first
+	// message's class becomes the thread's class. See Class.
+	Class Class `json:"class,omitempty"`
 }
 
 // Validate checks a message's envelope and fields. It returns a
@@ -100,6 +104,9 @@ func (m *Message) Validate() error {
 		if err := checkID(m.ToolCallID); err != nil {
 			return bad("tool_call_id", "%s (required for kind %s)", err, m.Kind)
 		}
+	}
+	if !m.Class.Valid() {
+		return bad("class", "unknown priority class %q (want %q or %q)", m.Class, ClassInteractive, ClassBackground)
 	}
 	if m.Kind == KindUser && m.Text == "" {
 		return bad("text", "empty user message")
