@@ -6,6 +6,13 @@
 // exits. An idle thread is a record in the HistoryStore and nothing else: no
 // goroutine, no channel, and no timer unless it sleeps.
 //
+// A thread with mail waits in its priority class's ready queue (an entry,
+// no goroutine) until the scheduler gives it one of a bounded number of
+// slots: interactive first, background with a guaranteed share so it is
+// never starved; each model's calls are bounded by its Budget (concurrency
+// and tokens per minute) so provider limits are avoided rather than
+// retried. See scheduler.go and budget.go.
+//
 // The package must not know about AWS or SQL; it implements the interfaces of
 // internal/runtime with memory and the Go scheduler.
 package local

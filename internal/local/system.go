@@ -37,6 +37,9 @@ type Config struct {
 	Compaction *runtime.CompactionPolicy
 	// Now is the clock slices are timed with; default time.Now.
 	Now func() time.Time
+	// Scheduler bounds the slices running at once and picks which thread
+	// runs next by priority class (see scheduler.go).
+	Scheduler SchedulerConfig
 }
 
 // DeadLetter is a message the system gave up on, with the reason.
@@ -64,10 +67,13 @@ type System struct {
 	idle     chan struct{} // closed while no thread has a goroutine
 	dead     []DeadLetter
 	deadSeen int
+	sched    *scheduler
+	budget   *BudgetedModel // nil without Scheduler.Budget
 }
 
 type mailbox struct {
-	msgs []runtime.Message
+	msgs  []runtime.Message
+	class int // the thread's class (classIndex), from the message that made it ready
 }
 
 // New builds a System. Call Start before sending and Stop when done.
@@ -99,8 +105,25 @@ func New(cfg Config) (*System, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &System{cfg: cfg, log: cfg.Logger, boxes: map[string]*mailbox{}, idle: make(chan struct{})}
+	cfg.Scheduler = cfg.Scheduler.WithDefaults()
+	if err := cfg.Scheduler.validate(); err != nil {
+		return nil, err
+	}
+	s := &System{cfg: cfg, log: cfg.Logger, boxes: map[string]*mailbox{}, idle: make(chan struct{}),
+		sched: newScheduler(cfg.Scheduler)}
 	close(s.idle)
+	if b := cfg.Scheduler.Budget; b != nil {
+		bb := *b
+		if bb.Share == 0 {
+			bb.Share = cfg.Scheduler.BackgroundShare
+		}
+		bb.FIFO = bb.FIFO || cfg.Scheduler.FIFO
+		m, err := Budgeted(cfg.Model, bb)
+		if err != nil {
+			return nil, err
+		}
+		s.budget, cfg.Model = m, m
+	}
 	s.engine = &runtime.Engine{History: cfg.History, Dedup: cfg.Dedup, Queue: s, Output: cfg.Output,
 		Model: cfg.Model, Tools: cfg.Tools, Observer: cfg.Observer, Limits: cfg.Limits, Compaction: cfg.Compaction, Now: cfg.Now}
 	return s, nil
@@ -131,6 +154,12 @@ func (s *System) Stop() {
 		cancel()
 	}
 	s.wg.Wait()
+	s.mu.Lock()
+	s.dispatch() // forgets the threads still waiting for a slot
+	s.mu.Unlock()
+	if s.budget != nil {
+		s.budget.Close()
+	}
 }
 
 // Send validates and enqueues messages. Invalid messages are refused, all
@@ -158,17 +187,44 @@ func (s *System) Send(ctx context.Context, msgs ...runtime.Message) error {
 	for _, m := range msgs {
 		box := s.boxes[m.ThreadID]
 		if box == nil {
-			box = &mailbox{}
+			box = &mailbox{class: classIndex(m.Class)}
 			if len(s.boxes) == 0 {
 				s.idle = make(chan struct{})
 			}
 			s.boxes[m.ThreadID] = box
-			s.wg.Add(1)
-			go s.drain(m.ThreadID, box)
+			s.sched.add(m.ThreadID, box, s.cfg.Now())
 		}
 		box.msgs = append(box.msgs, m)
 	}
+	s.dispatch()
 	return nil
+}
+
+// dispatch starts a goroutine for each ready thread the scheduler lets
+// run now; once the system is stopping it forgets the ready threads
+// instead. Called with s.mu held.
+func (s *System) dispatch() {
+	for {
+		r, ok := s.sched.take()
+		if !ok {
+			return
+		}
+		if s.ctx.Err() != nil {
+			s.sched.done(r.box.class)
+			s.forget(r.threadID)
+			continue
+		}
+		s.wg.Add(1)
+		go s.drain(r.threadID, r.box)
+	}
+}
+
+// forget drops a thread's mailbox. Called with s.mu held.
+func (s *System) forget(threadID string) {
+	delete(s.boxes, threadID)
+	if len(s.boxes) == 0 {
+		close(s.idle)
+	}
 }
 
 // Idle returns a channel that is closed when no thread has work. A Send
@@ -194,34 +250,37 @@ func (s *System) DeadLetters() ([]DeadLetter, int) {
 	return append([]DeadLetter(nil), s.dead...), s.deadSeen
 }
 
-// drain runs the thread's slices until its mailbox is empty, then exits.
+// drain runs one slice of the thread with what its mailbox holds, then
+// gives its slot back: the thread queues again if more mail came meanwhile
+// (it keeps its mailbox, so its messages stay in order), or is forgotten.
 func (s *System) drain(threadID string, box *mailbox) {
 	defer s.wg.Done()
-	for {
-		s.mu.Lock()
-		batch := box.msgs
-		box.msgs = nil
-		if len(batch) == 0 || s.ctx.Err() != nil {
-			delete(s.boxes, threadID)
-			if len(s.boxes) == 0 {
-				close(s.idle)
-			}
-			s.mu.Unlock()
-			return
-		}
-		s.mu.Unlock()
-		s.runBatch(threadID, batch)
+	s.mu.Lock()
+	batch := box.msgs
+	box.msgs = nil
+	s.mu.Unlock()
+	if len(batch) > 0 && s.ctx.Err() == nil {
+		s.runBatch(withClass(s.ctx, box.class), threadID, batch)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sched.done(box.class)
+	if len(box.msgs) > 0 && s.ctx.Err() == nil {
+		s.sched.add(threadID, box, s.cfg.Now())
+	} else {
+		s.forget(threadID)
+	}
+	s.dispatch()
 }
 
 // runBatch runs one slice, retrying transient failures with backoff. The
 // messages are redelivered as they would be from a queue; the engine
 // deduplicates what an earlier attempt already committed.
-func (s *System) runBatch(threadID string, batch []runtime.Message) {
+func (s *System) runBatch(ctx context.Context, threadID string, batch []runtime.Message) {
 	var err error
 	for attempt := 1; attempt <= s.cfg.SliceAttempts; attempt++ {
 		var res *runtime.SliceResult
-		res, err = s.engine.RunSlice(s.ctx, runtime.SliceInput{ThreadID: threadID, Messages: batch,
+		res, err = s.engine.RunSlice(ctx, runtime.SliceInput{ThreadID: threadID, Messages: batch,
 			FirstDelivery: attempt == 1, Deadline: s.cfg.Now().Add(s.cfg.SliceTimeout)})
 		if res != nil && len(res.Rejected) > 0 {
 			for _, r := range res.Rejected {
