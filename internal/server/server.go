@@ -196,10 +196,17 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		compaction = &runtime.CompactionPolicy{ContextWindow: s.set.model.ContextWindow, Threshold: s.cfg.Compaction.Threshold}
 	}
 	l := s.cfg.Limits
+	var sched local.SchedulerConfig
+	if mc := s.set.model; mc.Concurrency > 0 || mc.TokensPerMinute > 0 {
+		// The catalog's limits for the model: calls wait for room instead
+		// of meeting the provider's throttling.
+		sched.Budget = &local.Budget{Concurrency: mc.Concurrency, TokensPerMinute: mc.TokensPerMinute,
+			EstimateTokens: min(mc.MaxOutputTokens, mc.TokensPerMinute)}
+	}
 	s.sys, err = local.New(local.Config{
 		Model: s.model, Tools: s.loader, History: s.store, Output: s.events, Logger: s.log,
 		Limits:        runtime.Limits{MaxCompletions: l.MaxCompletions, ModelAttempts: l.ModelAttempts},
-		SliceAttempts: l.SliceAttempts, Compaction: compaction,
+		SliceAttempts: l.SliceAttempts, Compaction: compaction, Scheduler: sched,
 	})
 	if err != nil {
 		return fmt.Errorf("server: building the embedded system: %w", err)
