@@ -114,6 +114,10 @@ type messageRequest struct {
 	// ID makes the request idempotent: the same ID is processed once.
 	ID     string `json:"id,omitempty"`
 	UserID string `json:"user_id,omitempty"`
+	// Class is the priority class of a thread this message creates
+	// ("interactive", the default, or "background"); an existing thread
+	// keeps the class it was created with.
+	Class runtime.Class `json:"class,omitempty"`
 }
 
 type messageResponse struct {
@@ -137,7 +141,8 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	if req.ID == "" {
 		req.ID = newMessageID()
 	}
-	msg := runtime.Message{V: runtime.MessageVersion, ID: req.ID, ThreadID: thread, Kind: runtime.KindUser, Text: req.Text, UserID: req.UserID}
+	msg := runtime.Message{V: runtime.MessageVersion, ID: req.ID, ThreadID: thread, Kind: runtime.KindUser, Text: req.Text, UserID: req.UserID,
+		Class: req.Class}
 	if err := msg.Validate(); err != nil {
 		var bm *runtime.BadMessageError
 		if errors.As(err, &bm) {
@@ -155,6 +160,9 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	if th.State.Closed {
 		writeError(w, http.StatusConflict, "thread_id", "thread %s is closed and takes no more messages", thread)
 		return
+	}
+	if th.State.Class != "" {
+		msg.Class = th.State.Class // fixed at creation; the scheduler queues by it
 	}
 	if err := s.sys.Send(r.Context(), msg); err != nil {
 		var bm *runtime.BadMessageError
