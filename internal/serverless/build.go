@@ -89,7 +89,7 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 	if err != nil {
 		return fail(err)
 	}
-	queue, err := sqsq.NewQueue(sqsClient, sqsq.QueueConfig{URL: cfg.InputQueueURL})
+	queue, err := sqsq.NewClassQueues(sqsClient, sqsq.QueueConfig{URL: cfg.InputQueueURL}, cfg.BackgroundQueueURL)
 	if err != nil {
 		return fail(err)
 	}
@@ -98,7 +98,8 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 		return fail(err)
 	}
 	tm, err := timers.New(sqsClient, schedClient, timers.Config{DelayQueueURL: cfg.DelayQueueURL, InputQueueURL: cfg.InputQueueURL,
-		SchedulerRoleARN: cfg.SchedulerRoleARN, ScheduleGroup: cfg.ScheduleGroup, Now: opts.Now})
+		BackgroundQueueURL: cfg.BackgroundQueueURL,
+		SchedulerRoleARN:   cfg.SchedulerRoleARN, ScheduleGroup: cfg.ScheduleGroup, Now: opts.Now})
 	if err != nil {
 		return fail(err)
 	}

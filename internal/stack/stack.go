@@ -132,6 +132,7 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 		ReportBatchItemFailures: jsii.Bool(true),
 	}))
 	q.Input.GrantSendMessages(s.Relay)
+	s.addBackgroundQueue(backgroundConcurrency(props.BackgroundMaxConcurrency, maxConc), batch)
 
 	s.addOutputs()
 	return s, nil
@@ -186,7 +187,7 @@ func grantReadSecret(fn awslambda.Function, secret awssecretsmanager.Secret) {
 // Lambda's 4 KB with the deploy-time values estimated generously.
 func checkEnvBudget(catalog, toolServers, modelName string) error {
 	size := len(catalog) + len(toolServers) + len(modelName)
-	for _, name := range []string{EnvInputQueueURL, EnvDLQURL, EnvOutputQueueURL, EnvDelayQueueURL,
+	for _, name := range []string{EnvInputQueueURL, EnvBackgroundQueueURL, EnvDLQURL, EnvOutputQueueURL, EnvDelayQueueURL,
 		EnvDedupTable, EnvDSQLEndpoint, EnvSchedulerRoleARN, EnvScheduleGroup, EnvModelCatalog,
 		EnvModel, EnvToolServers, EnvCallbackURL, EnvCallbackKeysSecret} {
 		size += len(name)

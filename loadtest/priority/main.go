@@ -84,6 +84,13 @@ type Result struct {
 	ThrottlePriority       int64   `json:"throttle_errors_priority"`
 	ThrottleFIFO           int64   `json:"throttle_errors_fifo"`
 	ThrottleNoFlood        int64   `json:"throttle_errors_no_flood"`
+	// Provider calls and interactive messages answered during the flood:
+	// fifo answers users late and several messages per slice, so it spends
+	// less of the provider's budget on them and more on background.
+	CallsPriority           int64 `json:"provider_calls_priority"`
+	CallsFIFO               int64 `json:"provider_calls_fifo"`
+	InteractiveMsgsPriority int   `json:"interactive_messages_priority"`
+	InteractiveMsgsFIFO     int   `json:"interactive_messages_fifo"`
 	// The targets of issue 17, evaluated.
 	P99WithinTwiceNoFlood bool    `json:"p99_within_2x_no_flood"`
 	BackgroundLossPct     float64 `json:"background_throughput_loss_pct"`
@@ -126,7 +133,8 @@ func run(c config) error {
 		BackgroundCPSPriority: round1(pr.bgCPS), BackgroundCPSFIFO: round1(ff.bgCPS),
 		BackgroundMaxWaitPrio: ms(pr.bgMaxWait), BackgroundMaxWaitFIFO: ms(ff.bgMaxWait),
 		ThrottlePriority: pr.throttles, ThrottleFIFO: ff.throttles, ThrottleNoFlood: nf.throttles,
-		Workload: fmt.Sprintf("%d background threads woken at once after %s; %d interactive users, a message each %s-%s after the last reply; "+
+		CallsPriority: pr.calls, CallsFIFO: ff.calls, InteractiveMsgsPriority: len(pr.interactive), InteractiveMsgsFIFO: len(ff.interactive),
+		Workload: fmt.Sprintf("%d background threads woken at once after %s; %d interactive users, a message each %s-%s (open loop); "+
 			"simulated model %s±%s, %d tokens/completion; provider limit %d concurrent, %d tokens/min (bucket of one minute); budget = the provider's limits",
 			c.background, c.warmup, c.users, c.thinkMin, c.thinkMax, c.latency, c.jitter/2, c.tokens, c.concurrency, c.tpm),
 		Machine: machine() + " (shared with other jobs)", CPUSeconds: round1((cpuTime() - cpu0).Seconds()), Seconds: round1(time.Since(start).Seconds()),
@@ -152,50 +160,65 @@ func run(c config) error {
 	return nil
 }
 
-// driver runs one variant's users and flood and collects reply times.
+// driver runs one variant's users and flood and records, per message, when
+// it was sent and when the slice that consumed it finished (the engine's
+// observer names the messages of each slice, so a reply that answers two
+// messages counts for both).
 type driver struct {
-	sys     *local.System
 	mu      sync.Mutex
-	waiting map[string]chan time.Time // a user's thread → its reply signal
-	bgDone  map[string]time.Time
+	sent    map[string]time.Time // message ID → send time, until consumed
+	floodAt time.Time
+	inter   []time.Duration // latencies of interactive messages sent after floodAt
+	bgLeft  int
+	bgLast  time.Time
 	bgAll   chan struct{}
-	bgN     int
 }
 
-func (d *driver) publish(ctx context.Context, ev runtime.OutputEvent) error {
-	if ev.Kind != "reply" {
-		return nil
+func (d *driver) Observe(ctx context.Context, ev runtime.Event) {
+	if ev.Type != runtime.EventSliceFinished || ev.Err != nil {
+		return
 	}
 	now := time.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if ch, ok := d.waiting[ev.ThreadID]; ok {
-		select {
-		case ch <- now:
-		default:
+	for _, id := range ev.MessageIDs {
+		at, ok := d.sent[id]
+		if !ok {
+			continue
 		}
-		return nil
-	}
-	if _, seen := d.bgDone[ev.ThreadID]; !seen && strings.HasPrefix(ev.ThreadID, "bg-") {
-		d.bgDone[ev.ThreadID] = now
-		if len(d.bgDone) == d.bgN {
-			close(d.bgAll)
+		delete(d.sent, id)
+		if strings.HasPrefix(id, "bg-") {
+			d.bgLast = later(d.bgLast, now)
+			if d.bgLeft--; d.bgLeft == 0 {
+				close(d.bgAll)
+			}
+		} else if at.After(d.floodAt) {
+			d.inter = append(d.inter, now.Sub(at))
 		}
 	}
-	return nil
+}
+
+func (d *driver) record(ids ...string) {
+	now := time.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, id := range ids {
+		d.sent[id] = now
+	}
 }
 
 func runVariant(c config, name string) (*variant, error) {
 	prov := newProvider(c.latency, c.jitter, c.concurrency, c.tpm, c.tokens)
 	sched := local.SchedulerConfig{FIFO: name == "fifo",
 		Budget: &local.Budget{Concurrency: c.concurrency, TokensPerMinute: c.tpm, EstimateTokens: c.tokens}}
-	d := &driver{waiting: map[string]chan time.Time{}, bgDone: map[string]time.Time{}, bgAll: make(chan struct{})}
 	flood := name != "no_flood"
+	t0 := time.Now()
+	d := &driver{sent: map[string]time.Time{}, bgAll: make(chan struct{}), floodAt: t0.Add(c.warmup)}
 	if flood {
-		d.bgN = c.background
+		d.bgLeft = c.background
 	}
 	sys, err := local.New(local.Config{
-		Model: prov, Tools: runtime.NewToolbox(), Output: local.OutputFunc(d.publish),
+		Model: prov, Tools: runtime.NewToolbox(), Observer: d,
 		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		Limits:    runtime.Limits{RetryBase: 50 * time.Millisecond, ModelAttempts: 8},
 		Scheduler: sched,
@@ -203,7 +226,6 @@ func runVariant(c config, name string) (*variant, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.sys = sys
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := sys.Start(ctx); err != nil {
@@ -211,22 +233,16 @@ func runVariant(c config, name string) (*variant, error) {
 	}
 	defer sys.Stop()
 
-	t0 := time.Now()
-	floodAt := t0.Add(c.warmup)
 	v := &variant{name: name}
 	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		samples []time.Duration
-		stop    = make(chan struct{})
-		errs    = make(chan error, c.users+1)
+		wg   sync.WaitGroup
+		stop = make(chan struct{})
+		errs = make(chan error, c.users+1)
 	)
+	// Open loop: each user sends a message every think time, whether or
+	// not the last one was answered (a late reply then answers several).
 	for u := range c.users {
 		id := "user-" + strconv.Itoa(u)
-		ch := make(chan time.Time, 1)
-		d.mu.Lock()
-		d.waiting[id] = ch
-		d.mu.Unlock()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -234,26 +250,15 @@ func runVariant(c config, name string) (*variant, error) {
 			think := func() time.Duration {
 				return c.thinkMin + time.Duration(rng.Int64N(int64(c.thinkMax-c.thinkMin)+1))
 			}
-			// Users start spread over one think time.
 			if !pause(stop, time.Duration(rng.Int64N(int64(c.thinkMax)+1))) {
 				return
 			}
 			for turn := 0; ; turn++ {
-				sent := time.Now()
 				m := runtime.Message{V: runtime.MessageVersion, ID: id + "-" + strconv.Itoa(turn), ThreadID: id,
 					Kind: runtime.KindUser, Text: "what is the status of the build?", Class: runtime.ClassInteractive}
+				d.record(m.ID)
 				if err := sys.Send(ctx, m); err != nil {
 					errs <- err
-					return
-				}
-				select {
-				case got := <-ch:
-					if sent.After(floodAt) {
-						mu.Lock()
-						samples = append(samples, got.Sub(sent))
-						mu.Unlock()
-					}
-				case <-stop:
 					return
 				}
 				if !pause(stop, think()) {
@@ -262,33 +267,31 @@ func runVariant(c config, name string) (*variant, error) {
 			}
 		}()
 	}
-	time.Sleep(time.Until(floodAt))
-	var floodEnd time.Time
+	time.Sleep(time.Until(d.floodAt))
 	if flood {
 		msgs := make([]runtime.Message, c.background)
+		ids := make([]string, c.background)
 		for i := range msgs {
-			id := fmt.Sprintf("bg-%05d", i)
-			msgs[i] = runtime.Message{V: runtime.MessageVersion, ID: id + "-wake", ThreadID: id, Kind: runtime.KindUser,
+			th := fmt.Sprintf("bg-%05d", i)
+			msgs[i] = runtime.Message{V: runtime.MessageVersion, ID: th + "-wake", ThreadID: th, Kind: runtime.KindUser,
 				Text: "the nightly export finished; summarise it", Class: runtime.ClassBackground}
+			ids[i] = msgs[i].ID
 		}
+		d.record(ids...)
 		if err := sys.Send(ctx, msgs...); err != nil {
 			return nil, fmt.Errorf("sending the flood: %w", err)
 		}
 		select {
 		case <-d.bgAll:
 		case <-time.After(15 * time.Minute):
-			return nil, fmt.Errorf("the flood did not drain in 15 minutes (%d of %d done)", len(d.bgDone), c.background)
+			return nil, fmt.Errorf("the flood did not drain in 15 minutes (%d left)", d.bgLeft)
 		}
 		d.mu.Lock()
-		for _, at := range d.bgDone {
-			floodEnd = later(floodEnd, at)
-		}
+		v.bgMaxWait = d.bgLast.Sub(d.floodAt)
 		d.mu.Unlock()
-		v.bgMaxWait = floodEnd.Sub(floodAt)
-		v.bgCPS = float64(c.background) / floodEnd.Sub(floodAt).Seconds()
+		v.bgCPS = float64(c.background) / v.bgMaxWait.Seconds()
 	} else {
 		time.Sleep(c.noFlood)
-		floodEnd = time.Now()
 	}
 	close(stop)
 	wg.Wait()
@@ -300,7 +303,9 @@ func runVariant(c config, name string) (*variant, error) {
 	if dead, n := sys.DeadLetters(); n > 0 {
 		return nil, fmt.Errorf("%d messages dead-lettered, first: %s", n, dead[0].Reason)
 	}
-	v.interactive = samples
+	d.mu.Lock()
+	v.interactive = d.inter
+	d.mu.Unlock()
 	v.throttles, v.calls = prov.throttles.Load(), prov.calls.Load()
 	v.seconds = time.Since(t0).Seconds()
 	return v, nil
