@@ -185,6 +185,7 @@ func (rc *Receiver) Accept(ctx context.Context, query map[string][]string, body 
 		}
 	}
 	msg := MessageFor(capa.ThreadID, capa.CallID, cb)
+	msg.Class = capa.Class // routes the message to its thread's class's queue
 	if err := rc.cfg.Queue.Send(ctx, msg); err != nil {
 		var bm *runtime.BadMessageError
 		switch {
