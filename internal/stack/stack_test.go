@@ -666,6 +666,7 @@ func TestOutputs(t *testing.T) {
 	s := f.def
 	for name, value := range map[string]*string{
 		OutInputQueueURL:   s.Queues.Input.QueueUrl(),
+		OutBackgroundURL:   s.Queues.InputBackground.QueueUrl(),
 		OutInputDLQURL:     s.Queues.InputDLQ.QueueUrl(),
 		OutOutputQueueURL:  s.Queues.Output.QueueUrl(),
 		OutDelayQueueURL:   s.Queues.Delay.QueueUrl(),
@@ -680,7 +681,7 @@ func TestOutputs(t *testing.T) {
 			f.defT.HasOutput(jsii.String(name), obj{"Value": s.Resolve(value)})
 		})
 	}
-	if outs := *f.defT.FindOutputs(jsii.String("*"), obj{}); len(outs) != 10 {
-		t.Errorf("%d outputs, want 10", len(outs))
+	if outs := *f.defT.FindOutputs(jsii.String("*"), obj{}); len(outs) != 11 {
+		t.Errorf("%d outputs, want 11", len(outs))
 	}
 }
