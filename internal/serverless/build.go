@@ -136,6 +136,8 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 	if err != nil {
 		return fail(fmt.Errorf("serverless: %s: %w", lambdafn.EnvModelCatalog, err))
 	}
+	metrics := &lambdafn.Metrics{W: opts.Stdout, Now: opts.Now}
+	mdl = &throttleCounter{Model: mdl, name: cfg.Model.Name, metrics: metrics, log: opts.Logger}
 	// The catalog entry's context window (validated positive) sets when a
 	// thread is summarised.
 	compaction := &runtime.CompactionPolicy{ContextWindow: cfg.Model.ContextWindow}
@@ -151,6 +153,6 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 		Compaction: compaction,
 	}
 	f.Handler = &Handler{Slices: f.Engine, DeadLetters: dlq, Logger: opts.Logger,
-		Metrics: &lambdafn.Metrics{W: opts.Stdout, Now: opts.Now}, Margin: cfg.Margin, Now: opts.Now}
+		Metrics: metrics, Margin: cfg.Margin, Now: opts.Now}
 	return f, nil
 }
