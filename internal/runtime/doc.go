@@ -7,6 +7,12 @@
 // listed in DESIGN.md ("The slice contract"); each is pinned by a test in this
 // package or in internal/local.
 //
+// Priority classes (class.go): every thread is interactive or background,
+// fixed at creation (ThreadState.Class) and stamped on every message the
+// engine sends (Message.Class), so queues and schedulers order threads
+// without reading them. Classes never change the order of one thread's
+// messages.
+//
 // The package must not import AWS, pgx or HTTP client packages: bindings
 // (internal/local, internal/dsql, internal/dedup, internal/sqsq,
 // internal/timers) implement the interfaces declared here.
