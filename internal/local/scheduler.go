@@ -205,8 +205,8 @@ func (sc *scheduler) take() (ready, bool) {
 // done gives back the slot of a slice of class c.
 func (sc *scheduler) done(c int) { sc.pick.running[c]-- }
 
-// waiting returns how many threads of each class wait for a slot.
-func (sc *scheduler) waiting() [2]int { return [2]int{sc.queue[ci].len(), sc.queue[cb].len()} }
+// contended reports whether some thread waits for a slot.
+func (sc *scheduler) contended() bool { return sc.queue[ci].len()+sc.queue[cb].len() > 0 }
 
 // classKey carries the class of the running slice to the model's Budget.
 type classKey struct{}

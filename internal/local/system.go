@@ -250,20 +250,28 @@ func (s *System) DeadLetters() ([]DeadLetter, int) {
 	return append([]DeadLetter(nil), s.dead...), s.deadSeen
 }
 
-// drain runs one slice of the thread with what its mailbox holds, then
-// gives its slot back: the thread queues again if more mail came meanwhile
-// (it keeps its mailbox, so its messages stay in order), or is forgotten.
+// drain runs slices of the thread with what its mailbox holds. When more
+// mail came during a slice it runs the next one at once if no other thread
+// waits for a slot; otherwise it gives its slot back and the thread queues
+// again (it keeps its mailbox, so its messages stay in order). A thread
+// without mail is forgotten.
 func (s *System) drain(threadID string, box *mailbox) {
 	defer s.wg.Done()
-	s.mu.Lock()
-	batch := box.msgs
-	box.msgs = nil
-	s.mu.Unlock()
-	if len(batch) > 0 && s.ctx.Err() == nil {
-		s.runBatch(withClass(s.ctx, box.class), threadID, batch)
-	}
+	ctx := withClass(s.ctx, box.class)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for {
+		batch := box.msgs
+		box.msgs = nil
+		s.mu.Unlock()
+		if len(batch) > 0 && s.ctx.Err() == nil {
+			s.runBatch(ctx, threadID, batch)
+		}
+		s.mu.Lock()
+		if len(box.msgs) == 0 || s.ctx.Err() != nil || s.sched.contended() {
+			break
+		}
+	}
 	s.sched.done(box.class)
 	if len(box.msgs) > 0 && s.ctx.Err() == nil {
 		s.sched.add(threadID, box, s.cfg.Now())
