@@ -91,7 +91,7 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 // runSend sends one user message to a thread on a deployment's FIFO input
 // queue and prints the message ID.
 func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("send", "send --queue-url URL --thread ID [--id ID] [--user ID] [--class background --background-queue-url URL] TEXT...", stderr)
+	fs := newFlagSet("send", "send --queue-url URL --thread ID [--agent NAME] [--id ID] [--user ID] [--class background --background-queue-url URL] TEXT...", stderr)
 	var a awsFlags
 	a.register(fs)
 	queueURL := fs.String("queue-url", "", "URL of the deployment's FIFO input queue (required)")
@@ -100,6 +100,7 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	user := fs.String("user", "", "user ID recorded with the message (optional)")
 	class := fs.String("class", "", "priority class of a new thread: interactive (default) or background")
 	bgURL := fs.String("background-queue-url", "", "URL of the background FIFO input queue (output BackgroundQueueUrl; needed with --class background)")
+	agent := fs.String("agent", "", "agent a new thread runs as (default: the deployment's default agent); on an existing thread, the one it runs as")
 	if err := parseFlags(fs, args); err != nil {
 		return ignoreHelp(err)
 	}
@@ -122,7 +123,8 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *id == "" {
 		*id = newMessageID()
 	}
-	msg := runtime.Message{V: runtime.MessageVersion, ID: *id, ThreadID: *thread, Kind: runtime.KindUser, Text: text, UserID: *user, Class: cls}
+	msg := runtime.Message{V: runtime.MessageVersion, ID: *id, ThreadID: *thread, Kind: runtime.KindUser, Text: text, UserID: *user,
+		Agent: *agent, Class: cls}
 	if err := msg.Validate(); err != nil {
 		return err
 	}
@@ -256,7 +258,15 @@ func (t *tailer) print(ev runtime.OutputEvent, body string) {
 		fmt.Fprintln(t.out, body)
 		return
 	}
-	fmt.Fprintf(t.out, "[%s] %s: %s\n", ev.ThreadID, ev.Kind, ev.Text)
+	who := ev.Kind
+	if ev.Agent != "" {
+		who = ev.Agent + " " + ev.Kind
+	}
+	fmt.Fprintf(t.out, "[%s] %s: %s\n", ev.ThreadID, who, ev.Text)
+	if u := ev.Usage; u != nil {
+		fmt.Fprintf(t.out, "[%s] usage so far: %d input (%d cache read, %d cache write), %d output tokens\n",
+			ev.ThreadID, u.Input, u.Cached, u.CacheWrite, u.Output)
+	}
 }
 
 // recent remembers the last n IDs added.

@@ -122,3 +122,28 @@ func TestBackgroundRootStaysBackground(t *testing.T) {
 		t.Fatalf("checked %d engine messages, want at least 2 (start, report)", n)
 	}
 }
+
+// An agent's Priority is the class of a new root thread no message gave a
+// class; a message's class wins over it.
+func TestAgentPrioritySetsRootClass(t *testing.T) {
+	agents, err := runtime.NewAgentSet([]runtime.Agent{
+		{Name: "nightly", Instructions: "Summarise exports.", Priority: runtime.PriorityBackground},
+		{Name: "chat", Instructions: "Talk."},
+	}, "chat", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := newScenario(t, agentEcho{}, func(c *Config) { c.Agents = agents })
+	a := user("job", "u1", "export done")
+	a.Agent = "nightly"
+	b := user("job2", "u1", "export done")
+	b.Agent, b.Class = "nightly", runtime.ClassInteractive
+	c := user("talk", "u1", "hello")
+	sc.send(a, b, c)
+	sc.wait()
+	for id, want := range map[string]runtime.Class{"job": runtime.ClassBackground, "job2": runtime.ClassInteractive, "talk": runtime.ClassInteractive} {
+		if got := sc.state(id).Class; got != want {
+			t.Errorf("thread %s has class %q, want %q", id, got, want)
+		}
+	}
+}

@@ -35,6 +35,8 @@ type Config struct {
 	OnSend func(msgs []runtime.Message)
 	// Compaction is passed to the engine.
 	Compaction *runtime.CompactionPolicy
+	// Agents, when set, is passed to the engine (runtime.Engine.Agents).
+	Agents runtime.Agents
 	// Now is the clock slices are timed with; default time.Now.
 	Now func() time.Time
 	// Scheduler bounds the slices running at once and picks which thread
@@ -68,7 +70,8 @@ type System struct {
 	dead     []DeadLetter
 	deadSeen int
 	sched    *scheduler
-	budget   *BudgetedModel // nil without Scheduler.Budget
+	budget   *BudgetedModel  // nil without Scheduler.Budget
+	deadIDs  map[string]bool // the IDs in dead, one dead letter per message
 }
 
 type mailbox struct {
@@ -109,7 +112,7 @@ func New(cfg Config) (*System, error) {
 	if err := cfg.Scheduler.validate(); err != nil {
 		return nil, err
 	}
-	s := &System{cfg: cfg, log: cfg.Logger, boxes: map[string]*mailbox{}, idle: make(chan struct{}),
+	s := &System{cfg: cfg, log: cfg.Logger, boxes: map[string]*mailbox{}, idle: make(chan struct{}), deadIDs: map[string]bool{},
 		sched: newScheduler(cfg.Scheduler)}
 	close(s.idle)
 	if b := cfg.Scheduler.Budget; b != nil {
@@ -125,7 +128,8 @@ func New(cfg Config) (*System, error) {
 		s.budget, cfg.Model = m, m
 	}
 	s.engine = &runtime.Engine{History: cfg.History, Dedup: cfg.Dedup, Queue: s, Output: cfg.Output,
-		Model: cfg.Model, Tools: cfg.Tools, Observer: cfg.Observer, Limits: cfg.Limits, Compaction: cfg.Compaction, Now: cfg.Now}
+		Model: cfg.Model, Tools: cfg.Tools, Observer: cfg.Observer, Limits: cfg.Limits, Compaction: cfg.Compaction, Now: cfg.Now,
+		Agents: cfg.Agents}
 	return s, nil
 }
 
@@ -243,7 +247,8 @@ func (s *System) Active() int {
 }
 
 // DeadLetters returns the messages the system gave up on (the most recent
-// maxDeadLetters) and how many there were in all.
+// maxDeadLetters, one per message ID) and how many distinct ones there were
+// in all.
 func (s *System) DeadLetters() ([]DeadLetter, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -336,13 +341,33 @@ func find(batch []runtime.Message, id string) runtime.Message {
 	return runtime.Message{ID: id}
 }
 
+// deadLetter sets a message aside for good. A message ID already among the
+// dead letters (a redelivered or retried message refused again) is not
+// added twice. Each new dead letter is also published, best effort, as an
+// "error" output event of its thread, so whoever watches the thread learns
+// that something addressed to it was not processed.
 func (s *System) deadLetter(m runtime.Message, reason string) {
-	s.log.Error("message dead-lettered", "thread", m.ThreadID, "message", m.ID, "reason", reason)
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	if s.deadIDs[m.ID] {
+		s.mu.Unlock()
+		s.log.Debug("message dead-lettered again (already set aside)", "thread", m.ThreadID, "message", m.ID)
+		return
+	}
+	s.log.Error("message dead-lettered", "thread", m.ThreadID, "message", m.ID, "reason", reason)
 	s.deadSeen++
 	if len(s.dead) >= maxDeadLetters {
+		delete(s.deadIDs, s.dead[0].Message.ID)
 		s.dead = s.dead[1:]
 	}
 	s.dead = append(s.dead, DeadLetter{Message: m, Reason: reason, At: time.Now()})
+	s.deadIDs[m.ID] = true
+	s.mu.Unlock()
+	if s.cfg.Output == nil || m.ThreadID == "" {
+		return
+	}
+	ev := runtime.OutputEvent{ID: runtime.DeriveID("dead_", m.ThreadID, m.ID), ThreadID: m.ThreadID, Kind: "error",
+		Text: fmt.Sprintf("a %s message (%s) for this thread could not be processed and was set aside: %s", m.Kind, m.ID, reason)}
+	if err := s.cfg.Output.Publish(context.Background(), ev); err != nil {
+		s.log.Warn("dead letter not published as an error event", "thread", m.ThreadID, "message", m.ID, "error", err)
+	}
 }

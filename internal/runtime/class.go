@@ -62,12 +62,13 @@ func childClass(parent Class, st ThreadState) Class {
 }
 
 // batchClass is the class a new thread gets from the first message that
-// names one, interactive when none does.
-func batchClass(batch []Message) Class {
+// names one (named reports true), interactive when none does (its agent's
+// Priority may then set it; see applyAgent).
+func batchClass(batch []Message) (c Class, named bool) {
 	for _, m := range batch {
 		if m.Class != "" {
-			return m.Class
+			return m.Class, true
 		}
 	}
-	return ClassInteractive
+	return ClassInteractive, false
 }

@@ -31,11 +31,11 @@ func (s *slice) maybeCompact() {
 	if p == nil || p.ContextWindow <= 0 || s.st.Compaction || s.st.Compacting != "" || s.st.Closed {
 		return
 	}
-	threshold := p.Threshold
+	window, threshold := s.compactionWindow(p)
 	if threshold <= 0 || threshold > 1 {
 		threshold = 0.8
 	}
-	if float64(s.st.Tokens) < threshold*float64(p.ContextWindow) {
+	if float64(s.st.Tokens) < threshold*float64(window) {
 		return
 	}
 	covers := len(s.view)
@@ -49,7 +49,8 @@ func (s *slice) maybeCompact() {
 	}
 	child := DeriveID("cmp_", s.threadID, strconv.FormatInt(s.version+1, 10))
 	stack := append(append([]string(nil), s.st.Stack...), child)
-	st := ThreadState{Parent: s.threadID, Stack: stack, Temporary: true, Compaction: true, Covers: covers, ParentClass: s.st.Class.OrDefault()}
+	st := ThreadState{Parent: s.threadID, Stack: stack, Temporary: true, Compaction: true, Covers: covers,
+		Agent: s.st.Agent, AgentHash: s.st.AgentHash, ParentClass: s.st.Class.OrDefault()}
 	st.Class = childClass(st.ParentClass, st)
 	s.children = append(s.children, ChildThread{ID: child, SpawnAt: covers, State: st})
 	text := p.Instructions

@@ -59,9 +59,16 @@ type Engine struct {
 	// Compaction, when set, summarises threads that approach the model's
 	// context window.
 	Compaction *CompactionPolicy
+	// Agents, when set, resolves the agent each thread runs as (its
+	// instructions, model, tools and limits; see agent_slice.go). Nil:
+	// no system prompt, Model and every tool for every thread.
+	Agents Agents
 	// Faults injects crashes at step boundaries. Tests only: nil in
 	// production.
 	Faults FaultInjector
+	// Liveness, when set, gives every dispatched call a deadline and
+	// status checks (liveness.go).
+	Liveness *Liveness
 }
 
 // SliceInput is one slice's work: a batch of messages for one thread, in
@@ -98,6 +105,10 @@ type SliceResult struct {
 	// ModelErr is set when the model failed permanently; the slice ended
 	// with an error reply and must not be retried.
 	ModelErr error
+	// Agent is the agent the slice ran as ("" without agents) and Usage
+	// the tokens its completions used (for per-agent metrics).
+	Agent string
+	Usage Usage
 }
 
 // RunSlice runs one slice. A returned error means the slice committed
@@ -148,6 +159,9 @@ type slice struct {
 	inputs   []string
 	dirty    bool
 	toolset  Toolset
+	// classNamed is whether a message of a new root thread named its class
+	// (else its agent's Priority may set it).
+	classNamed bool
 	// wasClosed is whether the thread was closed when loaded or by an
 	// earlier commit of this slice.
 	wasClosed bool
@@ -155,6 +169,10 @@ type slice struct {
 	mctx    context.Context
 	mcancel context.CancelFunc
 	buf     turnBuffer
+	agent   agentState // the thread's agent (agent_slice.go)
+	// foldErr is a transient failure while folding (arming a liveness
+	// check): the slice is retried.
+	foldErr error
 }
 
 func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
@@ -206,7 +224,7 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 	s.st = th.State.Clone()
 	if s.version == 0 && s.st.Class == "" && s.st.Parent == "" {
 		// A new root thread: its class is fixed now, from its first message.
-		s.st.Class = batchClass(batch)
+		s.st.Class, s.classNamed = batchClass(batch)
 	}
 	s.wasClosed = th.State.Closed
 	s.res.SliceID = sliceID(s.threadID, s.version, batch)
@@ -238,6 +256,9 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 		if s.fold(ctx, m) {
 			wake = true
 		}
+	}
+	if s.foldErr != nil {
+		return s.res, s.foldErr
 	}
 	sentMarker := ""
 	for {
@@ -534,6 +555,9 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 	}
 	pp := *p
 	pp.Dispatched = true
+	if pp.Deadline, err = s.armLiveness(ctx, p, entry); err != nil {
+		return false, err
+	}
 	s.st.Pending = &pp
 	s.dirty = true
 	return false, nil

@@ -19,6 +19,9 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 	}
 	switch m.Kind {
 	case KindUser, KindParent, KindStart:
+		if m.Agent != "" && !s.acceptAgent(ctx, m) {
+			return false
+		}
 		s.interrupt(m)
 		if m.Kind == KindStart && m.ToolCallID != "" {
 			// A temporary child processing one subscription event: the
@@ -55,6 +58,8 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 		return false
 	case KindToolResult, KindWake:
 		return s.foldResult(ctx, m)
+	case KindCheck:
+		return s.foldCheck(ctx, m)
 	case KindNotice:
 		if s.st.Pending == nil || s.st.Pending.ID != m.ToolCallID {
 			s.reject(ctx, m.ID, &BadMessageError{ID: m.ID, Field: "tool_call_id",
@@ -134,7 +139,8 @@ func (s *slice) threaded(m Message) {
 	child := DeriveID("thr_", s.threadID, m.ID)
 	s.appendItem(Item{Kind: ItemMarker, Input: m.ID, CallID: m.ToolCallID, Text: "event handed to thread " + child})
 	stack := append(append([]string(nil), s.st.Stack...), child)
-	st := ThreadState{Parent: s.threadID, Stack: stack, SpawnCall: m.ToolCallID, Temporary: true, ParentClass: s.st.Class.OrDefault()}
+	st := ThreadState{Parent: s.threadID, Stack: stack, SpawnCall: m.ToolCallID, Temporary: true,
+		Agent: s.st.Agent, AgentHash: s.st.AgentHash, ParentClass: s.st.Class.OrDefault()}
 	st.Class = childClass(st.ParentClass, st)
 	s.children = append(s.children, ChildThread{ID: child, SpawnAt: len(s.view) - 1, State: st})
 	start := Message{V: MessageVersion, ID: DeriveID("start_", child), ThreadID: child, Kind: KindStart,

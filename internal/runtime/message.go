@@ -33,17 +33,18 @@ const (
 	KindNotice     Kind = "notice"      // oauth / user-choice notice about a pending call
 	KindContinue   Kind = "continue"    // continuation after a slice hit its cap or deadline
 	KindSummary    Kind = "summary"     // a compaction child's summary for its parent
+	KindCheck      Kind = "check"       // a liveness check of a pending call or subscription (liveness.go)
 )
 
 var knownKinds = map[Kind]bool{
 	KindUser: true, KindToolResult: true, KindEvent: true, KindWake: true,
 	KindReport: true, KindParent: true, KindStart: true, KindNotice: true,
-	KindContinue: true, KindSummary: true,
+	KindContinue: true, KindSummary: true, KindCheck: true,
 }
 
 // needsCallID lists the kinds that refer to a tool call.
 var needsCallID = map[Kind]bool{
-	KindToolResult: true, KindEvent: true, KindWake: true, KindReport: true, KindNotice: true,
+	KindToolResult: true, KindEvent: true, KindWake: true, KindReport: true, KindNotice: true, KindCheck: true,
 }
 
 // Content is one part of a tool result: text or a base64 image.
@@ -80,6 +81,10 @@ type Message struct {
 	// interactive). Queues route by it; for a new root thread the first
 	// message's class becomes the thread's class. See Class.
 	Class Class `json:"class,omitempty"`
+	// Agent, on a user message, names the agent the thread runs as. Only a
+	// thread's first message binds it; naming another agent later is an
+	// error.
+	Agent string `json:"agent,omitempty"`
 }
 
 // Validate checks a message's envelope and fields. It returns a
@@ -107,6 +112,14 @@ func (m *Message) Validate() error {
 	}
 	if !m.Class.Valid() {
 		return bad("class", "unknown priority class %q (want %q or %q)", m.Class, ClassInteractive, ClassBackground)
+	}
+	if m.Agent != "" {
+		if m.Kind != KindUser {
+			return bad("agent", "only a user message may name an agent (kind %s)", m.Kind)
+		}
+		if !ValidAgentName(m.Agent) {
+			return bad("agent", "%q is not an agent name ([A-Za-z0-9_-]{1,64})", m.Agent)
+		}
 	}
 	if m.Kind == KindUser && m.Text == "" {
 		return bad("text", "empty user message")
@@ -181,10 +194,18 @@ func DecodeMessage(b []byte) (Message, error) {
 }
 
 // EncodeMessage returns the JSON encoding of m, with V set to MessageVersion
-// when it was zero.
+// when it was zero. It does not escape <, > and & (json.Marshal would write
+// each as six bytes: a tool result of markup would triple in size and no
+// longer fit a queue message).
 func EncodeMessage(m Message) ([]byte, error) {
 	if m.V == 0 {
 		m.V = MessageVersion
 	}
-	return json.Marshal(m)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

@@ -1,5 +1,7 @@
 package runtime
 
+import "time"
+
 // Thread is everything a slice needs of one thread, as one load returns it.
 type Thread struct {
 	ID    string
@@ -63,6 +65,16 @@ type ThreadState struct {
 	// ParentClass is the parent's class, so reports and summaries are
 	// routed to the parent's queue without reading the parent.
 	ParentClass Class `json:"parent_class,omitempty"`
+	// Agent is the agent the thread is bound to ("" when the deployment
+	// defines no agents), fixed when the thread is created.
+	Agent string `json:"agent,omitempty"`
+	// AgentHash is the version (Agent.Hash) of the definition the thread's
+	// latest completion ran with; a slice that finds another version
+	// current records the change in history before its first completion.
+	AgentHash string `json:"agent_hash,omitempty"`
+	// Usage is the thread's cumulative token usage, committed with each
+	// turn (so a retried slice never counts a completion twice).
+	Usage Usage `json:"usage,omitzero"`
 }
 
 // Clone returns a deep copy of s, so a slice can build the next state without
@@ -90,6 +102,8 @@ type PendingCall struct {
 	// Dispatched is false until the call has been sent successfully; a slice
 	// that loads a thread with an undispatched call sends it first.
 	Dispatched bool `json:"dispatched,omitempty"`
+	// Deadline is when the call is given up on (see Liveness); zero: never.
+	Deadline time.Time `json:"deadline,omitzero"`
 }
 
 // Subscription is an active subscription started by a tool call.
@@ -114,6 +128,10 @@ type OutputEvent struct {
 	ThreadID string `json:"thread_id"`
 	Kind     string `json:"kind"` // "reply", "error", "notice"
 	Text     string `json:"text"`
+	// Agent is the agent that replied, and Usage the thread's cumulative
+	// token usage when it did (replies only; empty without agents/usage).
+	Agent string `json:"agent,omitempty"`
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // ChildThread is a thread created by a commit (spawn_thread, a threaded
