@@ -39,6 +39,9 @@ type Config struct {
 	Agents runtime.Agents
 	// Now is the clock slices are timed with; default time.Now.
 	Now func() time.Time
+	// Inbox, when set, stores every message Send accepts before Send
+	// returns (see Inbox). Default: none (accepted messages live in memory).
+	Inbox Inbox
 	// Scheduler bounds the slices running at once and picks which thread
 	// runs next by priority class (see scheduler.go).
 	Scheduler SchedulerConfig
@@ -69,14 +72,17 @@ type System struct {
 	idle     chan struct{} // closed while no thread has a goroutine
 	dead     []DeadLetter
 	deadSeen int
-	sched    *scheduler
-	budget   *BudgetedModel  // nil without Scheduler.Budget
 	deadIDs  map[string]bool // the IDs in dead, one dead letter per message
+	sched    *scheduler
+	budget   *BudgetedModel // nil without Scheduler.Budget
 }
 
 type mailbox struct {
-	msgs  []runtime.Message
-	class int // the thread's class (classIndex), from the message that made it ready
+	msgs []runtime.Message
+	kick bool // run a slice even with no messages (Kick)
+	// class is the thread's class (classIndex), from the message that
+	// made it ready.
+	class int
 }
 
 // New builds a System. Call Start before sending and Stop when done.
@@ -180,28 +186,59 @@ func (s *System) Send(ctx context.Context, msgs ...runtime.Message) error {
 	if s.cfg.OnSend != nil {
 		s.cfg.OnSend(msgs)
 	}
+	if s.cfg.Inbox != nil {
+		s.mu.Lock()
+		err := s.acceptingLocked()
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if err := s.cfg.Inbox.Put(ctx, msgs); err != nil {
+			return fmt.Errorf("local: storing accepted messages: %w", err)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.acceptingLocked(); err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		box := s.classBoxLocked(m.ThreadID, m.Class)
+		box.msgs = append(box.msgs, m)
+	}
+	return nil
+}
+
+func (s *System) acceptingLocked() error {
 	if s.ctx == nil {
 		return errors.New("local: system not started")
 	}
 	if s.stopped {
 		return errors.New("local: system stopped")
 	}
-	for _, m := range msgs {
-		box := s.boxes[m.ThreadID]
-		if box == nil {
-			box = &mailbox{class: classIndex(m.Class)}
-			if len(s.boxes) == 0 {
-				s.idle = make(chan struct{})
-			}
-			s.boxes[m.ThreadID] = box
-			s.sched.add(m.ThreadID, box, s.cfg.Now())
-		}
-		box.msgs = append(box.msgs, m)
-	}
-	s.dispatch()
 	return nil
+}
+
+// boxLocked returns the thread's mailbox, making the thread ready (as
+// interactive) if needed.
+func (s *System) boxLocked(threadID string) *mailbox { return s.classBoxLocked(threadID, "") }
+
+// classBoxLocked returns the thread's mailbox. A new one goes into its
+// class's ready queue and the scheduler starts what may run now (the
+// goroutine reads the mailbox only once it holds s.mu, after the caller
+// has filled it).
+func (s *System) classBoxLocked(threadID string, class runtime.Class) *mailbox {
+	box := s.boxes[threadID]
+	if box == nil {
+		box = &mailbox{class: classIndex(class)}
+		if len(s.boxes) == 0 {
+			s.idle = make(chan struct{})
+		}
+		s.boxes[threadID] = box
+		s.sched.add(threadID, box, s.cfg.Now())
+		s.dispatch()
+	}
+	return box
 }
 
 // dispatch starts a goroutine for each ready thread the scheduler lets
@@ -266,19 +303,24 @@ func (s *System) drain(threadID string, box *mailbox) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
-		batch := box.msgs
-		box.msgs = nil
+		batch, kick := box.msgs, box.kick
+		box.msgs, box.kick = nil, false
+		if (len(batch) == 0 && !kick) || s.ctx.Err() != nil {
+			break
+		}
 		s.mu.Unlock()
-		if len(batch) > 0 && s.ctx.Err() == nil {
-			s.runBatch(ctx, threadID, batch)
+		if s.runBatch(ctx, threadID, batch) && s.cfg.Inbox != nil && len(batch) > 0 {
+			if err := s.cfg.Inbox.Done(threadID, ids(batch)); err != nil {
+				s.log.Warn("could not remove consumed messages from the inbox; they will be delivered again", "thread", threadID, "error", err)
+			}
 		}
 		s.mu.Lock()
-		if len(box.msgs) == 0 || s.ctx.Err() != nil || s.sched.contended() {
+		if s.sched.contended() {
 			break
 		}
 	}
 	s.sched.done(box.class)
-	if len(box.msgs) > 0 && s.ctx.Err() == nil {
+	if (len(box.msgs) > 0 || box.kick) && s.ctx.Err() == nil {
 		s.sched.add(threadID, box, s.cfg.Now())
 	} else {
 		s.forget(threadID)
@@ -286,10 +328,19 @@ func (s *System) drain(threadID string, box *mailbox) {
 	s.dispatch()
 }
 
+func ids(ms []runtime.Message) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
+}
+
 // runBatch runs one slice, retrying transient failures with backoff. The
 // messages are redelivered as they would be from a queue; the engine
-// deduplicates what an earlier attempt already committed.
-func (s *System) runBatch(ctx context.Context, threadID string, batch []runtime.Message) {
+// deduplicates what an earlier attempt already committed. It reports
+// whether the slice finished with the batch (false: Stop cancelled it).
+func (s *System) runBatch(ctx context.Context, threadID string, batch []runtime.Message) bool {
 	var err error
 	for attempt := 1; attempt <= s.cfg.SliceAttempts; attempt++ {
 		var res *runtime.SliceResult
@@ -301,21 +352,25 @@ func (s *System) runBatch(ctx context.Context, threadID string, batch []runtime.
 			}
 			batch = without(batch, res.Rejected)
 		}
-		if err == nil || s.ctx.Err() != nil {
-			return
+		if err == nil {
+			return true
+		}
+		if s.ctx.Err() != nil {
+			return false
 		}
 		s.log.Warn("slice failed; retrying", "thread", threadID, "attempt", attempt, "error", err)
 		t := time.NewTimer(s.cfg.RetryBase << (attempt - 1))
 		select {
 		case <-s.ctx.Done():
 			t.Stop()
-			return
+			return false
 		case <-t.C:
 		}
 	}
 	for _, m := range batch {
 		s.deadLetter(m, fmt.Sprintf("gave up after %d attempts: %v", s.cfg.SliceAttempts, err))
 	}
+	return true
 }
 
 func without(batch []runtime.Message, rej []runtime.Rejection) []runtime.Message {
