@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	goruntime "runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -141,6 +142,7 @@ func (p *picker) took(c int, contested bool) {
 // ready is one thread waiting for a slot.
 type ready struct {
 	threadID string
+	sh       *mailboxShard
 	box      *mailbox
 	since    time.Time
 	seq      uint64
@@ -175,6 +177,7 @@ type scheduler struct {
 	pick  picker
 	queue [2]fifoQueue[ready]
 	seq   uint64
+	nwait atomic.Int64 // entries in the queues, read without the lock
 }
 
 func newScheduler(c SchedulerConfig) *scheduler {
@@ -182,9 +185,10 @@ func newScheduler(c SchedulerConfig) *scheduler {
 }
 
 // add makes a thread ready.
-func (sc *scheduler) add(threadID string, box *mailbox, now time.Time) {
+func (sc *scheduler) add(threadID string, sh *mailboxShard, box *mailbox, now time.Time) {
 	sc.seq++
-	sc.queue[box.class].push(ready{threadID: threadID, box: box, since: now, seq: sc.seq})
+	sc.queue[box.class].push(ready{threadID: threadID, sh: sh, box: box, since: now, seq: sc.seq})
+	sc.nwait.Add(1)
 }
 
 // take returns the next thread to run and takes a slot for it, or false.
@@ -199,14 +203,16 @@ func (sc *scheduler) take() (ready, bool) {
 		return ready{}, false
 	}
 	sc.pick.took(c, waiting[ci] && waiting[cb])
+	sc.nwait.Add(-1)
 	return sc.queue[c].pop(), true
 }
 
 // done gives back the slot of a slice of class c.
 func (sc *scheduler) done(c int) { sc.pick.running[c]-- }
 
-// contended reports whether some thread waits for a slot.
-func (sc *scheduler) contended() bool { return sc.queue[ci].len()+sc.queue[cb].len() > 0 }
+// contended reports whether some thread waits for a slot. It may be
+// called without the lock (a stale answer only delays a yield by a slice).
+func (sc *scheduler) contended() bool { return sc.nwait.Load() > 0 }
 
 // classKey carries the class of the running slice to the model's Budget.
 type classKey struct{}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -56,6 +58,8 @@ type DeadLetter struct {
 
 const maxDeadLetters = 10000
 
+var errStopped = errors.New("local: system stopped")
+
 // System is the embedded agent system. It implements runtime.Queue.
 type System struct {
 	engine *runtime.Engine
@@ -66,15 +70,30 @@ type System struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// Mailboxes are sharded by thread so that threads on different cores
+	// do not queue on one lock: a message takes only its shard's lock,
+	// and s.mu is taken only when a thread's goroutine starts or exits.
+	seed    maphash.Seed
+	shards  [mailboxShards]mailboxShard
+	started atomic.Bool
+	stopped atomic.Bool // set under mu
+
 	mu       sync.Mutex
-	boxes    map[string]*mailbox
-	stopped  bool
+	active   int           // threads with a goroutine
 	idle     chan struct{} // closed while no thread has a goroutine
 	dead     []DeadLetter
 	deadSeen int
 	deadIDs  map[string]bool // the IDs in dead, one dead letter per message
 	sched    *scheduler
 	budget   *BudgetedModel // nil without Scheduler.Budget
+}
+
+const mailboxShards = 64
+
+type mailboxShard struct {
+	mu    sync.Mutex
+	boxes map[string]*mailbox
+	_     [48]byte // one cache line per shard
 }
 
 type mailbox struct {
@@ -118,8 +137,11 @@ func New(cfg Config) (*System, error) {
 	if err := cfg.Scheduler.validate(); err != nil {
 		return nil, err
 	}
-	s := &System{cfg: cfg, log: cfg.Logger, boxes: map[string]*mailbox{}, idle: make(chan struct{}), deadIDs: map[string]bool{},
+	s := &System{cfg: cfg, log: cfg.Logger, seed: maphash.MakeSeed(), idle: make(chan struct{}), deadIDs: map[string]bool{},
 		sched: newScheduler(cfg.Scheduler)}
+	for i := range s.shards {
+		s.shards[i].boxes = map[string]*mailbox{}
+	}
 	close(s.idle)
 	if b := cfg.Scheduler.Budget; b != nil {
 		bb := *b
@@ -150,6 +172,7 @@ func (s *System) Start(ctx context.Context) error {
 		return errors.New("local: system already started")
 	}
 	s.ctx, s.cancel = context.WithCancel(ctx)
+	s.started.Store(true)
 	return nil
 }
 
@@ -157,16 +180,15 @@ func (s *System) Start(ctx context.Context) error {
 // thread goroutine to exit. It is safe to call twice.
 func (s *System) Stop() {
 	s.mu.Lock()
-	s.stopped = true
+	s.stopped.Store(true)
 	cancel := s.cancel
 	s.mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
+	// Threads still waiting for a slot get their goroutine as slots free
+	// up, see the cancelled context and are forgotten (drain).
 	s.wg.Wait()
-	s.mu.Lock()
-	s.dispatch() // forgets the threads still waiting for a slot
-	s.mu.Unlock()
 	if s.budget != nil {
 		s.budget.Close()
 	}
@@ -186,85 +208,111 @@ func (s *System) Send(ctx context.Context, msgs ...runtime.Message) error {
 	if s.cfg.OnSend != nil {
 		s.cfg.OnSend(msgs)
 	}
+	if err := s.accepting(); err != nil {
+		return err
+	}
 	if s.cfg.Inbox != nil {
-		s.mu.Lock()
-		err := s.acceptingLocked()
-		s.mu.Unlock()
-		if err != nil {
-			return err
-		}
 		if err := s.cfg.Inbox.Put(ctx, msgs); err != nil {
 			return fmt.Errorf("local: storing accepted messages: %w", err)
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.acceptingLocked(); err != nil {
-		return err
-	}
 	for _, m := range msgs {
-		box := s.classBoxLocked(m.ThreadID, m.Class)
+		sh, box, err := s.lockClassBox(m.ThreadID, m.Class)
+		if err != nil {
+			return err
+		}
 		box.msgs = append(box.msgs, m)
+		sh.mu.Unlock()
 	}
 	return nil
 }
 
-func (s *System) acceptingLocked() error {
-	if s.ctx == nil {
+// accepting says why the system takes no messages, if it does not.
+func (s *System) accepting() error {
+	if !s.started.Load() {
 		return errors.New("local: system not started")
 	}
-	if s.stopped {
-		return errors.New("local: system stopped")
+	if s.stopped.Load() {
+		return errStopped
 	}
 	return nil
 }
 
-// boxLocked returns the thread's mailbox, making the thread ready (as
-// interactive) if needed.
-func (s *System) boxLocked(threadID string) *mailbox { return s.classBoxLocked(threadID, "") }
-
-// classBoxLocked returns the thread's mailbox. A new one goes into its
-// class's ready queue and the scheduler starts what may run now (the
-// goroutine reads the mailbox only once it holds s.mu, after the caller
-// has filled it).
-func (s *System) classBoxLocked(threadID string, class runtime.Class) *mailbox {
-	box := s.boxes[threadID]
-	if box == nil {
-		box = &mailbox{class: classIndex(class)}
-		if len(s.boxes) == 0 {
-			s.idle = make(chan struct{})
-		}
-		s.boxes[threadID] = box
-		s.sched.add(threadID, box, s.cfg.Now())
-		s.dispatch()
-	}
-	return box
+// lockBox returns the thread's mailbox (making the thread ready, as
+// interactive, if needed) with its shard locked; the caller unlocks sh.mu.
+func (s *System) lockBox(threadID string) (sh *mailboxShard, box *mailbox, err error) {
+	return s.lockClassBox(threadID, "")
 }
 
-// dispatch starts a goroutine for each ready thread the scheduler lets
-// run now; once the system is stopping it forgets the ready threads
-// instead. Called with s.mu held.
+// lockClassBox is lockBox for a thread of the given class: a new mailbox
+// goes into its class's ready queue, and the scheduler starts what may run
+// now (the goroutine reads the mailbox only under sh.mu, after the caller
+// has filled it).
+func (s *System) lockClassBox(threadID string, class runtime.Class) (sh *mailboxShard, box *mailbox, err error) {
+	sh = &s.shards[maphash.String(s.seed, threadID)%mailboxShards]
+	sh.mu.Lock()
+	box = sh.boxes[threadID]
+	if box == nil {
+		box = &mailbox{class: classIndex(class)}
+		if !s.threadStarts(threadID, sh, box) {
+			sh.mu.Unlock()
+			return nil, nil, errStopped
+		}
+		sh.boxes[threadID] = box
+	}
+	return sh, box, nil
+}
+
+// threadStarts counts a thread with work and makes it ready; false when
+// the system is stopped. Lock order: a shard's mu, then s.mu.
+func (s *System) threadStarts(threadID string, sh *mailboxShard, box *mailbox) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped.Load() {
+		return false
+	}
+	if s.active == 0 {
+		s.idle = make(chan struct{})
+	}
+	s.active++
+	s.sched.add(threadID, sh, box, s.cfg.Now())
+	s.dispatch()
+	return true
+}
+
+// threadEnds gives back the slot of a thread that has no work left and
+// counts it gone.
+func (s *System) threadEnds(box *mailbox) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sched.done(box.class)
+	s.active--
+	if s.active == 0 {
+		close(s.idle)
+	}
+	s.dispatch()
+}
+
+// requeue gives back the slot of a thread that still has work, putting it
+// at the end of its class's ready queue.
+func (s *System) requeue(threadID string, sh *mailboxShard, box *mailbox) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sched.done(box.class)
+	s.sched.add(threadID, sh, box, s.cfg.Now())
+	s.dispatch()
+}
+
+// dispatch starts a goroutine for each ready thread the scheduler lets run
+// now. Called with s.mu held.
 func (s *System) dispatch() {
 	for {
 		r, ok := s.sched.take()
 		if !ok {
 			return
 		}
-		if s.ctx.Err() != nil {
-			s.sched.done(r.box.class)
-			s.forget(r.threadID)
-			continue
-		}
 		s.wg.Add(1)
-		go s.drain(r.threadID, r.box)
-	}
-}
-
-// forget drops a thread's mailbox. Called with s.mu held.
-func (s *System) forget(threadID string) {
-	delete(s.boxes, threadID)
-	if len(s.boxes) == 0 {
-		close(s.idle)
+		go s.drain(r.threadID, r.sh, r.box)
 	}
 }
 
@@ -280,7 +328,7 @@ func (s *System) Idle() <-chan struct{} {
 func (s *System) Active() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.boxes)
+	return s.active
 }
 
 // DeadLetters returns the messages the system gave up on (the most recent
@@ -292,41 +340,53 @@ func (s *System) DeadLetters() ([]DeadLetter, int) {
 	return append([]DeadLetter(nil), s.dead...), s.deadSeen
 }
 
-// drain runs slices of the thread with what its mailbox holds. When more
-// mail came during a slice it runs the next one at once if no other thread
-// waits for a slot; otherwise it gives its slot back and the thread queues
-// again (it keeps its mailbox, so its messages stay in order). A thread
-// without mail is forgotten.
-func (s *System) drain(threadID string, box *mailbox) {
+// drain runs the thread's slices until its mailbox is empty, then exits.
+// When other threads wait for a slot it yields after each slice: the
+// thread keeps its mailbox (so its messages stay in order) and queues
+// again at the end of its class's ready queue.
+func (s *System) drain(threadID string, sh *mailboxShard, box *mailbox) {
 	defer s.wg.Done()
 	ctx := withClass(s.ctx, box.class)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	// Two batch arrays take turns: one is run while Send appends to the
+	// other (a slice does not keep its input batch).
+	var spare []runtime.Message
 	for {
+		sh.mu.Lock()
 		batch, kick := box.msgs, box.kick
-		box.msgs, box.kick = nil, false
+		box.msgs, box.kick = spare, false
 		if (len(batch) == 0 && !kick) || s.ctx.Err() != nil {
-			break
+			delete(sh.boxes, threadID)
+			sh.mu.Unlock()
+			s.threadEnds(box)
+			return
 		}
-		s.mu.Unlock()
+		sh.mu.Unlock()
 		if s.runBatch(ctx, threadID, batch) && s.cfg.Inbox != nil && len(batch) > 0 {
 			if err := s.cfg.Inbox.Done(threadID, ids(batch)); err != nil {
 				s.log.Warn("could not remove consumed messages from the inbox; they will be delivered again", "thread", threadID, "error", err)
 			}
 		}
-		s.mu.Lock()
-		if s.sched.contended() {
-			break
+		clear(batch)
+		spare = batch[:0]
+		if s.contended() {
+			sh.mu.Lock()
+			more := (len(box.msgs) > 0 || box.kick) && s.ctx.Err() == nil
+			if !more {
+				delete(sh.boxes, threadID)
+			}
+			sh.mu.Unlock()
+			if more {
+				s.requeue(threadID, sh, box)
+			} else {
+				s.threadEnds(box)
+			}
+			return
 		}
 	}
-	s.sched.done(box.class)
-	if (len(box.msgs) > 0 || box.kick) && s.ctx.Err() == nil {
-		s.sched.add(threadID, box, s.cfg.Now())
-	} else {
-		s.forget(threadID)
-	}
-	s.dispatch()
 }
+
+// contended reports whether some thread waits for a slot.
+func (s *System) contended() bool { return s.sched.contended() }
 
 func ids(ms []runtime.Message) []string {
 	out := make([]string, len(ms))

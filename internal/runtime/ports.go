@@ -67,7 +67,8 @@ type Timers interface {
 //
 // A returned error aborts the completion: the engine discards what was
 // streamed and retries with backoff, unless the error is permanent
-// (see Permanent).
+// (see Permanent). req and what it points to are valid during the call
+// only (the engine reuses the request).
 type Model interface {
 	Complete(ctx context.Context, req *CompletionRequest, w TurnWriter) error
 }

@@ -45,6 +45,7 @@ type config struct {
 	progress            bool
 	cpuProfile          string
 	memProfile          string
+	scaling             bool
 	store, data         string
 }
 
@@ -79,6 +80,7 @@ func main() {
 	flag.BoolVar(&c.progress, "progress", true, "show a progress bar on stderr")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.StringVar(&c.memProfile, "memprofile", "", "write a heap profile (idle agents) to this file")
+	flag.BoolVar(&c.scaling, "scaling", false, "run the profile at GOMAXPROCS=1 and at every core, each in a child process, and print one JSON line comparing them")
 	flag.Parse()
 	if err := c.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "density:", err)
@@ -87,6 +89,13 @@ func main() {
 	if c.baselineChild {
 		if err := runBaselineChild(c.agents, c.turns, c.profile); err != nil {
 			fmt.Fprintln(os.Stderr, "density baseline:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if c.scaling {
+		if err := runScaling(c); err != nil {
+			fmt.Fprintln(os.Stderr, "density:", err)
 			os.Exit(1)
 		}
 		return
@@ -128,6 +137,10 @@ type Result struct {
 	FreezeSeconds           float64 `json:"freeze_seconds"`
 	CPUSeconds              float64 `json:"cpu_seconds"`
 	CompletionsPerCPUSec    float64 `json:"completions_per_cpu_sec"`
+	CPUMicrosPerCompletion  float64 `json:"cpu_us_per_completion"`
+	AllocsPerCompletion     float64 `json:"allocs_per_completion"`
+	AllocBytesPerCompletion float64 `json:"alloc_bytes_per_completion"`
+	GCCPUShare              float64 `json:"gc_cpu_share"`
 	RSSBytes                int64   `json:"rss_bytes"`
 	BaselineRSSBytes        int64   `json:"baseline_rss_bytes"`
 	BytesPerIdleAgent       int64   `json:"bytes_per_idle_agent"`
@@ -204,9 +217,10 @@ func run(c config) error {
 	fmt.Println("agents,rss_bytes")
 	var samples []sample
 	var busy, freeze, cpu time.Duration
+	var stats runStats
 	for start := 0; start < c.agents; start += c.wave {
 		n := min(c.wave, c.agents-start)
-		t0, c0 := time.Now(), cpuTime()
+		t0, c0, s0 := time.Now(), cpuTime(), readRunStats()
 		d.launch(start, n)
 		<-d.done
 		select {
@@ -219,6 +233,7 @@ func run(c config) error {
 		freeze += time.Since(t1)
 		busy += time.Since(t0)
 		cpu += cpuTime() - c0
+		stats.add(readRunStats().sub(s0))
 		r := rss()
 		samples = append(samples, sample{start + n, r})
 		fmt.Printf("%d,%d\n", start+n, r)
@@ -233,6 +248,12 @@ func run(c config) error {
 	res.CompletionsPerSec = float64(res.Completions) / res.Seconds
 	res.CPUSeconds = cpu.Seconds()
 	res.CompletionsPerCPUSec = float64(res.Completions) / res.CPUSeconds
+	res.CPUMicrosPerCompletion = res.CPUSeconds * 1e6 / float64(res.Completions)
+	res.AllocsPerCompletion = float64(stats.allocObjects) / float64(res.Completions)
+	res.AllocBytesPerCompletion = float64(stats.allocBytes) / float64(res.Completions)
+	if stats.usedCPU > 0 {
+		res.GCCPUShare = stats.gcCPU / stats.usedCPU
+	}
 	res.RSSBytes = samples[len(samples)-1].rss
 	res.BaselineRSSBytes = base
 	res.BytesPerIdleAgent = (res.RSSBytes - base) / int64(c.agents)
@@ -296,11 +317,12 @@ func (o countObserver) Observe(ctx context.Context, ev runtime.Event) {
 
 // driver plays the users: on each agent's reply it sends the next turn.
 type driver struct {
-	w       *workload
-	sys     *local.System
-	turns   int
-	mu      sync.Mutex
-	turn    map[string]int
+	w     *workload
+	sys   *local.System
+	turns int
+	// turn counts each agent's turns. It is filled before a wave starts
+	// and only read during it, so the users take no shared lock.
+	turn    map[string]*atomic.Int32
 	pending atomic.Int64
 	done    chan struct{}
 
@@ -310,9 +332,10 @@ type driver struct {
 }
 
 func (d *driver) launch(start, n int) {
-	d.mu.Lock()
-	d.turn = make(map[string]int, n)
-	d.mu.Unlock()
+	d.turn = make(map[string]*atomic.Int32, n)
+	for i := start; i < start+n; i++ {
+		d.turn[agentName(i)] = new(atomic.Int32)
+	}
 	d.pending.Store(int64(n))
 	for i := start; i < start+n; i++ {
 		d.next(agentName(i))
@@ -320,10 +343,7 @@ func (d *driver) launch(start, n int) {
 }
 
 func (d *driver) next(agent string) {
-	d.mu.Lock()
-	d.turn[agent]++
-	t := d.turn[agent]
-	d.mu.Unlock()
+	t := int(d.turn[agent].Add(1))
 	if t > d.turns {
 		if d.pending.Add(-1) == 0 {
 			d.done <- struct{}{}
@@ -433,6 +453,8 @@ func verify(store runtime.HistoryStore, w *workload, c config) (float64, error) 
 func summary(out io.Writer, r *Result) {
 	fmt.Fprintf(out, "# %d completions in %.1f s = %.0f completions/s (freezing idle histories: %.2f s of it); %.1f CPU-s = %.0f completions per CPU-second\n",
 		r.Completions, r.Seconds, r.CompletionsPerSec, r.FreezeSeconds, r.CPUSeconds, r.CompletionsPerCPUSec)
+	fmt.Fprintf(out, "# per completion: %.2f CPU-µs, %.1f heap allocations (%.0f bytes); the garbage collector took %.1f%% of the CPU time\n",
+		r.CPUMicrosPerCompletion, r.AllocsPerCompletion, r.AllocBytesPerCompletion, 100*r.GCCPUShare)
 	fmt.Fprintf(out, "# RSS %.1f MB with %d idle agents (baseline %.1f MB): %d bytes per idle agent\n",
 		float64(r.RSSBytes)/1e6, r.Agents, float64(r.BaselineRSSBytes)/1e6, r.BytesPerIdleAgent)
 	fmt.Fprintf(out, "# where it goes per agent: %d bytes live heap, %d bytes in in-use heap spans (the rest of RSS is runtime and fragmentation)\n",
