@@ -177,7 +177,7 @@ type scheduler struct {
 	pick  picker
 	queue [2]fifoQueue[ready]
 	seq   uint64
-	nwait atomic.Int64 // entries in the queues, read without the lock
+	nwait [2]atomic.Int64 // entries in each class's queue, read without the lock
 }
 
 func newScheduler(c SchedulerConfig) *scheduler {
@@ -188,7 +188,7 @@ func newScheduler(c SchedulerConfig) *scheduler {
 func (sc *scheduler) add(threadID string, sh *mailboxShard, box *mailbox, now time.Time) {
 	sc.seq++
 	sc.queue[box.class].push(ready{threadID: threadID, sh: sh, box: box, since: now, seq: sc.seq})
-	sc.nwait.Add(1)
+	sc.nwait[box.class].Add(1)
 }
 
 // take returns the next thread to run and takes a slot for it, or false.
@@ -203,16 +203,26 @@ func (sc *scheduler) take() (ready, bool) {
 		return ready{}, false
 	}
 	sc.pick.took(c, waiting[ci] && waiting[cb])
-	sc.nwait.Add(-1)
+	sc.nwait[c].Add(-1)
 	return sc.queue[c].pop(), true
 }
 
 // done gives back the slot of a slice of class c.
 func (sc *scheduler) done(c int) { sc.pick.running[c]-- }
 
-// contended reports whether some thread waits for a slot. It may be
-// called without the lock (a stale answer only delays a yield by a slice).
-func (sc *scheduler) contended() bool { return sc.nwait.Load() > 0 }
+// maxBurst is how many slices in a row a thread with more mail may run
+// while threads of its own class wait for a slot.
+const maxBurst = 8
+
+// shouldYield reports whether a running thread of class c that has run n
+// slices in a row should give its slot back: at once when interactive
+// threads wait and it is background, after maxBurst slices when anyone
+// waits. It may be called without the lock (a stale answer only moves a
+// yield by a slice).
+func (sc *scheduler) shouldYield(c, n int) bool {
+	in, bg := sc.nwait[ci].Load(), sc.nwait[cb].Load()
+	return (c == cb && in > 0) || (n >= maxBurst && in+bg > 0)
+}
 
 // classKey carries the class of the running slice to the model's Budget.
 type classKey struct{}

@@ -341,16 +341,17 @@ func (s *System) DeadLetters() ([]DeadLetter, int) {
 }
 
 // drain runs the thread's slices until its mailbox is empty, then exits.
-// When other threads wait for a slot it yields after each slice: the
-// thread keeps its mailbox (so its messages stay in order) and queues
-// again at the end of its class's ready queue.
+// It yields its slot (scheduler.shouldYield) when a background thread's
+// slice ends while interactive threads wait, or after a burst of slices
+// while any thread waits: the thread keeps its mailbox (so its messages
+// stay in order) and queues again at the end of its class's ready queue.
 func (s *System) drain(threadID string, sh *mailboxShard, box *mailbox) {
 	defer s.wg.Done()
 	ctx := withClass(s.ctx, box.class)
 	// Two batch arrays take turns: one is run while Send appends to the
 	// other (a slice does not keep its input batch).
 	var spare []runtime.Message
-	for {
+	for n := 1; ; n++ {
 		sh.mu.Lock()
 		batch, kick := box.msgs, box.kick
 		box.msgs, box.kick = spare, false
@@ -368,7 +369,7 @@ func (s *System) drain(threadID string, sh *mailboxShard, box *mailbox) {
 		}
 		clear(batch)
 		spare = batch[:0]
-		if s.contended() {
+		if s.sched.shouldYield(box.class, n) {
 			sh.mu.Lock()
 			more := (len(box.msgs) > 0 || box.kick) && s.ctx.Err() == nil
 			if !more {
@@ -384,9 +385,6 @@ func (s *System) drain(threadID string, sh *mailboxShard, box *mailbox) {
 		}
 	}
 }
-
-// contended reports whether some thread waits for a slot.
-func (s *System) contended() bool { return s.sched.contended() }
 
 func ids(ms []runtime.Message) []string {
 	out := make([]string, len(ms))
