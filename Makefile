@@ -107,7 +107,8 @@ cdk-deps:
 
 # The CloudFormation template, offline (no credentials): cdk.out/<stack>.template.json.
 # cdk.json turns on validateAgainstDefaultRules and --strict refuses warnings,
-# so any finding of the default rules fails this target.
+# so any finding of the default rules fails this target; so does any finding of
+# cdk-nag's AwsSolutions pack (internal/stack/nag.go, suppressions with reasons).
 synth: build cdk-deps
 	$(CDK) synth --quiet --strict --no-notices $(CDK_FLAGS)
 	@ls cdk.out/*.template.json

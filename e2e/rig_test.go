@@ -64,8 +64,23 @@ func (r *rig) line(fn string) func(string) {
 	}
 }
 
-func startRig(t *testing.T) *rig {
+// rigOptions change the slice function of a rig: the directory under the
+// bin directory its bootstrap comes from (default "slicefn") and extra
+// environment.
+type rigOptions struct {
+	sliceDir string
+	sliceEnv []string
+}
+
+func startRig(t *testing.T, opts ...rigOptions) *rig {
 	t.Helper()
+	var o rigOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.sliceDir == "" {
+		o.sliceDir = "slicefn"
+	}
 	bin := testenv.Need(t, binVar)
 	rieBin := testenv.Need(t, rieVar)
 	st := lambdatest.NewStack(t)
@@ -85,7 +100,11 @@ func startRig(t *testing.T) *rig {
 
 	start := func(fn string, env ...string) *lambdatest.RIE {
 		t.Helper()
-		e := &lambdatest.RIE{Binary: rieBin, Bootstrap: filepath.Join(bin, fn, "bootstrap"), Lines: r.line(fn),
+		dir := fn
+		if fn == "slicefn" {
+			dir = o.sliceDir
+		}
+		e := &lambdatest.RIE{Binary: rieBin, Bootstrap: filepath.Join(bin, dir, "bootstrap"), Lines: r.line(fn),
 			Env: lambdatest.Env(append([]string{"AWS_LAMBDA_FUNCTION_NAME=" + fn, "AWS_LAMBDA_FUNCTION_TIMEOUT=30"}, env...)...)}
 		if err := e.Start(ctx); err != nil {
 			t.Fatal(err)
@@ -118,10 +137,11 @@ func startRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slicefn := start("slicefn", append(st.Env(),
+	sliceEnv := append(st.Env(),
 		lambdafn.EnvModelCatalog+"="+string(catalog),
 		lambdafn.EnvToolServers+"="+kitSrv.URL,
-		lambdafn.EnvCallbackURL+"="+r.front)...)
+		lambdafn.EnvCallbackURL+"="+r.front)
+	slicefn := start("slicefn", append(sliceEnv, o.sliceEnv...)...)
 	relay := start("delayrelay", append(awsEnv, lambdafn.EnvInputQueueURL+"="+st.Input)...)
 
 	r.input = &lambdatest.Poller{SQS: st.SQS, QueueURL: st.Input, DLQURL: st.DLQ, MaxReceiveCount: lambdatest.MaxReceiveCount,

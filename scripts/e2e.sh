@@ -33,6 +33,10 @@ for fn in slicefn rapreceiver delayrelay; do
   mkdir -p "$OUT/$fn"
   CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -o "$OUT/$fn/bootstrap" "./cmd/$fn"
 done
+# The kill test's slice function: the same, plus the agentslice_faults tag
+# (AGENTSLICE_FAULT_KILL makes it SIGKILL itself at a named crash point).
+mkdir -p "$OUT/slicefn-faults"
+CGO_ENABLED=0 go build -tags lambda.norpc,agentslice_faults -trimpath -o "$OUT/slicefn-faults/bootstrap" ./cmd/slicefn
 
 # Services: reuse them when scripts/test.sh (or the caller) already started
 # them and exported their variables; else start them here and stop them on

@@ -294,11 +294,13 @@ func (r *recent) add(id string) bool {
 
 // runMigrate creates or upgrades the history schema.
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("migrate", "migrate (--dsn DSN | --dsql-endpoint HOST [--region R] [--user ROLE])", stderr)
+	fs := newFlagSet("migrate", "migrate (--dsn DSN | --dsql-endpoint HOST [--region R] [--user ROLE] [--app-role-arn ARN])", stderr)
 	dsn := fs.String("dsn", "", "PostgreSQL connection string (local development and tests)")
 	endpoint := fs.String("dsql-endpoint", "", "Aurora DSQL cluster endpoint host name (IAM authentication)")
 	region := fs.String("region", "", "the DSQL cluster's region (default: AWS_REGION or the shared config)")
 	user := fs.String("user", "admin", "DSQL database role")
+	appARN := fs.String("app-role-arn", "", "the slice function's IAM role (stack output SliceRoleArn): create the least-privilege database role "+dsql.AppRole+" and let that IAM role connect as it (DSQL); with --dsn, only the database role and its grants")
+	appRole := fs.String("app-role", "", "create the least-privilege database role even without --app-role-arn (PostgreSQL); default "+dsql.AppRole+" when --app-role-arn is set")
 	if err := parseFlags(fs, args); err != nil {
 		return ignoreHelp(err)
 	}
@@ -327,5 +329,20 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	fmt.Fprintf(stdout, "schema is at version %d (%s)\n", dsql.SchemaVersion(), cfg.Dialect)
+	if *appARN == "" && *appRole == "" {
+		return nil
+	}
+	role := *appRole
+	if role == "" {
+		role = dsql.AppRole
+	}
+	if err := dsql.GrantAppRole(ctx, pool, cfg.Dialect, role, *appARN); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "database role %s may run the store's DML", role)
+	if cfg.Dialect == dsql.DSQL {
+		fmt.Fprintf(stdout, "; %s connects as it", *appARN)
+	}
+	fmt.Fprintln(stdout)
 	return nil
 }

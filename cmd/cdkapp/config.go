@@ -28,6 +28,7 @@ const (
 	ctxCallbackPrincipals = "callbackPrincipals" // IAM principal ARNs: a list, or comma-separated
 	ctxRetainData         = "retainData"         // true keeps table and cluster on destroy
 	ctxPublicCallbacks    = "publicCallbacks"    // true: the receiver URL has auth type NONE (HMAC-signed URLs only)
+	ctxBudgetModels       = "budgetModels"       // catalog models the slice timeout is sized for: a list, or comma-separated; default all
 )
 
 // Defaults of the context values.
@@ -170,6 +171,9 @@ func readConfig(get func(string) any, getenv func(string) string, readFile func(
 		return c, err
 	}
 	if p.CallbackPrincipals, err = list(ctxCallbackPrincipals, ""); err != nil {
+		return c, err
+	}
+	if p.BudgetModels, err = list(ctxBudgetModels, ""); err != nil {
 		return c, err
 	}
 	if p.PublicCallbacks, err = boolean(ctxPublicCallbacks); err != nil {

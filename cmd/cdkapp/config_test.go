@@ -65,9 +65,12 @@ func TestReadConfig(t *testing.T) {
 			"stackName": "Dev", "toolServers": " https://a.example.com , https://b.example.com,",
 			"modelCatalog": "other.json", "modelName": "b", "binDir": "out",
 			"sliceBatchSize": "5", "maxConcurrency": "20", "callbackPrincipals": "arn:aws:iam::1:root",
-			"retainData": "true",
+			"retainData": "true", "budgetModels": "b, c",
 		}, check: func(t *testing.T, c config) {
 			p := c.props
+			if !reflect.DeepEqual(p.BudgetModels, []string{"b", "c"}) {
+				t.Errorf("budget models = %q", p.BudgetModels)
+			}
 			if c.stackName != "Dev" || p.ModelCatalog != `{"default":"b"}` || p.ModelName != "b" || p.BinDir != "out" ||
 				p.SliceBatchSize != 5 || p.MaxConcurrency != 20 || !p.RetainData ||
 				!reflect.DeepEqual(p.ToolServers, []string{"https://a.example.com", "https://b.example.com"}) ||

@@ -8,7 +8,8 @@
 // been built first (`make build`); a missing one is reported by name.
 //
 // Context keys: stackName, toolServers, modelCatalog, modelName, binDir,
-// sliceBatchSize, maxConcurrency, callbackPrincipals, retainData (see
+// sliceBatchSize, maxConcurrency, callbackPrincipals, publicCallbacks,
+// budgetModels, retainData (see
 // config.go). It must not read AWS credentials or call AWS: synthesis is
 // offline.
 package main

@@ -13,7 +13,6 @@
 package main
 
 import (
-	"context"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -22,7 +21,8 @@ import (
 )
 
 func main() {
-	ctx := context.Background()
+	ctx, cancel := lambdafn.InitContext()
+	defer cancel()
 	cfg, err := lambdafn.LoadReceiverConfig(os.Getenv)
 	if err != nil {
 		lambdafn.Fatal("rapreceiver", err)
@@ -31,5 +31,6 @@ func main() {
 	if err != nil {
 		lambdafn.Fatal("rapreceiver", err)
 	}
+	cancel()
 	lambda.Start(lambdafn.FunctionURLHandler(rc, log))
 }

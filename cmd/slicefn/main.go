@@ -8,13 +8,14 @@
 //
 // It reads its configuration from the environment once (see
 // internal/lambdafn: the Env* constants), builds the AWS clients, the
-// DSQL pool, the tool servers' toolsets and the engine before lambda.Start,
+// DSQL pool and the engine before lambda.Start, within
+// lambdafn.InitTimeout (tool servers' toolsets are fetched per root thread
+// inside invocations),
 // and reuses them on every warm invocation. A missing or wrong variable
 // stops it at start with a message naming the variable.
 package main
 
 import (
-	"context"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -24,7 +25,8 @@ import (
 )
 
 func main() {
-	ctx := context.Background()
+	ctx, cancel := lambdafn.InitContext()
+	defer cancel()
 	cfg, err := serverless.LoadSliceConfig(os.Getenv)
 	if err != nil {
 		lambdafn.Fatal("slicefn", err)
@@ -33,5 +35,6 @@ func main() {
 	if err != nil {
 		lambdafn.Fatal("slicefn", err)
 	}
+	cancel()
 	lambda.Start(fn.Handle)
 }

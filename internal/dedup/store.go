@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/agentslice/agentslice/internal/retry"
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
@@ -235,7 +235,7 @@ func (s *Store) get(ctx context.Context, threadID string, ids []string, now int6
 				ErrThrottled, len(left.Keys), len(ids), attempt)
 		}
 		req = map[string]types.KeysAndAttributes{s.cfg.Table: left}
-		if err := sleep(ctx, s.cfg.RetryBase<<(attempt-1)); err != nil {
+		if err := (retry.Backoff{Base: s.cfg.RetryBase}).Wait(ctx, attempt); err != nil {
 			return err
 		}
 	}
@@ -285,16 +285,4 @@ func unique(ids []string) []string {
 		}
 	}
 	return out
-}
-
-// sleep waits d with full jitter, or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(time.Duration(rand.Int64N(int64(d) + 1)))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

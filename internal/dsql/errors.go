@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/agentslice/agentslice/internal/retry"
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
@@ -177,30 +177,15 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 		p.MaxDelay = max(200*time.Millisecond, p.BaseDelay)
 	}
 	if p.Sleep == nil {
-		p.Sleep = sleepCtx
+		p.Sleep = retry.Sleep
 	}
 	return p
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// backoff is the wait before try number attempt+1 (attempt >= 1).
+// backoff is the wait before try number attempt+1 (attempt >= 1): equal
+// jitter, so that a conflicting writer does not come back at once.
 func (p RetryPolicy) backoff(attempt int) time.Duration {
-	d := p.BaseDelay << min(attempt-1, 20)
-	if d > p.MaxDelay || d <= 0 {
-		d = p.MaxDelay
-	}
-	half := d / 2
-	return half + rand.N(d-half+1)
+	return retry.Backoff{Base: p.BaseDelay, Max: p.MaxDelay, Equal: true}.Delay(attempt)
 }
 
 // run calls try until it succeeds, fails for a reason other than OCC, or

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -140,6 +141,15 @@ func migrate(ctx context.Context, db DB, dialect Dialect, retry RetryPolicy) err
 			if err := execDDL(ctx, db, dialect, retry, stmt); err != nil {
 				return fmt.Errorf("dsql: migrate: migration %d (%s): %w", m.version, m.name, err)
 			}
+			// CREATE INDEX ... IF NOT EXISTS is a no-op for an index a
+			// previous, interrupted run left behind (an ASYNC build still
+			// running or failed): record the migration only once the
+			// index is valid.
+			if name := createdIndex(stmt); name != "" {
+				if err := checkIndexValid(ctx, db, name); err != nil {
+					return fmt.Errorf("dsql: migrate: migration %d (%s) not recorded: %w", m.version, m.name, err)
+				}
+			}
 		}
 		err := retry.run(ctx, "schema_migrations", func() (bool, error) {
 			_, err := db.Exec(ctx, recordSQL, m.version, m.name)
@@ -187,6 +197,42 @@ func execDDL(ctx context.Context, db DB, dialect Dialect, retry RetryPolicy, stm
 		_, err := db.Exec(ctx, stmt)
 		return retryable(err)
 	})
+}
+
+var createIndexName = regexp.MustCompile(`^CREATE (?:UNIQUE )?INDEX(?: ASYNC)? IF NOT EXISTS ([a-z_][a-z0-9_]*) `)
+
+// createdIndex returns the index a CREATE INDEX statement creates, "" for
+// other statements.
+func createdIndex(stmt string) string {
+	if m := createIndexName.FindStringSubmatch(stmt); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+const indexValidSQL = `SELECT i.indisvalid FROM pg_index i
+  JOIN pg_class c ON c.oid = i.indexrelid
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE c.relname = $1 AND n.nspname = current_schema()`
+
+// checkIndexValid fails unless the index exists in the current schema and
+// is valid (pg_index.indisvalid).
+func checkIndexValid(ctx context.Context, db DB, name string) error {
+	rows, err := db.Query(ctx, indexValidSQL, name)
+	if err != nil {
+		return fmt.Errorf("checking index %s: %w", name, err)
+	}
+	valid, err := pgx.CollectRows(rows, pgx.RowTo[bool])
+	if err != nil {
+		return fmt.Errorf("checking index %s: %w", name, err)
+	}
+	switch {
+	case len(valid) == 0:
+		return fmt.Errorf("index %s does not exist after creating it", name)
+	case !valid[0]:
+		return fmt.Errorf("index %s exists but is not valid (an interrupted build; on DSQL its job may still run, see sys.jobs): wait for the job, or DROP INDEX %s, then run migrate again", name, name)
+	}
+	return nil
 }
 
 // retryable reports OCC errors (worth running the transaction again) beside

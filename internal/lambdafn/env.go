@@ -32,6 +32,7 @@ const (
 	EnvPGDSN              = "AGENTSLICE_PG_DSN"               // plain PostgreSQL instead of DSQL (local runs only)
 	EnvSchedulerRoleARN   = "AGENTSLICE_SCHEDULER_ROLE_ARN"   // role EventBridge Scheduler assumes
 	EnvScheduleGroup      = "AGENTSLICE_SCHEDULE_GROUP"       // schedule group of long sleeps (optional)
+	EnvScheduleDLQARN     = "AGENTSLICE_SCHEDULE_DLQ_ARN"     // standard queue for wake-ups Scheduler could not deliver (optional)
 	EnvModelCatalog       = "AGENTSLICE_MODEL_CATALOG"        // model catalog JSON (model.DecodeCatalog)
 	EnvModel              = "AGENTSLICE_MODEL"                // model name in the catalog (optional: its default)
 	EnvAgents             = "AGENTSLICE_AGENTS"               // agents document JSON, instructions inline (optional; runtime.DecodeAgentsDoc)
@@ -259,4 +260,15 @@ func Fatal(function string, err error) {
 	}
 	NewLogger(os.Stderr, slog.LevelInfo).Error("cannot start", attrs...)
 	os.Exit(1)
+}
+
+// InitTimeout bounds a function's init (the network calls made before
+// lambda.Start: the AWS configuration, the keyring secret). Lambda allows
+// 10 s of init and, past it, runs init again inside the first invocation;
+// failing fast with a clear error is better than both.
+const InitTimeout = 4 * time.Second
+
+// InitContext is the context of a function's init: InitTimeout from now.
+func InitContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), InitTimeout)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/agentslice/agentslice/internal/rap"
+	"github.com/agentslice/agentslice/internal/runtime"
 	"github.com/agentslice/agentslice/internal/sqsq"
 )
 
@@ -45,8 +46,10 @@ func LoadReceiverConfig(getenv func(string) string) (ReceiverConfig, error) {
 
 // BuildReceiver builds the callback receiver: a rap.Receiver that enqueues
 // accepted callbacks on the FIFO input queue, and the logger to give
-// FunctionURLHandler. View updates and user choices are kept in the
-// receiver's memory stores, per execution environment (best effort).
+// FunctionURLHandler. view_update and user_choice callbacks are refused
+// with 422 (RefuseViews, RefuseChoices): their state would live in one
+// execution environment's memory, which other environments and the next
+// cold start do not see.
 func BuildReceiver(ctx context.Context, cfg ReceiverConfig, opts Options) (*rap.Receiver, *slog.Logger, error) {
 	opts.Defaults(cfg.LogLevel)
 	awsCfg, err := opts.AWSConfig(ctx)
@@ -61,11 +64,40 @@ func BuildReceiver(ctx context.Context, cfg ReceiverConfig, opts Options) (*rap.
 	if err != nil {
 		return nil, nil, err
 	}
-	rc, err := rap.NewReceiver(rap.ReceiverConfig{Keys: keys, Queue: queue, Now: opts.Now, Logger: opts.Logger})
+	rc, err := rap.NewReceiver(rap.ReceiverConfig{Keys: keys, Queue: queue, Now: opts.Now, Logger: opts.Logger,
+		Views: RefuseViews, Choices: RefuseChoices})
 	if err != nil {
 		return nil, nil, err
 	}
 	return rc, opts.Logger, nil
+}
+
+// RefuseViews and RefuseChoices are the AWS receiver's view and choice
+// stores: they refuse every view_update and user_choice callback with 422
+// and a reason the tool server can log, instead of keeping the state in
+// one Lambda execution environment's memory (other environments, and the
+// next cold start, would not see it). A store shared by every environment
+// (DynamoDB) is the way to support them; until then a tool gets a clear,
+// final answer and does not retry.
+var (
+	RefuseViews   rap.ViewStore   = refusing{}
+	RefuseChoices rap.ChoiceStore = refusing{}
+)
+
+type refusing struct{}
+
+func (refusing) PutView(context.Context, string, string, json.RawMessage) error {
+	return &rap.CallbackError{Status: http.StatusUnprocessableEntity, Field: "type",
+		Err: errors.New("view_update callbacks are not supported by this deployment (AWS: no shared view store)")}
+}
+
+func (refusing) View(context.Context, string, string) (json.RawMessage, bool, error) {
+	return nil, false, nil
+}
+
+func (refusing) PutChoice(context.Context, string, rap.UserChoice) error {
+	return &rap.CallbackError{Status: http.StatusUnprocessableEntity, Field: "type",
+		Err: errors.New("user_choice callbacks are not supported by this deployment (AWS: no shared choice store)")}
 }
 
 // Accepter is what FunctionURLHandler needs of a *rap.Receiver.
@@ -109,7 +141,18 @@ func FunctionURLHandler(rc Accepter, log *slog.Logger) func(context.Context, eve
 		}
 		if err := rc.Accept(ctx, query, body); err != nil {
 			var ce *rap.CallbackError
-			if !errors.As(err, &ce) {
+			var tooLarge *sqsq.TooLargeError
+			switch {
+			case errors.As(err, &ce):
+			case errors.As(err, &tooLarge):
+				// The callback can never fit a queue message: retrying
+				// cannot help, so never answer it as retryable.
+				ce = &rap.CallbackError{Status: http.StatusRequestEntityTooLarge, Err: fmt.Errorf(
+					"the callback becomes a %d-byte queue message, more than the limit of %d", tooLarge.Size, tooLarge.Limit)}
+			case runtime.IsPermanent(err):
+				ce = &rap.CallbackError{Status: http.StatusBadRequest, Err: err}
+			}
+			if ce == nil {
 				log.WarnContext(ctx, "callback not enqueued; the tool should retry", "error", err.Error())
 				return urlError(&rap.CallbackError{Status: http.StatusServiceUnavailable, Err: errors.New("the callback could not be enqueued; retry later")}), nil
 			}

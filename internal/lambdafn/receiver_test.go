@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/agentslice/agentslice/internal/rap"
 	"github.com/agentslice/agentslice/internal/rap/raptest"
 	"github.com/agentslice/agentslice/internal/runtime"
+	"github.com/agentslice/agentslice/internal/sqsq"
 )
 
 // recQueue records what the receiver enqueues, or fails with err. (The
@@ -90,12 +92,26 @@ func TestFunctionURLHandler(t *testing.T) {
 		{name: "GET", edit: func(r *events.LambdaFunctionURLRequest) { r.RequestContext.HTTP.Method = "GET" }, wantStatus: 405},
 		{name: "too large", edit: func(r *events.LambdaFunctionURLRequest) { r.Body = strings.Repeat(" ", rap.MaxCallbackBody+1) }, wantStatus: 413},
 		{name: "queue down", queueErr: errors.New("SQS unavailable"), wantStatus: 503, wantBody: "retry"},
+		// Issue 14: a callback too large for the queue is never answered as
+		// retryable, however the sender wraps it.
+		{name: "too large for the queue", queueErr: runtime.Permanent(fmt.Errorf("sending: %w",
+			&sqsq.TooLargeError{ID: "m", Size: 1_300_000, Limit: 1 << 20, Queue: "q"})), wantStatus: 413, wantBody: "1300000"},
+		{name: "too large, unwrapped", queueErr: &sqsq.TooLargeError{ID: "m", Size: 2 << 20, Limit: 1 << 20, Queue: "q"}, wantStatus: 413},
+		{name: "permanent queue refusal", queueErr: runtime.Permanent(errors.New("refused")), wantStatus: 413},
+		// view_update and user_choice have no shared store on AWS: a final 422.
+		{name: "view_update refused", edit: func(r *events.LambdaFunctionURLRequest) {
+			r.Body = `{"type":"view_update","group_id":"thread-1","view_type":"progress","content":{"pct":50}}`
+		}, wantStatus: 422, wantBody: "view_update callbacks are not supported"},
+		{name: "user_choice refused", edit: func(r *events.LambdaFunctionURLRequest) {
+			r.Body = `{"type":"user_choice","group_id":"thread-1","id":"call-1","prompt":"Deploy?","choices":["yes","no"],"default":0,"response_url":"https://tools.example.com/choice"}`
+		}, wantStatus: 422, wantBody: "user_choice callbacks are not supported"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			q := &recQueue{err: tt.queueErr}
-			rc, err := rap.NewReceiver(rap.ReceiverConfig{Keys: keys, Queue: q, Logger: raptest.QuietLogger()})
+			rc, err := rap.NewReceiver(rap.ReceiverConfig{Keys: keys, Queue: q, Logger: raptest.QuietLogger(),
+				Views: lambdafn.RefuseViews, Choices: lambdafn.RefuseChoices})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentslice/agentslice/internal/retry"
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
@@ -417,12 +418,8 @@ func (s *System) runBatch(ctx context.Context, threadID string, batch []runtime.
 			return false
 		}
 		s.log.Warn("slice failed; retrying", "thread", threadID, "attempt", attempt, "error", err)
-		t := time.NewTimer(s.cfg.RetryBase << (attempt - 1))
-		select {
-		case <-s.ctx.Done():
-			t.Stop()
+		if (retry.Backoff{Base: s.cfg.RetryBase}).Wait(s.ctx, attempt) != nil {
 			return false
-		case <-t.C:
 		}
 	}
 	for _, m := range batch {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -43,6 +44,11 @@ type Config struct {
 	ContextWindow int `json:"context_window"`
 	// MaxOutputTokens caps one completion; it must be below ContextWindow.
 	MaxOutputTokens int `json:"max_output_tokens"`
+	// MinOutputTokensPerSecond is the slowest streaming rate to plan for
+	// (worst case, not typical); 0 means DefaultMinOutputTokensPerSecond.
+	// With MaxOutputTokens it bounds how long one completion may take
+	// (WorstCaseCompletion), which sizes the AWS slice function's timeout.
+	MinOutputTokensPerSecond float64 `json:"min_output_tokens_per_second,omitempty"`
 	// Images says the model accepts images. When false, image parts of tool
 	// results are replaced with a text placeholder.
 	Images bool `json:"images,omitempty"`
@@ -186,6 +192,9 @@ func (c *Config) validate(prefix string) error {
 	}
 	if c.TokensPerMinute > 0 && c.TokensPerMinute < c.MaxOutputTokens {
 		return bad("tokens_per_minute", "%d is less than one completion's max_output_tokens %d", c.TokensPerMinute, c.MaxOutputTokens)
+	}
+	if r := c.MinOutputTokensPerSecond; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+		return bad("min_output_tokens_per_second", "must be a positive rate, or 0 for the default %v (got %v)", DefaultMinOutputTokensPerSecond, r)
 	}
 	if c.Provider != ProviderBedrock && c.Bedrock != nil {
 		return bad("bedrock", "set for provider %q; it only applies to %q", c.Provider, ProviderBedrock)

@@ -27,6 +27,8 @@ type Dispatcher struct {
 	wg            sync.WaitGroup
 	mu            sync.Mutex
 	closed        bool
+	inflight      int           // notifications running, under mu
+	idle          chan struct{} // closed when inflight drops to 0
 }
 
 // DispatcherConfig configures a Dispatcher. Signer is required.
@@ -115,9 +117,14 @@ func (d *Dispatcher) Notify(url string, body any) bool {
 		return false
 	}
 	d.wg.Add(1)
+	if d.inflight == 0 {
+		d.idle = make(chan struct{})
+	}
+	d.inflight++
 	d.mu.Unlock()
 	go func() {
 		defer d.wg.Done()
+		defer d.done()
 		defer func() { <-d.slots }()
 		ctx, cancel := context.WithTimeout(context.Background(), d.notifyTimeout)
 		defer cancel()
@@ -127,6 +134,36 @@ func (d *Dispatcher) Notify(url string, body any) bool {
 		}
 	}()
 	return true
+}
+
+func (d *Dispatcher) done() {
+	d.mu.Lock()
+	d.inflight--
+	if d.inflight == 0 {
+		close(d.idle)
+	}
+	d.mu.Unlock()
+}
+
+// Wait waits until no notification is in flight, or ctx ends (its error is
+// returned). Unlike Close it keeps accepting notifications: the Lambda
+// handler calls it before returning, because Lambda freezes the execution
+// environment once the handler returns and a notification still running
+// would stall until the next invocation, or be lost.
+func (d *Dispatcher) Wait(ctx context.Context) error {
+	d.mu.Lock()
+	if d.inflight == 0 {
+		d.mu.Unlock()
+		return nil
+	}
+	idle := d.idle
+	d.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("rap: waiting for notifications in flight: %w", ctx.Err())
+	}
 }
 
 // Close stops accepting notifications and waits for those in flight (each

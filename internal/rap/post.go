@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentslice/agentslice/internal/retry"
 )
 
 // RetryPolicy bounds the retries of a POST that failed with a 5xx status or a
@@ -117,11 +118,7 @@ func exchange(ctx context.Context, client *http.Client, method, url string, body
 	attempt := 0
 	for attempt < p.Attempts {
 		if attempt > 0 {
-			wait := p.Base << (attempt - 1)
-			if wait > p.Max || wait <= 0 {
-				wait = p.Max
-			}
-			t := time.NewTimer(rand.N(wait) + 1)
+			t := time.NewTimer(retry.Backoff{Base: p.Base, Max: p.Max}.Delay(attempt) + 1)
 			select {
 			case <-ctx.Done():
 				t.Stop()

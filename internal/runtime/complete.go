@@ -55,7 +55,8 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 	// The request lives in the slice: a model must not keep it past
 	// Complete (see Model).
 	s.req = CompletionRequest{ThreadID: s.threadID, CompletionID: completionID(s.threadID, s.version, n),
-		History: hist, Inherited: inherited, Turn: CountCompletions(s.view[s.th.Inherited:]), Tools: ts.Specs()}
+		History: hist, Inherited: inherited, Turn: CountCompletions(s.view[s.th.Inherited:]), Tools: ts.Specs(),
+		Model: s.st.Model}
 	req := &s.req
 	model := s.e.Model
 	if v := s.agent.v; v != nil {

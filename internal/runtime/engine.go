@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"runtime/debug"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/agentslice/agentslice/internal/retry"
 )
 
 // Limits bound a slice.
@@ -722,18 +723,9 @@ func ids(ms []Message) []string {
 }
 
 // backoff sleeps before model attempt n (n ≥ 1), with full jitter, or
-// returns early when ctx ends.
+// returns early when ctx ends or its deadline would pass (internal/retry).
 func (s *slice) backoff(ctx context.Context, n int) error {
-	d := s.lim.RetryBase << (n - 1)
-	d = time.Duration(rand.Int64N(int64(d) + 1))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return retry.Backoff{Base: s.lim.RetryBase}.Wait(ctx, n)
 }
 
 // stamp gives a message the class of the thread it is for when its sender

@@ -93,6 +93,9 @@ type CompletionRequest struct {
 	System string
 	// Agent names that agent, for providers' logs and metrics.
 	Agent string
+	// Model is the thread's model (ThreadState.Model); "" is the default.
+	// A deployment with several models routes on it.
+	Model string
 }
 
 // TurnWriter receives a completion as it streams.

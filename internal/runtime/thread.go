@@ -75,6 +75,9 @@ type ThreadState struct {
 	// Usage is the thread's cumulative token usage, committed with each
 	// turn (so a retried slice never counts a completion twice).
 	Usage Usage `json:"usage,omitzero"`
+	// Model is the model the thread runs, set by a KindModel message (the
+	// switch is also recorded in history); "" is the deployment's default.
+	Model string `json:"model,omitempty"`
 }
 
 // Clone returns a deep copy of s, so a slice can build the next state without

@@ -3,6 +3,7 @@ package serverless
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -46,8 +47,10 @@ func (f *SliceFunction) Close() {
 // requests are counted per slice, the DSQL (or PostgreSQL) pool, the
 // stores, the queues, the timers, the RAP loader with the built-in thread
 // and sleep tools as its base toolbox (the configured tool servers'
-// toolsets are fetched and validated once here), the model and the engine.
-// Nothing connects to the database until the first slice.
+// toolsets are fetched lazily, per root thread), the model and the engine.
+// Nothing connects to the database until the first slice. ctx bounds the
+// network calls of init (the AWS configuration, the keyring secret): the
+// main passes lambdafn.InitContext.
 func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Options) (*SliceFunction, error) {
 	opts.Defaults(cfg.LogLevel)
 	awsCfg, err := opts.AWSConfig(ctx)
@@ -99,7 +102,7 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 	}
 	tm, err := timers.New(sqsClient, schedClient, timers.Config{DelayQueueURL: cfg.DelayQueueURL, InputQueueURL: cfg.InputQueueURL,
 		BackgroundQueueURL: cfg.BackgroundQueueURL,
-		SchedulerRoleARN:   cfg.SchedulerRoleARN, ScheduleGroup: cfg.ScheduleGroup, Now: opts.Now})
+		SchedulerRoleARN:   cfg.SchedulerRoleARN, ScheduleGroup: cfg.ScheduleGroup, DeadLetterARN: cfg.ScheduleDLQARN, Now: opts.Now})
 	if err != nil {
 		return fail(err)
 	}
@@ -124,13 +127,10 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 	if err != nil {
 		return fail(fmt.Errorf("serverless: %s: %w", lambdafn.EnvToolServers, err))
 	}
-	if len(cfg.ToolServers) > 0 {
-		// Fetch and compile every toolset now, so the first slice of each
-		// root thread only re-reads documents whose schemas are compiled.
-		set := f.Loader.Load(ctx)
-		opts.Logger.InfoContext(ctx, "tool servers loaded", "servers", len(cfg.ToolServers),
-			"tools", len(set.Specs()), "problems", len(set.Problems()))
-	}
+	// Toolsets are not fetched here: the loader fetches them per root
+	// thread on first use, inside an invocation, under the slice's
+	// deadline (as `serve` does). A slow tool server then delays one slice
+	// instead of pushing init past Lambda's 10 s limit.
 
 	mdl, err := model.FromConfig(ctx, cfg.Model, model.WithAWSConfig(awsCfg), model.WithHTTPClient(opts.HTTPClient))
 	if err != nil {
@@ -155,13 +155,14 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 		Observer:   runtime.SlogObserver{Logger: opts.Logger},
 		Now:        opts.Now,
 		Compaction: compaction,
+		Faults:     killFaults(os.Getenv), // nil unless built with the agentslice_faults tag
 		Agents:     agents,
 		// Per-call deadlines and status checks, through the same timers
 		// as the sleeps (runtime/liveness.go).
 		Liveness: &runtime.Liveness{Timers: tm},
 	}
 	f.Handler = &Handler{Slices: f.Engine, DeadLetters: dlq, Logger: opts.Logger,
-		Metrics: metrics, Margin: cfg.Margin, Now: opts.Now}
+		Metrics: metrics, Margin: cfg.Margin, Now: opts.Now, Notices: f.disp}
 	return f, nil
 }
 

@@ -30,7 +30,10 @@ type SliceConfig struct {
 	DSQLEndpoint, DSQLUser, Region  string
 	PGDSN                           string
 	SchedulerRoleARN, ScheduleGroup string
-	Model                           model.Config
+	// ScheduleDLQARN is every schedule's dead-letter queue; optional (the
+	// stack sets it; without it a wake-up Scheduler cannot deliver is lost).
+	ScheduleDLQARN string
+	Model          model.Config
 	// Catalog is the whole model catalog (agents may name any model);
 	// Agents and DefaultAgent are the agent definitions (none: every
 	// thread runs Model without instructions).
@@ -60,6 +63,7 @@ func LoadSliceConfig(getenv func(string) string) (SliceConfig, error) {
 		PGDSN:              r.Opt(lambdafn.EnvPGDSN),
 		SchedulerRoleARN:   r.Must(lambdafn.EnvSchedulerRoleARN, "the IAM role EventBridge Scheduler assumes to send wake-ups"),
 		ScheduleGroup:      r.Opt(lambdafn.EnvScheduleGroup),
+		ScheduleDLQARN:     r.Opt(lambdafn.EnvScheduleDLQARN),
 		CallbackURL:        r.URL(lambdafn.EnvCallbackURL, "the callback receiver's Function URL"),
 		Keys:               r.Keys(),
 		Margin:             DefaultMargin,

@@ -42,8 +42,25 @@ type Handler struct {
 	// Parallel caps the groups of one batch that run at once. Default 10,
 	// the largest FIFO batch.
 	Parallel int
-	Now      func() time.Time // default time.Now
+	// Notices are the background notifications slices start
+	// (cancel_tool_call, close_thread: *rap.Dispatcher). Handle waits for
+	// them, at most NoticeWait, before it returns: Lambda freezes the
+	// environment when the handler returns, and a notification still
+	// running would stall until the next invocation or be lost. Optional.
+	Notices Waiter
+	// NoticeWait bounds that wait. Default DefaultNoticeWait.
+	NoticeWait time.Duration
+	Now        func() time.Time // default time.Now
 }
+
+// Waiter waits for background work to end, or for ctx to end.
+type Waiter interface {
+	Wait(ctx context.Context) error
+}
+
+// DefaultNoticeWait is the default bound of Handler.NoticeWait: the
+// rap.Dispatcher's default timeout of one notification.
+const DefaultNoticeWait = 5 * time.Second
 
 // entry is one decoded record.
 type entry struct {
@@ -83,6 +100,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		}()
 	}
 	wg.Wait()
+	h.waitNotices(ctx)
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	for _, ids := range failed {
 		for _, id := range ids {
@@ -90,6 +108,23 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		}
 	}
 	return resp, nil
+}
+
+// waitNotices waits (bounded) for the notifications the slices started.
+func (h *Handler) waitNotices(ctx context.Context) {
+	if h.Notices == nil {
+		return
+	}
+	bound := h.NoticeWait
+	if bound <= 0 {
+		bound = DefaultNoticeWait
+	}
+	wctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	if err := h.Notices.Wait(wctx); err != nil {
+		h.logger().WarnContext(ctx, "notifications still in flight when the handler returns; they resume in the next invocation of this environment, or are lost",
+			"error", err.Error())
+	}
 }
 
 // groupRecords splits records by MessageGroupId, keeping delivery order

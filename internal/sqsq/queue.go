@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/agentslice/agentslice/internal/retry"
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
@@ -184,7 +184,7 @@ func (q *Queue) sendBatch(ctx context.Context, batch []entry) error {
 		if len(out.Failed) == 0 {
 			return nil
 		}
-		var retry []entry
+		var again []entry
 		be := &BatchError{Queue: q.cfg.URL, Attempts: attempt}
 		for _, f := range out.Failed {
 			i, err := strconv.Atoi(aws.ToString(f.Id))
@@ -194,7 +194,7 @@ func (q *Queue) sendBatch(ctx context.Context, batch []entry) error {
 			e := pending[i]
 			be.Failed = append(be.Failed, EntryFailure{MessageID: e.msgID, ThreadID: e.thread,
 				Code: aws.ToString(f.Code), Message: aws.ToString(f.Message), SenderFault: f.SenderFault})
-			retry = append(retry, e)
+			again = append(again, e)
 		}
 		if be.senderFault() {
 			return runtime.Permanent(be)
@@ -202,10 +202,10 @@ func (q *Queue) sendBatch(ctx context.Context, batch []entry) error {
 		if attempt >= q.cfg.Attempts {
 			return be
 		}
-		if err := sleep(ctx, q.cfg.RetryBase<<(attempt-1)); err != nil {
-			return fmt.Errorf("sqsq: waiting to send %d failed batch entries again: %w", len(retry), err)
+		if err := (retry.Backoff{Base: q.cfg.RetryBase}).Wait(ctx, attempt); err != nil {
+			return fmt.Errorf("sqsq: waiting to send %d failed batch entries again: %w", len(again), err)
 		}
-		pending = retry
+		pending = again
 	}
 }
 
@@ -249,16 +249,4 @@ func (e *BatchError) Error() string {
 		fmt.Fprintf(&b, " message %s of thread %s: %s (%s): %s", f.MessageID, f.ThreadID, f.Code, fault, f.Message)
 	}
 	return b.String()
-}
-
-// sleep waits d with full jitter, or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(time.Duration(rand.Int64N(int64(d) + 1)))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

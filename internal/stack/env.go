@@ -10,8 +10,10 @@ package stack
 //	AGENTSLICE_DELAY_QUEUE_URL          x
 //	AGENTSLICE_DEDUP_TABLE              x
 //	AGENTSLICE_DSQL_ENDPOINT            x
+//	AGENTSLICE_DSQL_USER                x
 //	AGENTSLICE_SCHEDULER_ROLE_ARN       x
 //	AGENTSLICE_SCHEDULE_GROUP           x
+//	AGENTSLICE_SCHEDULE_DLQ_ARN         x
 //	AGENTSLICE_MODEL_CATALOG            x
 //	AGENTSLICE_MODEL                    x
 //	AGENTSLICE_AGENTS                   x
@@ -26,15 +28,24 @@ const (
 	EnvDelayQueueURL      = "AGENTSLICE_DELAY_QUEUE_URL"
 	EnvDedupTable         = "AGENTSLICE_DEDUP_TABLE"   // table name
 	EnvDSQLEndpoint       = "AGENTSLICE_DSQL_ENDPOINT" // cluster host name
+	EnvDSQLUser           = "AGENTSLICE_DSQL_USER"     // database role: DSQLAppRole
 	EnvSchedulerRoleARN   = "AGENTSLICE_SCHEDULER_ROLE_ARN"
 	EnvScheduleGroup      = "AGENTSLICE_SCHEDULE_GROUP"
-	EnvModelCatalog       = "AGENTSLICE_MODEL_CATALOG" // model.Catalog JSON
-	EnvModel              = "AGENTSLICE_MODEL"         // catalog name; empty = default
-	EnvAgents             = "AGENTSLICE_AGENTS"        // agents document JSON (deploy/agents.json resolved)
-	EnvToolServers        = "AGENTSLICE_TOOL_SERVERS"  // comma-separated RAP base URLs
-	EnvCallbackURL        = "AGENTSLICE_CALLBACK_URL"  // receiver URL + "rap/callback"
+	EnvScheduleDLQARN     = "AGENTSLICE_SCHEDULE_DLQ_ARN" // the Scheduler's standard DLQ
+	EnvModelCatalog       = "AGENTSLICE_MODEL_CATALOG"    // model.Catalog JSON
+	EnvModel              = "AGENTSLICE_MODEL"            // catalog name; empty = default
+	EnvAgents             = "AGENTSLICE_AGENTS"           // agents document JSON (deploy/agents.json resolved)
+	EnvToolServers        = "AGENTSLICE_TOOL_SERVERS"     // comma-separated RAP base URLs
+	EnvCallbackURL        = "AGENTSLICE_CALLBACK_URL"     // receiver URL + "rap/callback"
 	EnvCallbackKeysSecret = "AGENTSLICE_CALLBACK_KEYS_SECRET"
 )
+
+// DSQLAppRole is the database role the slice function connects as
+// (dsql.AppRole; a test checks they agree). `agentslice migrate
+// --app-role-arn <SliceRoleArn>` creates it with only the store's DML and
+// maps the slice function's IAM role to it; the function's policy allows
+// dsql:DbConnect (not DbConnectAdmin).
+const DSQLAppRole = "agentslice_app"
 
 // CallbackPath is the path of the receiver's Function URL that callback URLs
 // point at (the Function URL ends with "/", so the callback URL is

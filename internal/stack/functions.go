@@ -24,9 +24,9 @@ const (
 func Functions() []string { return []string{FnSlice, FnReceiver, FnDelayRelay} }
 
 // Function timeouts. The input and delay queues' visibility timeouts are
-// six times the timeout of the function they trigger.
+// six times the timeout of the function they trigger. The slice function's
+// timeout follows from the models (SliceBudget, budget.go).
 const (
-	SliceTimeout    = 120 * time.Second
 	ReceiverTimeout = 10 * time.Second
 	RelayTimeout    = 30 * time.Second
 )

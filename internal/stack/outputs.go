@@ -19,6 +19,8 @@ const (
 	OutDedupTable      = "DedupTableName"
 	OutScheduleGroup   = "ScheduleGroupName"
 	OutKeyringSecretID = "CallbackKeyringSecretArn"
+	OutCallbackPolicy  = "CallbackInvokePolicyArn"
+	OutSliceRoleARN    = "SliceRoleArn"
 )
 
 func (s *Stack) addOutputs() {
@@ -35,8 +37,12 @@ func (s *Stack) addOutputs() {
 	out(OutOutputQueueURL, q.Output.QueueUrl(), "output queue of agent replies (agentslice tail --queue-url)")
 	out(OutDelayQueueURL, q.Delay.QueueUrl(), "delay queue for sleeps up to 900 s")
 	out(OutReceiverURL, s.ReceiverURL.Url(), "RAP callback receiver Function URL (IAM auth)")
-	out(OutReceiverFnARN, s.Receiver.FunctionArn(), "receiver function; tool servers need lambda:InvokeFunctionUrl on it")
+	out(OutReceiverFnARN, s.Receiver.FunctionArn(), "receiver function; IAM-auth callbacks need lambda:InvokeFunctionUrl and lambda:InvokeFunction (lambda:InvokedViaFunctionUrl=true) on it")
+	if s.CallbackInvokePolicy != nil {
+		out(OutCallbackPolicy, s.CallbackInvokePolicy.ManagedPolicyArn(), "managed policy with both callback permissions; attach it to tool server roles of this account")
+	}
 	out(OutDSQLEndpoint, s.Cluster.AttrEndpoint(), "Aurora DSQL endpoint (agentslice migrate)")
+	out(OutSliceRoleARN, s.Slice.Role().RoleArn(), "slice function role (agentslice migrate --app-role-arn): connects to DSQL as "+DSQLAppRole)
 	out(OutDedupTable, s.Table.TableName(), "DynamoDB table of processed message IDs")
 	out(OutScheduleGroup, s.Scheduler.Group.ScheduleGroupName(), "EventBridge Scheduler group of long sleeps")
 	out(OutKeyringSecretID, s.Keyring.SecretArn(), "Secrets Manager secret holding the callback HMAC keyring")

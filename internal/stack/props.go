@@ -28,6 +28,11 @@ type StackProps struct {
 	// ModelName names the catalog model the slice function runs; empty means
 	// the catalog's default.
 	ModelName string
+	// BudgetModels names the catalog models the slice function's timeout
+	// is sized for (SliceBudget). Empty means the models the Agents use
+	// (ModelName, or the catalog's default, for an agent naming none) when
+	// there are agents, else every catalog model.
+	BudgetModels []string
 	// Agents is the JSON of the deployment's agents document
 	// (runtime.AgentsDoc, instructions inline: cmd/cdkapp resolves
 	// deploy/agents.json); empty means no agents. It is validated against
@@ -51,8 +56,11 @@ type StackProps struct {
 	BackgroundMaxConcurrency int
 	// CallbackPrincipals are IAM principal ARNs (roles, users, or accounts
 	// as arn:aws:iam::123456789012:root) allowed to invoke the receiver's
-	// Function URL, for RAP tool servers outside this account. Principals in
-	// this account need only an identity policy.
+	// Function URL, for RAP tool servers outside this account: each gets
+	// lambda:InvokeFunctionUrl and lambda:InvokeFunction (condition
+	// lambda:InvokedViaFunctionUrl = true) in the receiver's resource
+	// policy. Principals in this account need both in an identity policy:
+	// attach the stack's CallbackInvokePolicyArn.
 	CallbackPrincipals []string
 	// PublicCallbacks makes the receiver's Function URL public (auth type
 	// NONE). The default is IAM auth: only SigV4-signed requests from
@@ -112,6 +120,9 @@ func (p *StackProps) Check() (*model.Catalog, error) {
 		}
 	}
 	if err := checkAgents(p.Agents, cat); err != nil {
+		return nil, err
+	}
+	if _, err := sliceBudget(cat, p.budgetModels(cat)); err != nil {
 		return nil, err
 	}
 	if n := p.SliceBatchSize; n < 0 || n > 10 {
@@ -194,4 +205,37 @@ func checkAgents(doc string, cat *model.Catalog) error {
 		}
 	}
 	return nil
+}
+
+// budgetModels is the list of models the slice budget is computed for
+// (StackProps.BudgetModels); nil means every catalog model. It assumes
+// checkAgents accepted p.Agents.
+func (p *StackProps) budgetModels(cat *model.Catalog) []string {
+	if len(p.BudgetModels) > 0 {
+		return p.BudgetModels
+	}
+	if strings.TrimSpace(p.Agents) == "" {
+		return nil
+	}
+	d, err := runtime.DecodeAgentsDoc([]byte(p.Agents))
+	if err != nil {
+		return nil
+	}
+	defs, err := d.Resolve("", func(string) ([]byte, error) { return nil, errors.New("unresolved instruction file") })
+	if err != nil {
+		return nil
+	}
+	def := p.ModelName
+	if def == "" {
+		def = cat.Default
+	}
+	seen := map[string]bool{def: true}
+	out := []string{def} // threads of agents naming no model, and threads without an agent
+	for _, a := range defs {
+		if a.Model != "" && !seen[a.Model] {
+			seen[a.Model] = true
+			out = append(out, a.Model)
+		}
+	}
+	return out
 }

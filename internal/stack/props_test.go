@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentslice/agentslice/internal/dedup"
+	"github.com/agentslice/agentslice/internal/dsql"
 	"github.com/agentslice/agentslice/internal/sqsq"
 )
 
@@ -134,6 +135,9 @@ func TestEnvBudget(t *testing.T) {
 // the functions run.
 func TestConstantsAgree(t *testing.T) {
 	t.Parallel()
+	if DSQLAppRole != dsql.AppRole {
+		t.Errorf("the slice function connects as %q, migrate creates %q", DSQLAppRole, dsql.AppRole)
+	}
 	if DedupKeyAttr != dedup.KeyAttr || DedupExpiryAttr != dedup.ExpiryAttr {
 		t.Errorf("table attributes %q/%q, dedup uses %q/%q", DedupKeyAttr, DedupExpiryAttr, dedup.KeyAttr, dedup.ExpiryAttr)
 	}

@@ -39,6 +39,12 @@ type Queues struct {
 	Delay, DelayDLQ awssqs.Queue
 	// Output is the standard queue agent replies go to (`agentslice tail`).
 	Output, OutputDLQ awssqs.Queue
+	// WakeupDLQ is the standard queue every EventBridge Scheduler schedule
+	// names as its DeadLetterConfig: a long sleep's wake-up that Scheduler
+	// could not deliver after its retries. The delay relay reads it and
+	// delivers the wake-up; what the relay cannot deliver moves on to
+	// DelayDLQ.
+	WakeupDLQ awssqs.Queue
 }
 
 // newQueues creates the queues. sliceTimeout and relayTimeout are the
@@ -65,6 +71,7 @@ func newQueues(scope constructs.Construct, sliceTimeout, relayTimeout time.Durat
 	q.InputBackground = fifo("InputBackgroundQueue", q.InputDLQ, visibilityFactor*sliceTimeout)
 	q.DelayDLQ = standard("DelayDLQ", nil, 0)
 	q.Delay = standard("DelayQueue", q.DelayDLQ, visibilityFactor*relayTimeout)
+	q.WakeupDLQ = standard("WakeupDLQ", q.DelayDLQ, visibilityFactor*relayTimeout)
 	q.OutputDLQ = standard("OutputDLQ", nil, 0)
 	// Output consumers are people and scripts (`agentslice tail`): the
 	// default 30 s to handle a reply before it is received again.

@@ -13,14 +13,18 @@ import (
 // its one-time schedules in, and the role those schedules run as.
 type Scheduler struct {
 	Group awsscheduler.ScheduleGroup
-	// Role may only send messages to the input queue (the schedules use the
+	// Role may only send messages to the input queue and the wake-up DLQ
+	// (the schedules use the
 	// universal target arn:aws:scheduler:::aws-sdk:sqs:sendMessage, see
 	// internal/timers), and only EventBridge Scheduler, for schedules of this
 	// group, may assume it.
 	Role awsiam.Role
 }
 
-func newScheduler(scope constructs.Construct, input awssqs.IQueue, removal awscdk.RemovalPolicy) *Scheduler {
+// newScheduler creates the group and the role. The role sends wake-ups to
+// input and, for schedules that failed after Scheduler's retries, their
+// dead-letter events to dlq (Scheduler sends those as the schedule's role).
+func newScheduler(scope constructs.Construct, input, dlq awssqs.IQueue, removal awscdk.RemovalPolicy) *Scheduler {
 	group := awsscheduler.NewScheduleGroup(scope, jsii.String("Schedules"), &awsscheduler.ScheduleGroupProps{
 		RemovalPolicy: removal,
 	})
@@ -38,7 +42,7 @@ func newScheduler(scope constructs.Construct, input awssqs.IQueue, removal awscd
 	})
 	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("sqs:SendMessage"),
-		Resources: jsii.Strings(*input.QueueArn()),
+		Resources: jsii.Strings(*input.QueueArn(), *dlq.QueueArn()),
 	}))
 	return &Scheduler{Group: group, Role: role}
 }

@@ -24,21 +24,30 @@ import (
 type Stack struct {
 	awscdk.Stack
 
-	Queues    *Queues
-	Table     awsdynamodb.TableV2
-	Cluster   awsdsql.CfnCluster
+	Queues  *Queues
+	Table   awsdynamodb.TableV2
+	Cluster awsdsql.CfnCluster
+	// Budget is the slice function's timeout and what set it (budget.go).
+	Budget    SliceBudget
 	Keyring   awssecretsmanager.Secret
 	Scheduler *Scheduler
 
 	Slice, Receiver, Relay awslambda.Function
 	// ReceiverURL is the receiver's Function URL (IAM auth).
 	ReceiverURL awslambda.FunctionUrl
+	// CallbackInvokePolicy allows calling ReceiverURL with IAM auth, for
+	// tool servers' roles in this account (nil with PublicCallbacks).
+	CallbackInvokePolicy awsiam.ManagedPolicy
 }
 
 // New validates props and defines the stack in scope. Bad props give a
 // *PropsError and define nothing.
 func New(scope constructs.Construct, id string, props StackProps) (*Stack, error) {
 	cat, err := props.Check()
+	if err != nil {
+		return nil, err
+	}
+	budget, err := sliceBudget(cat, props.budgetModels(cat))
 	if err != nil {
 		return nil, err
 	}
@@ -68,12 +77,12 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 	// Only the stores honour RetainData: queues, functions, logs, the
 	// secret and the schedule group go with the stack.
 	removal := awscdk.RemovalPolicy_DESTROY
-	s := &Stack{Stack: st}
-	s.Queues = newQueues(st, SliceTimeout, RelayTimeout, removal)
+	s := &Stack{Stack: st, Budget: budget}
+	s.Queues = newQueues(st, budget.Timeout, RelayTimeout, removal)
 	s.Table = newDedupTable(st, props.RetainData)
 	s.Cluster = newCluster(st, props.RetainData)
 	s.Keyring = newKeyringSecret(st)
-	s.Scheduler = newScheduler(st, s.Queues.Input, removal)
+	s.Scheduler = newScheduler(st, s.Queues.Input, s.Queues.WakeupDLQ, removal)
 	q := s.Queues
 
 	// The receiver first: its URL goes into the slice function's
@@ -94,14 +103,19 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 	s.ReceiverURL = s.Receiver.AddFunctionUrl(&awslambda.FunctionUrlOptions{AuthType: auth})
 	q.Input.GrantSendMessages(s.Receiver)
 	grantReadSecret(s.Receiver, s.Keyring)
+	// GrantInvokeUrl grants both lambda:InvokeFunctionUrl and
+	// lambda:InvokeFunction (InvokedViaFunctionUrl); see callbacks.go.
 	for _, arn := range props.CallbackPrincipals {
 		s.Receiver.GrantInvokeUrl(awsiam.NewArnPrincipal(jsii.String(arn)))
+	}
+	if !props.PublicCallbacks {
+		s.CallbackInvokePolicy = newCallbackInvokePolicy(st, s.Receiver)
 	}
 
 	s.Slice = newFunction(st, props.BinDir, fnSpec{
 		id: "SliceFunction", name: FnSlice,
 		description: "agentslice: runs one slice per thread for the messages of the FIFO input queue",
-		memoryMB:    512, timeout: SliceTimeout,
+		memoryMB:    512, timeout: budget.Timeout,
 		env: map[string]*string{
 			EnvInputQueueURL:      q.Input.QueueUrl(),
 			EnvDLQURL:             q.InputDLQ.QueueUrl(),
@@ -109,8 +123,10 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 			EnvDelayQueueURL:      q.Delay.QueueUrl(),
 			EnvDedupTable:         s.Table.TableName(),
 			EnvDSQLEndpoint:       s.Cluster.AttrEndpoint(),
+			EnvDSQLUser:           jsii.String(DSQLAppRole),
 			EnvSchedulerRoleARN:   s.Scheduler.Role.RoleArn(),
 			EnvScheduleGroup:      s.Scheduler.Group.ScheduleGroupName(),
+			EnvScheduleDLQARN:     q.WakeupDLQ.QueueArn(),
 			EnvModelCatalog:       jsii.String(catalog.String()),
 			EnvModel:              jsii.String(props.ModelName),
 			EnvAgents:             jsii.String(agents.String()),
@@ -134,14 +150,19 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 			EnvInputQueueURL: q.Input.QueueUrl(),
 		},
 	}, removal)
-	s.Relay.AddEventSource(awslambdaeventsources.NewSqsEventSource(q.Delay, &awslambdaeventsources.SqsEventSourceProps{
-		BatchSize:               jsii.Number(10),
-		ReportBatchItemFailures: jsii.Bool(true),
-	}))
+	// The relay also delivers the wake-ups Scheduler dead-lettered
+	// (timers.DecodeWakeUp reads both bodies).
+	for _, src := range []awssqs.Queue{q.Delay, q.WakeupDLQ} {
+		s.Relay.AddEventSource(awslambdaeventsources.NewSqsEventSource(src, &awslambdaeventsources.SqsEventSourceProps{
+			BatchSize:               jsii.Number(10),
+			ReportBatchItemFailures: jsii.Bool(true),
+		}))
+	}
 	q.Input.GrantSendMessages(s.Relay)
 	s.addBackgroundQueue(backgroundConcurrency(props.BackgroundMaxConcurrency, maxConc), batch)
 
 	s.addOutputs()
+	s.checkNag()
 	return s, nil
 }
 
@@ -161,8 +182,10 @@ func (s *Stack) grantSlice(cat *model.Catalog) {
 		}
 		fn.AddToRolePolicy(awsiam.NewPolicyStatement(st))
 	}
-	// IAM auth as the cluster's admin role (the schema's owner).
-	allow([]string{"dsql:DbConnectAdmin"}, []*string{s.Cluster.AttrResourceArn()}, nil)
+	// IAM auth as the least-privilege role DSQLAppRole (DML only), never
+	// as admin: `agentslice migrate`, run with the operator's credentials,
+	// keeps DbConnectAdmin.
+	allow([]string{"dsql:DbConnect"}, []*string{s.Cluster.AttrResourceArn()}, nil)
 	// One-time schedules for long sleeps, only in the stack's group, and
 	// only run as the scheduler role.
 	allow([]string{"scheduler:CreateSchedule", "scheduler:DeleteSchedule"}, []*string{s.Scheduler.scheduleARNs(s.Stack)}, nil)
@@ -195,11 +218,11 @@ func grantReadSecret(fn awslambda.Function, secret awssecretsmanager.Secret) {
 func checkEnvBudget(catalog, toolServers, modelName, agents string) error {
 	size := len(catalog) + len(toolServers) + len(modelName) + len(agents)
 	for _, name := range []string{EnvInputQueueURL, EnvBackgroundQueueURL, EnvDLQURL, EnvOutputQueueURL, EnvDelayQueueURL,
-		EnvDedupTable, EnvDSQLEndpoint, EnvSchedulerRoleARN, EnvScheduleGroup, EnvModelCatalog,
+		EnvDedupTable, EnvDSQLEndpoint, EnvDSQLUser, EnvSchedulerRoleARN, EnvScheduleGroup, EnvScheduleDLQARN, EnvModelCatalog,
 		EnvModel, EnvAgents, EnvToolServers, EnvCallbackURL, EnvCallbackKeysSecret} {
 		size += len(name)
 	}
-	const deployValues = 10 // the variables whose values are known only at deploy time
+	const deployValues = 11 // the variables whose values are known only at deploy time
 	size += deployValues * deployValueBytes
 	if size > lambdaEnvBytes {
 		return &PropsError{Field: "ModelCatalog", Reason: fmt.Sprintf(

@@ -228,9 +228,9 @@ func TestDefaultRulesAreLive(t *testing.T) {
 func TestResourceCounts(t *testing.T) {
 	f := setup(t)
 	for typ, n := range map[string]float64{
-		"AWS::SQS::Queue":                 7, // interactive and background input queues
+		"AWS::SQS::Queue":                 8, // interactive and background input queues
 		"AWS::Lambda::Function":           3,
-		"AWS::Lambda::EventSourceMapping": 3, // one per input queue + the delay relay
+		"AWS::Lambda::EventSourceMapping": 4, // one per input queue + the delay relay's two
 		"AWS::Lambda::Url":                1,
 		"AWS::DynamoDB::GlobalTable":      1,
 		"AWS::DSQL::Cluster":              1,
@@ -238,6 +238,7 @@ func TestResourceCounts(t *testing.T) {
 		"AWS::Scheduler::ScheduleGroup":   1,
 		"AWS::Logs::LogGroup":             3,
 		"AWS::IAM::Role":                  4, // three functions + the scheduler
+		"AWS::IAM::ManagedPolicy":         1, // for callers of the receiver URL
 	} {
 		must(t, typ, func() { f.defT.ResourceCountIs(jsii.String(typ), jsii.Number(n)) })
 	}
@@ -274,11 +275,12 @@ func TestQueues(t *testing.T) {
 		queue awssqs.Queue
 		want  obj
 	}{
-		{"input", q.Input, with(obj{"VisibilityTimeout": 6 * SliceTimeout.Seconds(), "RedrivePolicy": dlq(q.InputDLQ)})},
-		{"background input", q.InputBackground, with(obj{"VisibilityTimeout": 6 * SliceTimeout.Seconds(), "RedrivePolicy": dlq(q.InputDLQ)})},
+		{"input", q.Input, with(obj{"VisibilityTimeout": f.def.Budget.Visibility().Seconds(), "RedrivePolicy": dlq(q.InputDLQ)})},
+		{"background input", q.InputBackground, with(obj{"VisibilityTimeout": f.def.Budget.Visibility().Seconds(), "RedrivePolicy": dlq(q.InputDLQ)})},
 		{"input DLQ", q.InputDLQ, with(nil)},
 		{"delay", q.Delay, with(obj{"VisibilityTimeout": 6 * RelayTimeout.Seconds(), "RedrivePolicy": dlq(q.DelayDLQ)})},
 		{"delay DLQ", q.DelayDLQ, with(nil)},
+		{"wake-up DLQ", q.WakeupDLQ, with(obj{"VisibilityTimeout": 6 * RelayTimeout.Seconds(), "RedrivePolicy": dlq(q.DelayDLQ)})},
 		{"output", q.Output, with(obj{"VisibilityTimeout": 30, "RedrivePolicy": dlq(q.OutputDLQ)})},
 		{"output DLQ", q.OutputDLQ, with(nil)},
 	}
@@ -304,7 +306,7 @@ func TestQueues(t *testing.T) {
 			"PolicyDocument": like(obj{"Statement": assertions.Match_ArrayWith(arr(like(obj{
 				"Effect": "Deny", "Condition": obj{"Bool": obj{"aws:SecureTransport": "false"}},
 			})))}),
-		}), jsii.Number(7))
+		}), jsii.Number(8))
 	})
 }
 
@@ -391,7 +393,7 @@ func TestFunctions(t *testing.T) {
 		timeout float64
 		memory  float64
 	}{
-		{f.def.Slice, SliceTimeout.Seconds(), 512},
+		{f.def.Slice, f.def.Budget.Timeout.Seconds(), 512},
 		{f.def.Receiver, ReceiverTimeout.Seconds(), 256},
 		{f.def.Relay, RelayTimeout.Seconds(), 128},
 	} {
@@ -441,6 +443,8 @@ func TestEventSources(t *testing.T) {
 		{"slice background custom", f.full, f.fullT, f.full.Slice, f.full.Queues.InputBackground,
 			obj{"BatchSize": 5, "ScalingConfig": obj{"MaximumConcurrency": 3}}},
 		{"relay", f.def, f.defT, f.def.Relay, f.def.Queues.Delay,
+			obj{"BatchSize": 10, "ScalingConfig": assertions.Match_Absent()}},
+		{"relay of dead-lettered wake-ups", f.def, f.defT, f.def.Relay, f.def.Queues.WakeupDLQ,
 			obj{"BatchSize": 10, "ScalingConfig": assertions.Match_Absent()}},
 	} {
 		want := obj{
@@ -509,8 +513,10 @@ func TestEnvironment(t *testing.T) {
 		EnvDelayQueueURL:      s.Resolve(q.Delay.QueueUrl()),
 		EnvDedupTable:         s.Resolve(s.Table.TableName()),
 		EnvDSQLEndpoint:       s.Resolve(s.Cluster.AttrEndpoint()),
+		EnvDSQLUser:           DSQLAppRole,
 		EnvSchedulerRoleARN:   s.Resolve(s.Scheduler.Role.RoleArn()),
 		EnvScheduleGroup:      s.Resolve(s.Scheduler.Group.ScheduleGroupName()),
+		EnvScheduleDLQARN:     s.Resolve(q.WakeupDLQ.QueueArn()),
 		EnvModelCatalog:       "(compact JSON)",
 		EnvModel:              "",
 		EnvAgents:             "",
@@ -621,15 +627,16 @@ func TestLeastPrivilege(t *testing.T) {
 				{send, r(q.Delay.QueueArn())},
 				{[]string{"dynamodb:BatchGetItem", "dynamodb:PutItem"}, r(s.Table.TableArn())},
 				secret,
-				{[]string{"dsql:DbConnectAdmin"}, r(s.Cluster.AttrResourceArn())},
+				{[]string{"dsql:DbConnect"}, r(s.Cluster.AttrResourceArn())},
 				{[]string{"scheduler:CreateSchedule", "scheduler:DeleteSchedule"}, r(s.Scheduler.scheduleARNs(s.Stack))},
 				{[]string{"iam:PassRole"}, r(s.Scheduler.Role.RoleArn())},
 				{[]string{"bedrock:InvokeModelWithResponseStream"}, bedrock},
 			},
 			"rapreceiver": {logs(s.Receiver), {send, r(q.Input.QueueArn())}, {send, r(q.InputBackground.QueueArn())}, secret},
-			"delayrelay": {logs(s.Relay), {consume, r(q.Delay.QueueArn())}, {send, r(q.Input.QueueArn())},
+			"delayrelay": {logs(s.Relay), {consume, r(q.Delay.QueueArn())}, {consume, r(q.WakeupDLQ.QueueArn())}, {send, r(q.Input.QueueArn())},
 				{send, r(q.InputBackground.QueueArn())}},
-			"scheduler": {{[]string{"sqs:SendMessage"}, r(q.Input.QueueArn())}, {[]string{"sqs:SendMessage"}, r(q.InputBackground.QueueArn())}},
+			"scheduler": {{[]string{"sqs:SendMessage"}, []any{r(q.Input.QueueArn()), r(q.WakeupDLQ.QueueArn())}},
+				{[]string{"sqs:SendMessage"}, r(q.InputBackground.QueueArn())}},
 		}
 		roles := map[string]any{
 			"slicefn":     r(s.Slice.Role().RoleArn()),
@@ -684,12 +691,14 @@ func TestOutputs(t *testing.T) {
 		OutDedupTable:      s.Table.TableName(),
 		OutScheduleGroup:   s.Scheduler.Group.ScheduleGroupName(),
 		OutKeyringSecretID: s.Keyring.SecretArn(),
+		OutCallbackPolicy:  s.CallbackInvokePolicy.ManagedPolicyArn(),
+		OutSliceRoleARN:    s.Slice.Role().RoleArn(),
 	} {
 		must(t, "output "+name, func() {
 			f.defT.HasOutput(jsii.String(name), obj{"Value": s.Resolve(value)})
 		})
 	}
-	if outs := *f.defT.FindOutputs(jsii.String("*"), obj{}); len(outs) != 11 {
-		t.Errorf("%d outputs, want 11", len(outs))
+	if outs := *f.defT.FindOutputs(jsii.String("*"), obj{}); len(outs) != 13 {
+		t.Errorf("%d outputs, want 13", len(outs))
 	}
 }

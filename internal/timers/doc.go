@@ -43,6 +43,13 @@
 //     the input queue (and kms:GenerateDataKey/Decrypt if it is encrypted
 //     with a customer key).
 //
+// Every schedule names Config.DeadLetterARN (a standard queue; Scheduler
+// accepts no FIFO DLQ) in its DeadLetterConfig when it is set (the stack
+// always sets it): a wake-up Scheduler could not deliver after its retries
+// lands there with the target's Input as its body, and the delay relay,
+// which reads that queue too, delivers it (DecodeWakeUp unwraps the Input),
+// so a failed wake-up is late rather than lost.
+//
 // Cancel deletes the schedule; a schedule that does not exist (it already
 // fired and deleted itself, or the sleep went to the delay queue) is not an
 // error. Cancel does not know which path a sleep took, so it always costs one

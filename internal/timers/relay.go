@@ -2,6 +2,7 @@ package timers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -14,7 +15,7 @@ import (
 // delay-relay Lambda), which gives it the thread's MessageGroupId and its
 // deduplication ID. A malformed body is a *runtime.BadMessageError.
 func Relay(ctx context.Context, input runtime.Queue, rec events.SQSMessage) error {
-	m, err := runtime.DecodeMessage([]byte(rec.Body))
+	m, err := DecodeWakeUp(rec.Body)
 	if err != nil {
 		return fmt.Errorf("timers: relaying delay-queue message %s: %w", rec.MessageId, err)
 	}
@@ -44,7 +45,7 @@ func RelayEvent(ctx context.Context, input runtime.Queue, ev events.SQSEvent, lo
 		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
 	}
 	for _, rec := range ev.Records {
-		m, err := runtime.DecodeMessage([]byte(rec.Body))
+		m, err := DecodeWakeUp(rec.Body)
 		if err != nil {
 			fail(rec.MessageId, fmt.Errorf("timers: relaying delay-queue message %s: %w", rec.MessageId, err))
 			continue
@@ -62,4 +63,23 @@ func RelayEvent(ctx context.Context, input runtime.Queue, ev events.SQSEvent, lo
 		}
 	}
 	return resp
+}
+
+// DecodeWakeUp decodes the body of a record the delay relay reads: either a
+// wake-up message as the delay queue holds it, or a dead-lettered
+// EventBridge Scheduler invocation. Scheduler delivers a schedule that
+// failed after its retries to the schedule's DeadLetterConfig queue with
+// the target's Input as the message body (the failure is described in
+// message attributes such as ERROR_CODE and SCHEDULE_ARN); for the
+// universal SQS target that Input is the SendMessage request this package
+// wrote (QueueUrl, MessageBody, MessageGroupId, MessageDeduplicationId), so
+// the wake-up is its MessageBody. Relaying it to the input queue turns the
+// dead-lettered wake-up into a delivered one, with the same deduplication
+// ID as every other path.
+func DecodeWakeUp(body string) (runtime.Message, error) {
+	var in targetInput
+	if json.Unmarshal([]byte(body), &in) == nil && in.MessageBody != "" && in.QueueUrl != "" {
+		body = in.MessageBody
+	}
+	return runtime.DecodeMessage([]byte(body))
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,8 +23,24 @@ import (
 const MaxQueueDelay = 900 * time.Second
 
 // UniversalSQSTarget is the EventBridge Scheduler universal target that
-// calls SQS SendMessage with the schedule's Input as its parameters.
+// calls SQS SendMessage with the schedule's Input as its parameters, in the
+// aws partition; UniversalSQSTargetIn gives it for any partition.
 const UniversalSQSTarget = "arn:aws:scheduler:::aws-sdk:sqs:sendMessage"
+
+// UniversalSQSTargetIn is UniversalSQSTarget in partition ("aws",
+// "aws-cn", "aws-us-gov").
+func UniversalSQSTargetIn(partition string) string {
+	return "arn:" + partition + ":scheduler:::aws-sdk:sqs:sendMessage"
+}
+
+// partitionOf returns the partition of an ARN, "" when arn is not one.
+func partitionOf(arn string) string {
+	parts := strings.SplitN(arn, ":", 3)
+	if len(parts) < 3 || parts[0] != "arn" || parts[1] == "" {
+		return ""
+	}
+	return parts[1]
+}
 
 // Defaults for Config.
 const (
@@ -79,9 +96,10 @@ type Config struct {
 
 // Timers is the AWS runtime.Timers. It is safe for concurrent use.
 type Timers struct {
-	sqs   SQSAPI
-	sched SchedulerAPI
-	cfg   Config
+	sqs    SQSAPI
+	sched  SchedulerAPI
+	cfg    Config
+	target string // the universal SQS target in the role's partition
 }
 
 var _ runtime.Timers = (*Timers)(nil)
@@ -116,7 +134,11 @@ func New(sqsClient SQSAPI, sched SchedulerAPI, cfg Config) (*Timers, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Timers{sqs: sqsClient, sched: sched, cfg: cfg}, nil
+	partition := partitionOf(cfg.SchedulerRoleARN)
+	if partition == "" {
+		return nil, fmt.Errorf("timers: Config.SchedulerRoleARN %q is not an ARN", cfg.SchedulerRoleARN)
+	}
+	return &Timers{sqs: sqsClient, sched: sched, cfg: cfg, target: UniversalSQSTargetIn(partition)}, nil
 }
 
 // ScheduleName returns the schedule name of (threadID, callID): prefix
@@ -207,7 +229,7 @@ func (t *Timers) schedule(ctx context.Context, tm runtime.Timer, body string) er
 	}
 	name := ScheduleName(t.cfg.NamePrefix, tm.ThreadID, tm.CallID)
 	target := &schedtypes.Target{
-		Arn:     aws.String(UniversalSQSTarget),
+		Arn:     aws.String(t.target),
 		RoleArn: aws.String(t.cfg.SchedulerRoleARN),
 		Input:   aws.String(string(input)),
 	}

@@ -488,14 +488,15 @@ func TestAtExpression(t *testing.T) {
 }
 
 func TestNewValidatesConfig(t *testing.T) {
-	ok := timers.Config{DelayQueueURL: "d", InputQueueURL: "i.fifo", SchedulerRoleARN: "r"}
+	ok := timers.Config{DelayQueueURL: "d", InputQueueURL: "i.fifo", SchedulerRoleARN: "arn:aws:iam::123456789012:role/r"}
 	for name, mod := range map[string]func(*timers.Config){
-		"no delay queue": func(c *timers.Config) { c.DelayQueueURL = "" },
-		"no input queue": func(c *timers.Config) { c.InputQueueURL = "" },
-		"no role":        func(c *timers.Config) { c.SchedulerRoleARN = "" },
-		"bad prefix":     func(c *timers.Config) { c.NamePrefix = "a b" },
-		"long prefix":    func(c *timers.Config) { c.NamePrefix = strings.Repeat("p", 31) },
-		"tiny max":       func(c *timers.Config) { c.MaxMessageBytes = 10 },
+		"no delay queue":  func(c *timers.Config) { c.DelayQueueURL = "" },
+		"no input queue":  func(c *timers.Config) { c.InputQueueURL = "" },
+		"no role":         func(c *timers.Config) { c.SchedulerRoleARN = "" },
+		"role not an ARN": func(c *timers.Config) { c.SchedulerRoleARN = "scheduler-role" },
+		"bad prefix":      func(c *timers.Config) { c.NamePrefix = "a b" },
+		"long prefix":     func(c *timers.Config) { c.NamePrefix = strings.Repeat("p", 31) },
+		"tiny max":        func(c *timers.Config) { c.MaxMessageBytes = 10 },
 	} {
 		cfg := ok
 		mod(&cfg)

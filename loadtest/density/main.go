@@ -66,8 +66,36 @@ func envStr(name, def string) string {
 	return def
 }
 
+// usageText is what density -h prints before the flags.
+const usageText = `density: agentslice's density benchmark.
+
+It runs N agents of T turns each on the embedded runtime (the in-memory store,
+or serve's durable store with -store sqlite; the simulated model; an
+asynchronous tool whose results come back through the input queue), launched
+in waves of -wave agents. After each wave, once its
+agents are idle, it freezes their history and samples the resident memory (RSS,
+after a GC): the CSV "agents,rss_bytes" on stdout is that series. The workload
+is Infinity's agent_scale benchmark (profile "infinity": the same fixed texts
+in every agent, as there; "unique": different prose for every agent and turn),
+so the bytes per idle agent compare with Infinity's published figures. Unless
+-baseline-agents is -1, a child process then measures the conventional design
+(one goroutine and one in-memory conversation per waiting agent) on
+min(agents, 10000) agents.
+
+It reports the bytes per idle agent, completions per second and per CPU-second,
+and the history size, and writes CSV, JSON and an SVG chart to -out. Speed
+figures depend on the machine, which the output names; memory figures much less.
+
+usage: go run ./loadtest/density [flags]
+
+`
+
 func main() {
 	var c config
+	flag.Usage = func() {
+		fmt.Fprint(flag.CommandLine.Output(), usageText)
+		flag.PrintDefaults()
+	}
 	flag.IntVar(&c.agents, "agents", envInt("AGENTS", 10000), "number of agents (env AGENTS)")
 	flag.StringVar(&c.store, "store", envStr("STORE", "memory"), "memory, or sqlite: the durable store of serve (env STORE)")
 	flag.StringVar(&c.data, "data", "", "data directory of -store sqlite (default: a temporary one, removed at the end)")
@@ -151,13 +179,16 @@ type Result struct {
 	AgentHistoryZstdRatio   float64 `json:"agent_history_zstd_ratio"`
 	ConventionalBytesPerAgt int64   `json:"conventional_bytes_per_waiting_agent,omitempty"`
 	ConventionalRatio       float64 `json:"conventional_over_agentslice,omitempty"`
-	GOMAXPROCS              int     `json:"gomaxprocs"`
-	Machine                 string  `json:"machine"`
-	Goroutines              int     `json:"goroutines_when_idle"`
-	DeadLetters             int     `json:"dead_letters"`
-	Verified                bool    `json:"history_verified"`
-	HeapLivePerAgent        int64   `json:"heap_live_bytes_per_agent"`
-	HeapSpanPerAgent        int64   `json:"heap_inuse_span_bytes_per_agent"`
+	// ConventionalAgents is how many agents the baseline measured; the
+	// chart extrapolates its per-agent figure to Agents.
+	ConventionalAgents int    `json:"conventional_agents_measured,omitempty"`
+	GOMAXPROCS         int    `json:"gomaxprocs"`
+	Machine            string `json:"machine"`
+	Goroutines         int    `json:"goroutines_when_idle"`
+	DeadLetters        int    `json:"dead_letters"`
+	Verified           bool   `json:"history_verified"`
+	HeapLivePerAgent   int64  `json:"heap_live_bytes_per_agent"`
+	HeapSpanPerAgent   int64  `json:"heap_inuse_span_bytes_per_agent"`
 }
 
 type sample struct {
@@ -211,7 +242,7 @@ func run(c config) error {
 	var heap0 goruntime.MemStats
 	goruntime.ReadMemStats(&heap0)
 	total := int64(c.agents) * int64(c.turns) * 2
-	stopBar := startBar(c.progress, total, &completions)
+	bar := startBar(c.progress, total, &completions)
 	fmt.Printf("# agentslice density: profile=%s store=%s agents=%d turns=%d wave=%d (%d completions); %s\n",
 		c.profile, c.store, c.agents, c.turns, c.wave, total, machine())
 	fmt.Println("agents,rss_bytes")
@@ -236,9 +267,9 @@ func run(c config) error {
 		stats.add(readRunStats().sub(s0))
 		r := rss()
 		samples = append(samples, sample{start + n, r})
-		fmt.Printf("%d,%d\n", start+n, r)
+		bar.println(fmt.Sprintf("%d,%d", start+n, r))
 	}
-	stopBar()
+	bar.stop()
 	if f := d.failures.Load(); f > 0 {
 		return fmt.Errorf("%d agents ended with an error output; first: %s", f, d.firstErr())
 	}
@@ -282,7 +313,7 @@ func run(c config) error {
 		if err != nil {
 			return err
 		}
-		res.ConventionalBytesPerAgt = b.BytesPerAgent
+		res.ConventionalBytesPerAgt, res.ConventionalAgents = b.BytesPerAgent, c.baselineAgents
 		if res.BytesPerIdleAgent > 0 {
 			res.ConventionalRatio = float64(b.BytesPerAgent) / float64(res.BytesPerIdleAgent)
 		}
@@ -385,32 +416,81 @@ func (d *driver) firstErr() string {
 	return d.err
 }
 
-func startBar(show bool, total int64, n *atomic.Int64) (stop func()) {
+// progress is the progress bar on stderr. CSV rows go through println,
+// which clears the bar first, so rows and bar never share a line.
+type progress struct {
+	mu   sync.Mutex // orders the bar's renders and the rows
+	bar  *progressbar.ProgressBar
+	quit chan struct{}
+	wg   sync.WaitGroup
+}
+
+// startBar shows completions done of total, with the mean rate since the
+// start (the bar's own rate jumps with each wave).
+func startBar(show bool, total int64, n *atomic.Int64) *progress {
+	p := &progress{}
 	if !show {
-		return func() {}
+		return p
 	}
-	bar := progressbar.NewOptions64(total, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("completions"),
-		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("completions"),
-		progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionSetWidth(30), progressbar.OptionClearOnFinish())
-	quit := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	p.bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("completions"),
+		progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionSetWidth(30),
+		progressbar.OptionClearOnFinish(), progressbar.OptionSetPredictTime(false))
+	p.quit = make(chan struct{})
+	start := time.Now()
+	update := func() {
+		done := n.Load()
+		rate := float64(done) / max(time.Since(start).Seconds(), 1e-3)
+		p.bar.Describe(fmt.Sprintf("completions (%s/s)", humanRate(rate)))
+		_ = p.bar.Set64(done)
+	}
+	p.wg.Add(1)
+	go func() { // owned by stop, which waits
+		defer p.wg.Done()
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
 		for {
 			select {
-			case <-quit:
-				_ = bar.Set64(n.Load())
-				_ = bar.Finish()
+			case <-p.quit:
+				p.mu.Lock()
+				update()
+				_ = p.bar.Finish()
+				p.mu.Unlock()
 				return
 			case <-t.C:
-				_ = bar.Set64(n.Load())
+				p.mu.Lock()
+				update()
+				p.mu.Unlock()
 			}
 		}
 	}()
-	return func() { close(quit); wg.Wait() }
+	return p
+}
+
+// println prints a line on stdout without breaking the bar's line.
+func (p *progress) println(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		_ = p.bar.Clear()
+	}
+	fmt.Println(line)
+}
+
+func (p *progress) stop() {
+	if p.quit != nil {
+		close(p.quit)
+		p.wg.Wait()
+	}
+}
+
+func humanRate(r float64) string {
+	switch {
+	case r >= 1e6:
+		return fmt.Sprintf("%.1fM", r/1e6)
+	case r >= 1e4:
+		return fmt.Sprintf("%.0fk", r/1e3)
+	}
+	return fmt.Sprintf("%.0f", r)
 }
 
 // verify reloads the first and the last agent from the (frozen) store and

@@ -85,8 +85,11 @@ start() {
 	done
 	as_pg "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PORT" || { echo "postgres.sh: not ready" >&2; exit 1; }
 	if [[ -z "$(psql_admin -tAc "SELECT 1 FROM pg_roles WHERE rolname = '$ROLE'")" ]]; then
-		psql_admin -c "CREATE ROLE $ROLE LOGIN"
+		psql_admin -c "CREATE ROLE $ROLE LOGIN CREATEROLE"
 	fi
+	# CREATEROLE: internal/dsql's tests create the least-privilege app role
+	# (dsql.GrantAppRole) as `agentslice migrate` does on DSQL.
+	psql_admin -c "ALTER ROLE $ROLE CREATEROLE" >/dev/null
 	if [[ -z "$(psql_admin -tAc "SELECT 1 FROM pg_database WHERE datname = '$DB'")" ]]; then
 		psql_admin -c "CREATE DATABASE $DB OWNER $ROLE"
 	fi
