@@ -1,5 +1,6 @@
 # agentslice — the two commands a newcomer needs:
 #   make loadtest   the density benchmark on the embedded runtime (the main job)
+#   make loadtest-priority  priority classes under a background flood (issue 17)
 #   make test       every test, with the local stand-ins for AWS started and stopped
 #                   (it ends with make e2e's local cloud test)
 #   make e2e        only the local cloud test: the Lambda bootstraps under the
@@ -13,7 +14,7 @@ AGENTS  ?= 20000
 TURNS   ?= 20
 WAVE    ?= 500
 
-.PHONY: all test test-go e2e loadtest loadtest-full loadtest-scaling loadtest-storage vet fmt fuzz chaos build synth deploy destroy cdk-deps
+.PHONY: all test test-go e2e loadtest loadtest-full loadtest-scaling loadtest-storage loadtest-priority vet fmt fuzz chaos build synth deploy destroy cdk-deps
 
 all: test
 
@@ -55,6 +56,13 @@ loadtest-scaling:
 	@for p in $(PROFILE); do \
 	  $(GO) run ./loadtest/density -scaling -profile $$p -agents $(AGENTS) -turns $(TURNS) -wave $(WAVE) -progress=false || exit 1; \
 	done
+
+# Priority classes under a flood (issue 17): 10,000 background threads woken
+# at once while 100 interactive users talk, against a simulated provider with
+# a rate limit; variants priority, fifo, no_flood. Prints one JSON line last;
+# JSON and SVG land in loadtest/results/.
+loadtest-priority:
+	$(GO) run ./loadtest/priority
 
 # Many threads on the real stores (DSQL store on PostgreSQL, DynamoDB dedup
 # on DynamoDB Local): completions/s, slice latency, round trips per slice.

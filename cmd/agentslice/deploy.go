@@ -91,13 +91,15 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 // runSend sends one user message to a thread on a deployment's FIFO input
 // queue and prints the message ID.
 func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("send", "send --queue-url URL --thread ID [--agent NAME] [--id ID] [--user ID] TEXT...", stderr)
+	fs := newFlagSet("send", "send --queue-url URL --thread ID [--agent NAME] [--id ID] [--user ID] [--class background --background-queue-url URL] TEXT...", stderr)
 	var a awsFlags
 	a.register(fs)
 	queueURL := fs.String("queue-url", "", "URL of the deployment's FIFO input queue (required)")
 	thread := fs.String("thread", "", "thread to send to; a new ID starts a new conversation (required)")
 	id := fs.String("id", "", "message ID, stable across retries of this send (default: a fresh random ID, printed)")
 	user := fs.String("user", "", "user ID recorded with the message (optional)")
+	class := fs.String("class", "", "priority class of a new thread: interactive (default) or background")
+	bgURL := fs.String("background-queue-url", "", "URL of the background FIFO input queue (output BackgroundQueueUrl; needed with --class background)")
 	agent := fs.String("agent", "", "agent a new thread runs as (default: the deployment's default agent); on an existing thread, the one it runs as")
 	if err := parseFlags(fs, args); err != nil {
 		return ignoreHelp(err)
@@ -111,11 +113,18 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case strings.TrimSpace(text) == "":
 		return errors.New("the message text is missing: put it after the flags")
 	}
+	cls, err := runtime.ParseClass(*class)
+	if err != nil {
+		return fmt.Errorf("--class: %w", err)
+	}
+	if cls == runtime.ClassBackground && *bgURL == "" {
+		return errors.New("--class background needs --background-queue-url (the stack's BackgroundQueueUrl output)")
+	}
 	if *id == "" {
 		*id = newMessageID()
 	}
 	msg := runtime.Message{V: runtime.MessageVersion, ID: *id, ThreadID: *thread, Kind: runtime.KindUser, Text: text, UserID: *user,
-		Agent: *agent}
+		Agent: *agent, Class: cls}
 	if err := msg.Validate(); err != nil {
 		return err
 	}
@@ -124,7 +133,7 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer done()
-	q, err := sqsq.NewQueue(client, sqsq.QueueConfig{URL: *queueURL})
+	q, err := sqsq.NewClassQueues(client, sqsq.QueueConfig{URL: *queueURL}, *bgURL)
 	if err != nil {
 		return err
 	}

@@ -171,6 +171,8 @@ func TestDeployFlagErrors(t *testing.T) {
 		{[]string{"send", "--queue-url", "http://q/in.fifo", "hi"}, "--thread is required"},
 		{[]string{"send", "--queue-url", "http://q/in.fifo", "--thread", "t"}, "text is missing"},
 		{[]string{"send", "--queue-url", "http://q/in.fifo", "--thread", "t t", "hi"}, `"thread_id"`},
+		{[]string{"send", "--queue-url", "http://q/in.fifo", "--thread", "t", "--class", "urgent", "hi"}, "unknown priority class"},
+		{[]string{"send", "--queue-url", "http://q/in.fifo", "--thread", "t", "--class", "background", "hi"}, "needs --background-queue-url"},
 		{[]string{"send", "--queue-url", "http://q/in.fifo", "--thread", "t", "--agent", "no such", "hi"}, `"agent"`},
 		{[]string{"send", "--queue-url", "http://q/in.fifo", "--thread", "t", "hi"}, "no AWS region"},
 		{[]string{"send", "--region", "us-east-1", "--queue-url", "http://q/in", "--thread", "t", "hi"}, "not a FIFO queue"},

@@ -23,6 +23,7 @@ import (
 // (internal/stack) provisions exactly these names.
 const (
 	EnvInputQueueURL      = "AGENTSLICE_INPUT_QUEUE_URL"      // FIFO input queue (all three functions)
+	EnvBackgroundQueueURL = "AGENTSLICE_BACKGROUND_QUEUE_URL" // FIFO input queue of background threads (optional)
 	EnvDLQURL             = "AGENTSLICE_DLQ_URL"              // the input queue's dead-letter queue
 	EnvOutputQueueURL     = "AGENTSLICE_OUTPUT_QUEUE_URL"     // standard output queue
 	EnvDelayQueueURL      = "AGENTSLICE_DELAY_QUEUE_URL"      // standard delay queue (sleeps up to 900 s)

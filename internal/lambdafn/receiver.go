@@ -22,17 +22,21 @@ import (
 // ReceiverConfig is the callback receiver's configuration.
 type ReceiverConfig struct {
 	InputQueueURL string
-	Keys          KeySource
-	LogLevel      slog.Level
+	// BackgroundQueueURL is the background threads' input queue ("": one
+	// queue for both classes).
+	BackgroundQueueURL string
+	Keys               KeySource
+	LogLevel           slog.Level
 }
 
 // LoadReceiverConfig reads the callback receiver's configuration.
 func LoadReceiverConfig(getenv func(string) string) (ReceiverConfig, error) {
 	r := &Reader{Get: getenv}
 	c := ReceiverConfig{
-		InputQueueURL: r.QueueURL(EnvInputQueueURL, "the FIFO input queue URL", true),
-		Keys:          r.Keys(),
-		LogLevel:      r.LogLevel(),
+		InputQueueURL:      r.QueueURL(EnvInputQueueURL, "the FIFO input queue URL", true),
+		BackgroundQueueURL: r.BackgroundQueueURL(),
+		Keys:               r.Keys(),
+		LogLevel:           r.LogLevel(),
 	}
 	if err := r.Err(); err != nil {
 		return ReceiverConfig{}, err
@@ -56,7 +60,7 @@ func BuildReceiver(ctx context.Context, cfg ReceiverConfig, opts Options) (*rap.
 	if err != nil {
 		return nil, nil, err
 	}
-	queue, err := sqsq.NewQueue(sqs.NewFromConfig(awsCfg), sqsq.QueueConfig{URL: cfg.InputQueueURL})
+	queue, err := sqsq.NewClassQueues(sqs.NewFromConfig(awsCfg), sqsq.QueueConfig{URL: cfg.InputQueueURL}, cfg.BackgroundQueueURL)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -15,15 +15,19 @@ import (
 // RelayConfig is the delay relay's configuration.
 type RelayConfig struct {
 	InputQueueURL string
-	LogLevel      slog.Level
+	// BackgroundQueueURL is the background threads' input queue ("": one
+	// queue for both classes); wake-ups go to their class's queue.
+	BackgroundQueueURL string
+	LogLevel           slog.Level
 }
 
 // LoadRelayConfig reads the delay relay's configuration.
 func LoadRelayConfig(getenv func(string) string) (RelayConfig, error) {
 	r := &Reader{Get: getenv}
 	c := RelayConfig{
-		InputQueueURL: r.QueueURL(EnvInputQueueURL, "the FIFO input queue URL", true),
-		LogLevel:      r.LogLevel(),
+		InputQueueURL:      r.QueueURL(EnvInputQueueURL, "the FIFO input queue URL", true),
+		BackgroundQueueURL: r.BackgroundQueueURL(),
+		LogLevel:           r.LogLevel(),
 	}
 	if err := r.Err(); err != nil {
 		return RelayConfig{}, err
@@ -38,7 +42,7 @@ func BuildRelay(ctx context.Context, cfg RelayConfig, opts Options) (func(contex
 	if err != nil {
 		return nil, err
 	}
-	queue, err := sqsq.NewQueue(sqs.NewFromConfig(awsCfg), sqsq.QueueConfig{URL: cfg.InputQueueURL})
+	queue, err := sqsq.NewClassQueues(sqs.NewFromConfig(awsCfg), sqsq.QueueConfig{URL: cfg.InputQueueURL}, cfg.BackgroundQueueURL)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,13 @@
 // (compressed with a zstd dictionary the store learns from its own first
 // histories) by FreezeIdle, on every core.
 //
+// A thread with mail waits in its priority class's ready queue (an entry,
+// no goroutine) until the scheduler gives it one of a bounded number of
+// slots: interactive first, background with a guaranteed share so it is
+// never starved; each model's calls are bounded by its Budget (concurrency
+// and tokens per minute) so provider limits are avoided rather than
+// retried. See scheduler.go and budget.go.
+//
 // The package must not know about AWS or SQL; it implements the interfaces of
 // internal/runtime with memory and the Go scheduler.
 package local

@@ -53,14 +53,32 @@ func (g *gate) Complete(ctx context.Context, req *runtime.CompletionRequest, w r
 	return g.inner.Complete(ctx, req, w)
 }
 
-// Invariant 2: FIFO per thread, parallel across threads.
+// Invariant 2: FIFO per thread, parallel across threads, whatever the
+// scheduler's settings (priority only picks which thread runs next).
 func TestFIFOPerThreadParallelAcrossThreads(t *testing.T) {
+	for name, sc := range map[string]SchedulerConfig{
+		"default":             {},
+		"two_slots":           {Slots: 2},
+		"two_slots_fifo":      {Slots: 2, FIFO: true},
+		"budget_concurrency2": {Slots: 3, Budget: &Budget{Concurrency: 2, TokensPerMinute: 1 << 20}},
+	} {
+		t.Run(name, func(t *testing.T) { testFIFOPerThread(t, sc) })
+	}
+}
+
+func testFIFOPerThread(t *testing.T, sc SchedulerConfig) {
 	g := &gate{t: t, inner: &model.Sim{Chunks: 2}, active: map[string]int{}, met: make(chan struct{}), arrived: map[string]bool{}}
-	h := newHarness(t, g)
-	h.send(user("a", "a0", "hello a"), user("b", "b0", "hello b"))
+	h := newHarness(t, g, func(c *Config) { c.Scheduler = sc })
+	b := user("b", "b0", "hello b")
+	b.Class = runtime.ClassBackground
+	h.send(user("a", "a0", "hello a"), b)
 	const n = 40
 	for i := range n {
-		h.send(user("fifo", fmt.Sprintf("m%02d", i), fmt.Sprintf("message %02d", i)))
+		m := user("fifo", fmt.Sprintf("m%02d", i), fmt.Sprintf("message %02d", i))
+		if i%3 == 0 {
+			m.Class = runtime.ClassBackground // classes vary; the order must not
+		}
+		h.send(m)
 	}
 	h.wait()
 	if len(g.overlap) > 0 {

@@ -45,6 +45,9 @@ type Config struct {
 	// Inbox, when set, stores every message Send accepts before Send
 	// returns (see Inbox). Default: none (accepted messages live in memory).
 	Inbox Inbox
+	// Scheduler bounds the slices running at once and picks which thread
+	// runs next by priority class (see scheduler.go).
+	Scheduler SchedulerConfig
 }
 
 // DeadLetter is a message the system gave up on, with the reason.
@@ -82,6 +85,8 @@ type System struct {
 	dead     []DeadLetter
 	deadSeen int
 	deadIDs  map[string]bool // the IDs in dead, one dead letter per message
+	sched    *scheduler
+	budget   *BudgetedModel // nil without Scheduler.Budget
 }
 
 const mailboxShards = 64
@@ -95,6 +100,9 @@ type mailboxShard struct {
 type mailbox struct {
 	msgs []runtime.Message
 	kick bool // run a slice even with no messages (Kick)
+	// class is the thread's class (classIndex), from the message that
+	// made it ready.
+	class int
 }
 
 // New builds a System. Call Start before sending and Stop when done.
@@ -126,11 +134,28 @@ func New(cfg Config) (*System, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &System{cfg: cfg, log: cfg.Logger, seed: maphash.MakeSeed(), idle: make(chan struct{}), deadIDs: map[string]bool{}}
+	cfg.Scheduler = cfg.Scheduler.WithDefaults()
+	if err := cfg.Scheduler.validate(); err != nil {
+		return nil, err
+	}
+	s := &System{cfg: cfg, log: cfg.Logger, seed: maphash.MakeSeed(), idle: make(chan struct{}), deadIDs: map[string]bool{},
+		sched: newScheduler(cfg.Scheduler)}
 	for i := range s.shards {
 		s.shards[i].boxes = map[string]*mailbox{}
 	}
 	close(s.idle)
+	if b := cfg.Scheduler.Budget; b != nil {
+		bb := *b
+		if bb.Share == 0 {
+			bb.Share = cfg.Scheduler.BackgroundShare
+		}
+		bb.FIFO = bb.FIFO || cfg.Scheduler.FIFO
+		m, err := Budgeted(cfg.Model, bb)
+		if err != nil {
+			return nil, err
+		}
+		s.budget, cfg.Model = m, m
+	}
 	s.engine = &runtime.Engine{History: cfg.History, Dedup: cfg.Dedup, Queue: s, Output: cfg.Output,
 		Model: cfg.Model, Tools: cfg.Tools, Observer: cfg.Observer, Limits: cfg.Limits, Compaction: cfg.Compaction, Now: cfg.Now,
 		Agents: cfg.Agents}
@@ -162,7 +187,12 @@ func (s *System) Stop() {
 	if cancel != nil {
 		cancel()
 	}
+	// Threads still waiting for a slot get their goroutine as slots free
+	// up, see the cancelled context and are forgotten (drain).
 	s.wg.Wait()
+	if s.budget != nil {
+		s.budget.Close()
+	}
 }
 
 // Send validates and enqueues messages. Invalid messages are refused, all
@@ -188,7 +218,7 @@ func (s *System) Send(ctx context.Context, msgs ...runtime.Message) error {
 		}
 	}
 	for _, m := range msgs {
-		sh, box, err := s.lockBox(m.ThreadID)
+		sh, box, err := s.lockClassBox(m.ThreadID, m.Class)
 		if err != nil {
 			return err
 		}
@@ -209,27 +239,34 @@ func (s *System) accepting() error {
 	return nil
 }
 
-// lockBox returns the thread's mailbox, starting its goroutine if needed,
-// with its shard locked; the caller unlocks sh.mu.
+// lockBox returns the thread's mailbox (making the thread ready, as
+// interactive, if needed) with its shard locked; the caller unlocks sh.mu.
 func (s *System) lockBox(threadID string) (sh *mailboxShard, box *mailbox, err error) {
+	return s.lockClassBox(threadID, "")
+}
+
+// lockClassBox is lockBox for a thread of the given class: a new mailbox
+// goes into its class's ready queue, and the scheduler starts what may run
+// now (the goroutine reads the mailbox only under sh.mu, after the caller
+// has filled it).
+func (s *System) lockClassBox(threadID string, class runtime.Class) (sh *mailboxShard, box *mailbox, err error) {
 	sh = &s.shards[maphash.String(s.seed, threadID)%mailboxShards]
 	sh.mu.Lock()
 	box = sh.boxes[threadID]
 	if box == nil {
-		if !s.threadStarts() {
+		box = &mailbox{class: classIndex(class)}
+		if !s.threadStarts(threadID, sh, box) {
 			sh.mu.Unlock()
 			return nil, nil, errStopped
 		}
-		box = &mailbox{}
 		sh.boxes[threadID] = box
-		go s.drain(threadID, sh, box)
 	}
 	return sh, box, nil
 }
 
-// threadStarts counts a thread goroutine about to start; false when the
-// system is stopped.
-func (s *System) threadStarts() bool {
+// threadStarts counts a thread with work and makes it ready; false when
+// the system is stopped. Lock order: a shard's mu, then s.mu.
+func (s *System) threadStarts(threadID string, sh *mailboxShard, box *mailbox) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped.Load() {
@@ -239,17 +276,44 @@ func (s *System) threadStarts() bool {
 		s.idle = make(chan struct{})
 	}
 	s.active++
-	s.wg.Add(1)
+	s.sched.add(threadID, sh, box, s.cfg.Now())
+	s.dispatch()
 	return true
 }
 
-// threadEnds counts a thread goroutine that is exiting.
-func (s *System) threadEnds() {
+// threadEnds gives back the slot of a thread that has no work left and
+// counts it gone.
+func (s *System) threadEnds(box *mailbox) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.sched.done(box.class)
 	s.active--
 	if s.active == 0 {
 		close(s.idle)
+	}
+	s.dispatch()
+}
+
+// requeue gives back the slot of a thread that still has work, putting it
+// at the end of its class's ready queue.
+func (s *System) requeue(threadID string, sh *mailboxShard, box *mailbox) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sched.done(box.class)
+	s.sched.add(threadID, sh, box, s.cfg.Now())
+	s.dispatch()
+}
+
+// dispatch starts a goroutine for each ready thread the scheduler lets run
+// now. Called with s.mu held.
+func (s *System) dispatch() {
+	for {
+		r, ok := s.sched.take()
+		if !ok {
+			return
+		}
+		s.wg.Add(1)
+		go s.drain(r.threadID, r.sh, r.box)
 	}
 }
 
@@ -278,29 +342,48 @@ func (s *System) DeadLetters() ([]DeadLetter, int) {
 }
 
 // drain runs the thread's slices until its mailbox is empty, then exits.
+// It yields its slot (scheduler.shouldYield) when a background thread's
+// slice ends while interactive threads wait, or after a burst of slices
+// while any thread waits: the thread keeps its mailbox (so its messages
+// stay in order) and queues again at the end of its class's ready queue.
 func (s *System) drain(threadID string, sh *mailboxShard, box *mailbox) {
 	defer s.wg.Done()
+	ctx := withClass(s.ctx, box.class)
 	// Two batch arrays take turns: one is run while Send appends to the
 	// other (a slice does not keep its input batch).
 	var spare []runtime.Message
-	for {
+	for n := 1; ; n++ {
 		sh.mu.Lock()
 		batch, kick := box.msgs, box.kick
 		box.msgs, box.kick = spare, false
 		if (len(batch) == 0 && !kick) || s.ctx.Err() != nil {
 			delete(sh.boxes, threadID)
 			sh.mu.Unlock()
-			s.threadEnds()
+			s.threadEnds(box)
 			return
 		}
 		sh.mu.Unlock()
-		if s.runBatch(threadID, batch) && s.cfg.Inbox != nil && len(batch) > 0 {
+		if s.runBatch(ctx, threadID, batch) && s.cfg.Inbox != nil && len(batch) > 0 {
 			if err := s.cfg.Inbox.Done(threadID, ids(batch)); err != nil {
 				s.log.Warn("could not remove consumed messages from the inbox; they will be delivered again", "thread", threadID, "error", err)
 			}
 		}
 		clear(batch)
 		spare = batch[:0]
+		if s.sched.shouldYield(box.class, n) {
+			sh.mu.Lock()
+			more := (len(box.msgs) > 0 || box.kick) && s.ctx.Err() == nil
+			if !more {
+				delete(sh.boxes, threadID)
+			}
+			sh.mu.Unlock()
+			if more {
+				s.requeue(threadID, sh, box)
+			} else {
+				s.threadEnds(box)
+			}
+			return
+		}
 	}
 }
 
@@ -316,11 +399,11 @@ func ids(ms []runtime.Message) []string {
 // messages are redelivered as they would be from a queue; the engine
 // deduplicates what an earlier attempt already committed. It reports
 // whether the slice finished with the batch (false: Stop cancelled it).
-func (s *System) runBatch(threadID string, batch []runtime.Message) bool {
+func (s *System) runBatch(ctx context.Context, threadID string, batch []runtime.Message) bool {
 	var err error
 	for attempt := 1; attempt <= s.cfg.SliceAttempts; attempt++ {
 		var res *runtime.SliceResult
-		res, err = s.engine.RunSlice(s.ctx, runtime.SliceInput{ThreadID: threadID, Messages: batch,
+		res, err = s.engine.RunSlice(ctx, runtime.SliceInput{ThreadID: threadID, Messages: batch,
 			FirstDelivery: attempt == 1, Deadline: s.cfg.Now().Add(s.cfg.SliceTimeout)})
 		if res != nil && len(res.Rejected) > 0 {
 			for _, r := range res.Rejected {

@@ -52,6 +52,15 @@ type Config struct {
 	// Images says the model accepts images. When false, image parts of tool
 	// results are replaced with a text placeholder.
 	Images bool `json:"images,omitempty"`
+	// Concurrency is the most calls to this model a deployment makes at
+	// once (the provider's concurrency quota, or less); 0 means no bound.
+	// The embedded scheduler waits rather than exceed it, and the default
+	// number of concurrent slices is derived from it.
+	Concurrency int `json:"concurrency,omitempty"`
+	// TokensPerMinute is the most tokens (input + output) a minute the
+	// deployment spends on this model; set it a little below the
+	// provider's quota. 0 means no bound.
+	TokensPerMinute int `json:"tokens_per_minute,omitempty"`
 
 	Bedrock  *BedrockConfig  `json:"bedrock,omitempty"`
 	OpenAI   *OpenAIConfig   `json:"openai,omitempty"`
@@ -174,6 +183,15 @@ func (c *Config) validate(prefix string) error {
 	}
 	if c.MaxOutputTokens >= c.ContextWindow {
 		return bad("max_output_tokens", "%d leaves no room for input in a context window of %d", c.MaxOutputTokens, c.ContextWindow)
+	}
+	if c.Concurrency < 0 {
+		return bad("concurrency", "must be 0 (no bound) or a positive number of calls (got %d)", c.Concurrency)
+	}
+	if c.TokensPerMinute < 0 {
+		return bad("tokens_per_minute", "must be 0 (no bound) or a positive number of tokens (got %d)", c.TokensPerMinute)
+	}
+	if c.TokensPerMinute > 0 && c.TokensPerMinute < c.MaxOutputTokens {
+		return bad("tokens_per_minute", "%d is less than one completion's max_output_tokens %d", c.TokensPerMinute, c.MaxOutputTokens)
 	}
 	if r := c.MinOutputTokensPerSecond; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
 		return bad("min_output_tokens_per_second", "must be a positive rate, or 0 for the default %v (got %v)", DefaultMinOutputTokensPerSecond, r)
@@ -329,6 +347,8 @@ type Info struct {
 	ContextWindow   int
 	MaxOutputTokens int
 	Images          bool
+	Concurrency     int
+	TokensPerMinute int
 }
 
 // Described is implemented by every model FromConfig returns, so callers
@@ -339,7 +359,7 @@ type Described interface {
 
 func infoOf(c *Config) Info {
 	return Info{Name: c.Name, Provider: c.Provider, ModelID: c.ModelID, ContextWindow: c.ContextWindow,
-		MaxOutputTokens: c.MaxOutputTokens, Images: c.Images}
+		MaxOutputTokens: c.MaxOutputTokens, Images: c.Images, Concurrency: c.Concurrency, TokensPerMinute: c.TokensPerMinute}
 }
 
 // Option adjusts how FromConfig builds a model.

@@ -15,7 +15,7 @@ const goodCatalog = `{
   "default": "claude",
   "models": [
     {"name": "claude", "provider": "bedrock", "model_id": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
-     "context_window": 200000, "max_output_tokens": 16000, "images": true,
+     "context_window": 200000, "max_output_tokens": 16000, "images": true, "concurrency": 50, "tokens_per_minute": 2000000,
      "bedrock": {"region": "us-west-2", "tool_result_status": true}},
     {"name": "local", "provider": "openai", "model_id": "qwen3:8b", "context_window": 32768, "max_output_tokens": 4096,
      "openai": {"base_url": "http://127.0.0.1:11434/v1", "api_key": "ollama", "max_tokens_field": "max_tokens"}}
@@ -29,7 +29,7 @@ func TestDecodeCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	def, err := c.Lookup("")
-	if err != nil || def.Name != "claude" || def.Bedrock.Region != "us-west-2" {
+	if err != nil || def.Name != "claude" || def.Bedrock.Region != "us-west-2" || def.Concurrency != 50 || def.TokensPerMinute != 2000000 {
 		t.Fatalf("default lookup: %+v, %v", def, err)
 	}
 	local, err := c.Lookup("local")
@@ -77,6 +77,10 @@ func TestConfigErrors(t *testing.T) {
 			"models[0].openai.api_key", "one of them"},
 		{"bad max tokens field", `{"default":"a","models":[{"name":"a","provider":"openai","model_id":"m","context_window":10,"max_output_tokens":5,"openai":{"max_tokens_field":"max_new_tokens"}}]}`,
 			"models[0].openai.max_tokens_field", "max_new_tokens"},
+		{"negative concurrency", `{"default":"a","models":[{"name":"a","provider":"sim","model_id":"m","context_window":10,"max_output_tokens":5,"concurrency":-1}]}`,
+			"models[0].concurrency", "-1"},
+		{"tokens per minute below one completion", `{"default":"a","models":[{"name":"a","provider":"sim","model_id":"m","context_window":10,"max_output_tokens":5,"tokens_per_minute":4}]}`,
+			"models[0].tokens_per_minute", "less than one completion"},
 		{"bad bedrock endpoint", `{"default":"a","models":[{"name":"a","provider":"bedrock","model_id":"m","context_window":10,"max_output_tokens":5,"bedrock":{"endpoint":"ftp://x"}}]}`,
 			"models[0].bedrock.endpoint", "http"},
 		{"missing default", `{"models":[{"name":"a","provider":"openai","model_id":"m","context_window":10,"max_output_tokens":5}]}`,

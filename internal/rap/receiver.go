@@ -187,6 +187,7 @@ func (rc *Receiver) Accept(ctx context.Context, query map[string][]string, body 
 		}
 	}
 	msg := MessageFor(capa.ThreadID, capa.CallID, cb)
+	msg.Class = capa.Class // routes the message to its thread's class's queue
 	err = rc.cfg.Queue.Send(ctx, msg)
 	// A message the queue refuses for good (too large for its own limit,
 	// say) is fitted again with half the budget, then replaced by an error

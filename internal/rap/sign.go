@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentslice/agentslice/internal/runtime"
 )
 
 // Callback URLs are capabilities. Each invocation's callback_url carries
@@ -17,7 +19,10 @@ import (
 //	t = thread ID, c = tool call ID, e = expiry (Unix seconds),
 //	k = key ID, s = base64url(HMAC-SHA256(key, "rapcb1", k, t, c, e))
 //
-// as query parameters on the receiver's base URL (each part length-prefixed
+// as query parameters on the receiver's base URL, and, for a background
+// thread, p = its priority class, then also signed (appended to the MAC
+// input as "p", class), so the receiver queues the result in the thread's
+// class's queue and a tool cannot move it to another (each part length-prefixed
 // in the MAC input, so no two tuples share a MAC input). Only the runtime
 // holds the keys. The Keyring has a current key that signs and older keys
 // that still verify, so keys rotate without breaking URLs already handed out:
@@ -44,6 +49,7 @@ const (
 	paramExpires = "e"
 	paramKey     = "k"
 	paramSig     = "s"
+	paramClass   = "p" // optional: the thread's priority class, when background
 )
 
 // Sentinel errors of signature verification. A *CallbackError wraps them.
@@ -126,9 +132,13 @@ func decodeB64(s string) ([]byte, error) {
 // CurrentID returns the ID of the key that signs.
 func (kr *Keyring) CurrentID() string { return kr.current.ID }
 
-func mac(secret []byte, kid, thread, call, exp string) []byte {
+func mac(secret []byte, kid, thread, call, exp, class string) []byte {
 	h := hmac.New(sha256.New, secret)
-	for _, p := range []string{"rapcb1", kid, thread, call, exp} {
+	parts := []string{"rapcb1", kid, thread, call, exp}
+	if class != "" {
+		parts = append(parts, "p", class)
+	}
+	for _, p := range parts {
 		h.Write([]byte(strconv.Itoa(len(p))))
 		h.Write([]byte{':'})
 		h.Write([]byte(p))
@@ -141,8 +151,11 @@ func mac(secret []byte, kid, thread, call, exp string) []byte {
 type Capability struct {
 	ThreadID string
 	CallID   string
-	Expires  time.Time
-	KeyID    string
+	// Class is the thread's priority class as signed into the URL ("" for
+	// URLs minted without one: interactive).
+	Class   runtime.Class
+	Expires time.Time
+	KeyID   string
 }
 
 // CallbackError is a callback the receiver refuses, with the HTTP status to
@@ -187,8 +200,15 @@ func (kr *Keyring) Verify(q url.Values, now time.Time) (Capability, error) {
 	if !known {
 		return bad(paramKey, "unknown signing key")
 	}
+	var class string
+	if vs, ok := q[paramClass]; ok {
+		if len(vs) != 1 || !runtime.Class(vs[0]).Valid() || vs[0] == "" {
+			return bad(paramClass, "the priority class must appear at most once and be a known class")
+		}
+		class = vs[0]
+	}
 	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, mac(secret, kid, thread, call, exp)) {
+	if err != nil || !hmac.Equal(got, mac(secret, kid, thread, call, exp, class)) {
 		return bad(paramSig, "signature does not match")
 	}
 	secs, err := strconv.ParseInt(exp, 10, 64)
@@ -200,7 +220,7 @@ func (kr *Keyring) Verify(q url.Values, now time.Time) (Capability, error) {
 		return Capability{}, &CallbackError{Status: 403, Field: paramExpires,
 			Err: fmt.Errorf("%w (at %s)", ErrExpired, expires.UTC().Format(time.RFC3339))}
 	}
-	return Capability{ThreadID: thread, CallID: call, Expires: expires, KeyID: kid}, nil
+	return Capability{ThreadID: thread, CallID: call, Class: runtime.Class(class), Expires: expires, KeyID: kid}, nil
 }
 
 // Signer mints callback URLs.
@@ -214,8 +234,17 @@ type Signer struct {
 	Now func() time.Time
 }
 
-// CallbackURL returns the signed callback URL for one tool call.
+// CallbackURL returns the signed callback URL for one tool call of an
+// interactive thread.
 func (s *Signer) CallbackURL(threadID, callID string) (string, error) {
+	return s.ClassCallbackURL(threadID, callID, "")
+}
+
+// ClassCallbackURL returns the signed callback URL for one tool call of a
+// thread of the given class. A background class is signed into the URL so
+// the receiver queues the results in the background queue; interactive
+// (or "") leaves the URL as CallbackURL makes it.
+func (s *Signer) ClassCallbackURL(threadID, callID string, class runtime.Class) (string, error) {
 	if s == nil || s.Keys == nil {
 		return "", errors.New("rap: signer has no keyring")
 	}
@@ -238,7 +267,12 @@ func (s *Signer) CallbackURL(threadID, callID string) (string, error) {
 	q.Set(paramCall, callID)
 	q.Set(paramExpires, exp)
 	q.Set(paramKey, kid)
-	q.Set(paramSig, base64.RawURLEncoding.EncodeToString(mac(s.Keys.current.Secret, kid, threadID, callID, exp)))
+	var p string
+	if class.OrDefault() == runtime.ClassBackground {
+		p = string(runtime.ClassBackground)
+		q.Set(paramClass, p)
+	}
+	q.Set(paramSig, base64.RawURLEncoding.EncodeToString(mac(s.Keys.current.Secret, kid, threadID, callID, exp, p)))
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }

@@ -72,6 +72,11 @@ func (s *slice) applyAgent() (*AgentVersion, error) {
 	}
 	s.agent.applied = true
 	s.res.Agent = v.Agent.Name
+	if s.version == 0 && s.st.Parent == "" && !s.classNamed && v.Agent.Priority != "" {
+		// A new root thread no message gave a class: its agent's default.
+		s.st.Class = Class(v.Agent.Priority)
+		s.dirty = true
+	}
 	switch {
 	case s.st.Agent == "":
 		s.st.Agent, s.st.AgentHash = v.Agent.Name, v.Hash

@@ -76,10 +76,12 @@ func spawnThread(ctx context.Context, env *SyncEnv, inv Invocation) (ToolOutput,
 	}
 	child := ChildThreadID(env.Thread.ID, inv.CallID)
 	stack := append(slices.Clone(env.State.Stack), child)
-	env.CreateChild(ChildThread{ID: child, SpawnAt: env.Position,
-		State: ThreadState{Parent: env.Thread.ID, Stack: stack, SpawnCall: inv.CallID, Agent: agent, AgentHash: hash}})
+	st := ThreadState{Parent: env.Thread.ID, Stack: stack, SpawnCall: inv.CallID, Agent: agent, AgentHash: hash,
+		ParentClass: env.State.Class.OrDefault()}
+	st.Class = childClass(st.ParentClass, st)
+	env.CreateChild(ChildThread{ID: child, SpawnAt: env.Position, State: st})
 	env.State.Children = append(env.State.Children, child)
-	env.Send(Message{ID: DeriveID("start_", child), ThreadID: child, Kind: KindStart,
+	env.Send(Message{ID: DeriveID("start_", child), ThreadID: child, Kind: KindStart, Class: st.Class,
 		Text: "You are child thread " + child + " (thread stack " + strings.Join(stack, " > ") + "), spawned by your parent with these instructions:\n\n" +
 			a.Instructions + "\n\nWork on them alone. Use report_to_parent to send results, and close_thread when you are done."})
 	return ToolOutput{Text: "spawned thread " + child + "; it works in parallel and its reports arrive as events tied to this call"}, nil

@@ -49,14 +49,15 @@ func (s *slice) maybeCompact() {
 	}
 	child := DeriveID("cmp_", s.threadID, strconv.FormatInt(s.version+1, 10))
 	stack := append(append([]string(nil), s.st.Stack...), child)
-	s.children = append(s.children, ChildThread{ID: child, SpawnAt: covers,
-		State: ThreadState{Parent: s.threadID, Stack: stack, Temporary: true, Compaction: true, Covers: covers,
-			Agent: s.st.Agent, AgentHash: s.st.AgentHash}})
+	st := ThreadState{Parent: s.threadID, Stack: stack, Temporary: true, Compaction: true, Covers: covers,
+		Agent: s.st.Agent, AgentHash: s.st.AgentHash, ParentClass: s.st.Class.OrDefault()}
+	st.Class = childClass(st.ParentClass, st)
+	s.children = append(s.children, ChildThread{ID: child, SpawnAt: covers, State: st})
 	text := p.Instructions
 	if text == "" {
 		text = defaultCompactionInstructions
 	}
-	start := Message{V: MessageVersion, ID: DeriveID("start_", child), ThreadID: child, Kind: KindStart, Text: text}
+	start := Message{V: MessageVersion, ID: DeriveID("start_", child), ThreadID: child, Kind: KindStart, Text: text, Class: st.Class}
 	s.st.Outbox = append(s.st.Outbox, OutboxEntry{Message: &start})
 	s.st.Compacting = child
 	s.dirty = true

@@ -211,7 +211,7 @@ func (s *slice) runCall(ctx context.Context, call *Item) bool {
 		env := &SyncEnv{Thread: s.th, State: &s.st, Position: len(s.view) - 1, CallID: c.CallID, Now: s.e.now(),
 			Agent: s.agent.v, Agents: s.e.Agents}
 		out, err := entry.Sync.Run(ctx, env, Invocation{ThreadID: s.threadID, CallID: c.CallID, Name: c.Name,
-			Args: c.Args, Ancestors: ancestors(s.st.Stack)})
+			Args: c.Args, Ancestors: ancestors(s.st.Stack), Class: s.st.Class.OrDefault()})
 		if err != nil {
 			var rej *ToolRejectedError
 			if errors.As(err, &rej) {

@@ -7,6 +7,12 @@
 // listed in docs/design.md ("The slice contract"); each is pinned by a test in this
 // package or in internal/local.
 //
+// Priority classes (class.go): every thread is interactive or background,
+// fixed at creation (ThreadState.Class) and stamped on every message the
+// engine sends (Message.Class), so queues and schedulers order threads
+// without reading them. Classes never change the order of one thread's
+// messages.
+//
 // Agents (agent.go, agent_slice.go, agentdoc.go): a thread runs as one
 // named, content-versioned Agent (instructions, model, toolset allow-list,
 // limits). Engine.Agents resolves definitions; the thread's state records

@@ -164,6 +164,9 @@ type slice struct {
 	inputs   []string
 	dirty    bool
 	toolset  Toolset
+	// classNamed is whether a message of a new root thread named its class
+	// (else its agent's Priority may set it).
+	classNamed bool
 	// wasClosed is whether the thread was closed when loaded or by an
 	// earlier commit of this slice.
 	wasClosed bool
@@ -238,6 +241,10 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 	// copy-on-write only (slices are appended to or replaced, never written
 	// in place), so it needs no copy of its own.
 	s.st = th.State
+	if s.version == 0 && s.st.Class == "" && s.st.Parent == "" {
+		// A new root thread: its class is fixed now, from its first message.
+		s.st.Class, s.classNamed = batchClass(batch)
+	}
 	s.wasClosed = th.State.Closed
 	s.res.SliceID = sliceID(s.threadID, s.version, batch)
 	var textHandle *[]byte
@@ -581,7 +588,7 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 	for _, o := range s.st.Outbox {
 		switch {
 		case o.Message != nil:
-			if err := s.e.Queue.Send(ctx, *o.Message); err != nil {
+			if err := s.e.Queue.Send(ctx, s.stamp(*o.Message)); err != nil {
 				return false, fmt.Errorf("runtime: sending %s to thread %s: %w", o.Message.ID, o.Message.ThreadID, err)
 			}
 			if o.Message.Kind == KindContinue {
@@ -627,7 +634,8 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 			Text: fmt.Sprintf("error: tool %q is no longer available", p.Name)})
 		return true, nil
 	}
-	inv := Invocation{ThreadID: s.threadID, CallID: p.ID, Name: p.Name, Args: p.Args, Ancestors: ancestors(s.st.Stack)}
+	inv := Invocation{ThreadID: s.threadID, CallID: p.ID, Name: p.Name, Args: p.Args, Ancestors: ancestors(s.st.Stack),
+		Class: s.st.Class.OrDefault()}
 	if err := s.crash(CrashBeforeDispatch); err != nil {
 		return false, err
 	}
@@ -718,4 +726,23 @@ func ids(ms []Message) []string {
 // returns early when ctx ends or its deadline would pass (internal/retry).
 func (s *slice) backoff(ctx context.Context, n int) error {
 	return retry.Backoff{Base: s.lim.RetryBase}.Wait(ctx, n)
+}
+
+// stamp gives a message the class of the thread it is for when its sender
+// left it empty: this thread's own class, its parent's, or (for the
+// children it spawned, which inherit it) its own again. Messages to
+// threads created by this slice are stamped where they are built.
+func (s *slice) stamp(m Message) Message {
+	if m.Class != "" {
+		return m
+	}
+	switch {
+	case m.ThreadID == s.threadID:
+		m.Class = s.st.Class.OrDefault()
+	case m.ThreadID == s.st.Parent && s.st.Parent != "":
+		m.Class = s.st.ParentClass.OrDefault()
+	case slices.Contains(s.st.Children, m.ThreadID):
+		m.Class = s.st.Class.OrDefault()
+	}
+	return m
 }

@@ -177,11 +177,12 @@ func (s *slice) threaded(m Message) {
 	child := DeriveID("thr_", s.threadID, m.ID)
 	s.appendItem(Item{Kind: ItemMarker, Input: m.ID, CallID: m.ToolCallID, Text: "event handed to thread " + child})
 	stack := append(append([]string(nil), s.st.Stack...), child)
-	s.children = append(s.children, ChildThread{ID: child, SpawnAt: len(s.view) - 1,
-		State: ThreadState{Parent: s.threadID, Stack: stack, SpawnCall: m.ToolCallID, Temporary: true,
-			Agent: s.st.Agent, AgentHash: s.st.AgentHash}})
+	st := ThreadState{Parent: s.threadID, Stack: stack, SpawnCall: m.ToolCallID, Temporary: true,
+		Agent: s.st.Agent, AgentHash: s.st.AgentHash, ParentClass: s.st.Class.OrDefault()}
+	st.Class = childClass(st.ParentClass, st)
+	s.children = append(s.children, ChildThread{ID: child, SpawnAt: len(s.view) - 1, State: st})
 	start := Message{V: MessageVersion, ID: DeriveID("start_", child), ThreadID: child, Kind: KindStart,
-		ToolCallID: m.ToolCallID, From: m.Text, Content: m.Content, Final: m.Final}
+		ToolCallID: m.ToolCallID, From: m.Text, Content: m.Content, Final: m.Final, Class: st.Class}
 	s.st.Outbox = append(s.st.Outbox, OutboxEntry{Message: &start})
 }
 

@@ -81,6 +81,10 @@ type Message struct {
 	UserID string `json:"user_id,omitempty"`
 	// Covers is, for a summary, the length of the view it summarises.
 	Covers int `json:"covers,omitempty"`
+	// Class is the priority class of the thread the message is for ("" is
+	// interactive). Queues route by it; for a new root thread the first
+	// message's class becomes the thread's class. See Class.
+	Class Class `json:"class,omitempty"`
 	// Agent, on a user message, names the agent the thread runs as. Only a
 	// thread's first message binds it; naming another agent later is an
 	// error.
@@ -109,6 +113,9 @@ func (m *Message) Validate() error {
 		if err := checkID(m.ToolCallID); err != nil {
 			return bad("tool_call_id", "%s (required for kind %s)", err, m.Kind)
 		}
+	}
+	if !m.Class.Valid() {
+		return bad("class", "unknown priority class %q (want %q or %q)", m.Class, ClassInteractive, ClassBackground)
 	}
 	if m.Kind == KindAgent && m.Agent == "" {
 		return bad("agent", "missing: the agent to switch to")

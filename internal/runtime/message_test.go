@@ -102,3 +102,23 @@ func TestDeriveIDIsStableAndUnambiguous(t *testing.T) {
 		t.Fatal("part boundaries are ambiguous")
 	}
 }
+
+func TestMessageClassIsChecked(t *testing.T) {
+	for _, c := range []Class{"", ClassInteractive, ClassBackground} {
+		m := Message{V: 1, ID: "m", ThreadID: "t", Kind: KindUser, Text: "x", Class: c}
+		if err := m.Validate(); err != nil {
+			t.Errorf("class %q refused: %v", c, err)
+		}
+	}
+	m := Message{V: 1, ID: "m", ThreadID: "t", Kind: KindUser, Text: "x", Class: "urgent"}
+	var bm *BadMessageError
+	if err := m.Validate(); !errors.As(err, &bm) || bm.Field != "class" {
+		t.Fatalf("class urgent: got %v, want a BadMessageError on field class", err)
+	}
+	if c, err := ParseClass(""); err != nil || c != ClassInteractive {
+		t.Fatalf("ParseClass(\"\") = %q, %v; want interactive", c, err)
+	}
+	if _, err := ParseClass("urgent"); err == nil {
+		t.Fatal("ParseClass(urgent) accepted")
+	}
+}

@@ -59,6 +59,12 @@ type ThreadState struct {
 	// up to Covers (a position in its view) for its parent.
 	Compaction bool `json:"compaction,omitempty"`
 	Covers     int  `json:"covers,omitempty"`
+	// Class is the thread's priority class, fixed at creation ("" in
+	// states written before classes existed: interactive).
+	Class Class `json:"class,omitempty"`
+	// ParentClass is the parent's class, so reports and summaries are
+	// routed to the parent's queue without reading the parent.
+	ParentClass Class `json:"parent_class,omitempty"`
 	// Agent is the agent the thread is bound to ("" when the deployment
 	// defines no agents), fixed when the thread is created.
 	Agent string `json:"agent,omitempty"`

@@ -25,6 +25,10 @@ type Invocation struct {
 	// root thread.
 	Ancestors []string
 	UserID    string
+	// Class is the calling thread's priority class; tools stamp it on the
+	// messages they send back (results, wake-ups) so they reach the
+	// thread's queue.
+	Class Class
 }
 
 // Tool is an asynchronous tool: Dispatch sends the call and returns without

@@ -124,6 +124,10 @@ type messageRequest struct {
 	// ID makes the request idempotent: the same ID is processed once.
 	ID     string `json:"id,omitempty"`
 	UserID string `json:"user_id,omitempty"`
+	// Class is the priority class of a thread this message creates
+	// ("interactive", the default, or "background"); an existing thread
+	// keeps the class it was created with.
+	Class runtime.Class `json:"class,omitempty"`
 	// Agent names the agent a new thread runs as (default: the default
 	// agent); on an existing thread it must be the one it runs as.
 	Agent string `json:"agent,omitempty"`
@@ -151,7 +155,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		req.ID = newMessageID()
 	}
 	msg := runtime.Message{V: runtime.MessageVersion, ID: req.ID, ThreadID: thread, Kind: runtime.KindUser, Text: req.Text, UserID: req.UserID,
-		Agent: req.Agent}
+		Class: req.Class, Agent: req.Agent}
 	if err := msg.Validate(); err != nil {
 		var bm *runtime.BadMessageError
 		if errors.As(err, &bm) {
@@ -172,6 +176,9 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.checkAgent(w, req.Agent, th.State) {
 		return
+	}
+	if th.State.Class != "" {
+		msg.Class = th.State.Class // fixed at creation; the scheduler queues by it
 	}
 	if err := s.sys.Send(r.Context(), msg); err != nil {
 		var bm *runtime.BadMessageError

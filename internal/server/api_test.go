@@ -39,6 +39,7 @@ func TestBadRequests(t *testing.T) {
 		{"GET messages", "GET", "/threads/t1/messages", ``, 405, "", "allowed: POST"},
 		{"unknown path", "GET", "/nope", ``, 404, "", "no such endpoint"},
 		{"unsigned callback", "POST", CallbackPath, `{"type":"tool_result"}`, 403, "", "signature"},
+		{"unknown class", "POST", "/threads/t1/messages", `{"text":"hi","class":"urgent"}`, 400, "class", "unknown priority class"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,4 +148,26 @@ func TestStreamEndsOnStop(t *testing.T) {
 		t.Fatal("the stream outlived the server")
 	}
 	srv.Stop() // twice is fine
+}
+
+// TestMessageClass: a message that creates a thread sets its class; a later
+// message cannot change it.
+func TestMessageClass(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, Config{})
+	postMessage(t, srv, "thr_bg", `{"text":"nightly job","class":"background"}`)
+	waitIdle(t, srv)
+	postMessage(t, srv, "thr_bg", `{"text":"and now interactive?","class":"interactive"}`)
+	waitIdle(t, srv)
+	postMessage(t, srv, "thr_user", `{"text":"hello"}`)
+	waitIdle(t, srv)
+	for id, want := range map[string]runtime.Class{"thr_bg": runtime.ClassBackground, "thr_user": runtime.ClassInteractive} {
+		th, err := srv.store.Load(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if th.State.Class != want {
+			t.Errorf("thread %s has class %q, want %q", id, th.State.Class, want)
+		}
+	}
 }

@@ -263,6 +263,13 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		compaction = &runtime.CompactionPolicy{ContextWindow: s.set.model.ContextWindow, Threshold: s.cfg.Compaction.Threshold}
 	}
 	l := s.cfg.Limits
+	var sched local.SchedulerConfig
+	if mc := s.set.model; mc.Concurrency > 0 || mc.TokensPerMinute > 0 {
+		// The catalog's limits for the model: calls wait for room instead
+		// of meeting the provider's throttling.
+		sched.Budget = &local.Budget{Concurrency: mc.Concurrency, TokensPerMinute: mc.TokensPerMinute,
+			EstimateTokens: min(mc.MaxOutputTokens, mc.TokensPerMinute)}
+	}
 	s.display.max, s.views, s.choices = 10000, newViewIndex(10000), rap.NewMemoryChoices(10000)
 	s.running.next, s.running.srv = runtime.SlogObserver{Logger: s.log}, s
 	var agents runtime.Agents
@@ -273,7 +280,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		Model: deltaModel{inner: s.model, srv: s}, Tools: s.loader, History: newPublishingStore(s.store, s), Output: s.events,
 		Logger: s.log, Observer: &s.running,
 		Limits:        runtime.Limits{MaxCompletions: l.MaxCompletions, ModelAttempts: l.ModelAttempts},
-		SliceAttempts: l.SliceAttempts, Compaction: compaction, Agents: agents, Inbox: s.inbox,
+		SliceAttempts: l.SliceAttempts, Compaction: compaction, Scheduler: sched, Agents: agents, Inbox: s.inbox,
 	})
 	if err != nil {
 		return fmt.Errorf("server: building the embedded system: %w", err)

@@ -92,7 +92,7 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 	if err != nil {
 		return fail(err)
 	}
-	queue, err := sqsq.NewQueue(sqsClient, sqsq.QueueConfig{URL: cfg.InputQueueURL})
+	queue, err := sqsq.NewClassQueues(sqsClient, sqsq.QueueConfig{URL: cfg.InputQueueURL}, cfg.BackgroundQueueURL)
 	if err != nil {
 		return fail(err)
 	}
@@ -101,7 +101,8 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 		return fail(err)
 	}
 	tm, err := timers.New(sqsClient, schedClient, timers.Config{DelayQueueURL: cfg.DelayQueueURL, InputQueueURL: cfg.InputQueueURL,
-		SchedulerRoleARN: cfg.SchedulerRoleARN, ScheduleGroup: cfg.ScheduleGroup, DeadLetterARN: cfg.ScheduleDLQARN, Now: opts.Now})
+		BackgroundQueueURL: cfg.BackgroundQueueURL,
+		SchedulerRoleARN:   cfg.SchedulerRoleARN, ScheduleGroup: cfg.ScheduleGroup, DeadLetterARN: cfg.ScheduleDLQARN, Now: opts.Now})
 	if err != nil {
 		return fail(err)
 	}
@@ -135,6 +136,8 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 	if err != nil {
 		return fail(fmt.Errorf("serverless: %s: %w", lambdafn.EnvModelCatalog, err))
 	}
+	metrics := &lambdafn.Metrics{W: opts.Stdout, Now: opts.Now}
+	mdl = &throttleCounter{Model: mdl, name: cfg.Model.Name, metrics: metrics, log: opts.Logger}
 	// The catalog entry's context window (validated positive) sets when a
 	// thread is summarised.
 	compaction := &runtime.CompactionPolicy{ContextWindow: cfg.Model.ContextWindow}
@@ -159,7 +162,7 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 		Liveness: &runtime.Liveness{Timers: tm},
 	}
 	f.Handler = &Handler{Slices: f.Engine, DeadLetters: dlq, Logger: opts.Logger,
-		Metrics: &lambdafn.Metrics{W: opts.Stdout, Now: opts.Now}, Margin: cfg.Margin, Now: opts.Now, Notices: f.disp}
+		Metrics: metrics, Margin: cfg.Margin, Now: opts.Now, Notices: f.disp}
 	return f, nil
 }
 

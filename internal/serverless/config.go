@@ -22,7 +22,10 @@ const DefaultDSQLUser = "admin"
 // SliceConfig is the slice function's configuration.
 type SliceConfig struct {
 	InputQueueURL, DLQURL, OutputQueueURL, DelayQueueURL string
-	DedupTable                                           string
+	// BackgroundQueueURL is the background threads' input queue ("": one
+	// queue for both classes).
+	BackgroundQueueURL string
+	DedupTable         string
 	// Exactly one of DSQLEndpoint and PGDSN is set.
 	DSQLEndpoint, DSQLUser, Region  string
 	PGDSN                           string
@@ -50,20 +53,21 @@ type SliceConfig struct {
 func LoadSliceConfig(getenv func(string) string) (SliceConfig, error) {
 	r := &lambdafn.Reader{Get: getenv}
 	c := SliceConfig{
-		InputQueueURL:    r.QueueURL(lambdafn.EnvInputQueueURL, "the FIFO input queue URL", true),
-		DLQURL:           r.URL(lambdafn.EnvDLQURL, "the input queue's dead-letter queue URL"),
-		OutputQueueURL:   r.QueueURL(lambdafn.EnvOutputQueueURL, "the standard output queue URL", false),
-		DelayQueueURL:    r.QueueURL(lambdafn.EnvDelayQueueURL, "the standard delay queue URL", false),
-		DedupTable:       r.Must(lambdafn.EnvDedupTable, "the DynamoDB table of processed message IDs"),
-		DSQLEndpoint:     r.Opt(lambdafn.EnvDSQLEndpoint),
-		PGDSN:            r.Opt(lambdafn.EnvPGDSN),
-		SchedulerRoleARN: r.Must(lambdafn.EnvSchedulerRoleARN, "the IAM role EventBridge Scheduler assumes to send wake-ups"),
-		ScheduleGroup:    r.Opt(lambdafn.EnvScheduleGroup),
-		ScheduleDLQARN:   r.Opt(lambdafn.EnvScheduleDLQARN),
-		CallbackURL:      r.URL(lambdafn.EnvCallbackURL, "the callback receiver's Function URL"),
-		Keys:             r.Keys(),
-		Margin:           DefaultMargin,
-		LogLevel:         r.LogLevel(),
+		InputQueueURL:      r.QueueURL(lambdafn.EnvInputQueueURL, "the FIFO input queue URL", true),
+		BackgroundQueueURL: r.BackgroundQueueURL(),
+		DLQURL:             r.URL(lambdafn.EnvDLQURL, "the input queue's dead-letter queue URL"),
+		OutputQueueURL:     r.QueueURL(lambdafn.EnvOutputQueueURL, "the standard output queue URL", false),
+		DelayQueueURL:      r.QueueURL(lambdafn.EnvDelayQueueURL, "the standard delay queue URL", false),
+		DedupTable:         r.Must(lambdafn.EnvDedupTable, "the DynamoDB table of processed message IDs"),
+		DSQLEndpoint:       r.Opt(lambdafn.EnvDSQLEndpoint),
+		PGDSN:              r.Opt(lambdafn.EnvPGDSN),
+		SchedulerRoleARN:   r.Must(lambdafn.EnvSchedulerRoleARN, "the IAM role EventBridge Scheduler assumes to send wake-ups"),
+		ScheduleGroup:      r.Opt(lambdafn.EnvScheduleGroup),
+		ScheduleDLQARN:     r.Opt(lambdafn.EnvScheduleDLQARN),
+		CallbackURL:        r.URL(lambdafn.EnvCallbackURL, "the callback receiver's Function URL"),
+		Keys:               r.Keys(),
+		Margin:             DefaultMargin,
+		LogLevel:           r.LogLevel(),
 	}
 	switch {
 	case c.DSQLEndpoint == "" && c.PGDSN == "":

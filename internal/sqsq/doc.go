@@ -9,6 +9,11 @@
 //
 // # Input queue (FIFO)
 //
+// A deployment has one FIFO input queue per priority class (interactive,
+// background); Router (NewClassQueues) sends each message to its
+// runtime.Message.Class's queue. All messages of a thread carry its class,
+// so a thread's messages share one queue and keep their order.
+//
 // Each message goes out with
 //
 //   - MessageGroupId = GroupID(thread ID): the thread ID itself when SQS

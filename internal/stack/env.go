@@ -22,7 +22,8 @@ package stack
 //	AGENTSLICE_CALLBACK_KEYS_SECRET     x         x
 const (
 	EnvInputQueueURL      = "AGENTSLICE_INPUT_QUEUE_URL"
-	EnvDLQURL             = "AGENTSLICE_DLQ_URL" // the input queue's FIFO DLQ
+	EnvBackgroundQueueURL = "AGENTSLICE_BACKGROUND_QUEUE_URL" // background threads' FIFO input queue
+	EnvDLQURL             = "AGENTSLICE_DLQ_URL"              // the input queue's FIFO DLQ
 	EnvOutputQueueURL     = "AGENTSLICE_OUTPUT_QUEUE_URL"
 	EnvDelayQueueURL      = "AGENTSLICE_DELAY_QUEUE_URL"
 	EnvDedupTable         = "AGENTSLICE_DEDUP_TABLE"   // table name

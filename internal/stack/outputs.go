@@ -9,6 +9,7 @@ import (
 // the agentslice command line reads).
 const (
 	OutInputQueueURL   = "InputQueueUrl"
+	OutBackgroundURL   = "BackgroundQueueUrl"
 	OutInputDLQURL     = "InputDlqUrl"
 	OutOutputQueueURL  = "OutputQueueUrl"
 	OutDelayQueueURL   = "DelayQueueUrl"
@@ -31,6 +32,7 @@ func (s *Stack) addOutputs() {
 	}
 	q := s.Queues
 	out(OutInputQueueURL, q.Input.QueueUrl(), "FIFO input queue (agentslice send --queue-url)")
+	out(OutBackgroundURL, q.InputBackground.QueueUrl(), "FIFO input queue of background threads (agentslice send --class background)")
 	out(OutInputDLQURL, q.InputDLQ.QueueUrl(), "FIFO dead-letter queue of the input queue (poison messages)")
 	out(OutOutputQueueURL, q.Output.QueueUrl(), "output queue of agent replies (agentslice tail --queue-url)")
 	out(OutDelayQueueURL, q.Delay.QueueUrl(), "delay queue for sleeps up to 900 s")

@@ -48,6 +48,12 @@ type StackProps struct {
 	// MaxConcurrency caps how many slice functions the input queue's event
 	// source runs at once (2..1000); 0 means DefaultMaxConcurrency.
 	MaxConcurrency int
+	// BackgroundMaxConcurrency caps the slice functions the background
+	// input queue's event source runs at once (2..1000, at most
+	// MaxConcurrency); 0 means DefaultBackgroundMaxConcurrency (or
+	// MaxConcurrency when that is lower). Interactive threads keep the
+	// difference for themselves under a background flood.
+	BackgroundMaxConcurrency int
 	// CallbackPrincipals are IAM principal ARNs (roles, users, or accounts
 	// as arn:aws:iam::123456789012:root) allowed to invoke the receiver's
 	// Function URL, for RAP tool servers outside this account: each gets
@@ -73,6 +79,9 @@ type StackProps struct {
 const (
 	DefaultSliceBatchSize = 10
 	DefaultMaxConcurrency = 50
+	// DefaultBackgroundMaxConcurrency is the background queue's default:
+	// a fifth of the default interactive limit.
+	DefaultBackgroundMaxConcurrency = 10
 )
 
 // PropsError is a StackProps field that cannot be deployed.
@@ -121,6 +130,12 @@ func (p *StackProps) Check() (*model.Catalog, error) {
 	}
 	if n := p.MaxConcurrency; n != 0 && (n < 2 || n > 1000) {
 		return nil, bad("MaxConcurrency", "%d is outside 2..1000, or 0 for the default", n)
+	}
+	if n := p.BackgroundMaxConcurrency; n != 0 && (n < 2 || n > 1000) {
+		return nil, bad("BackgroundMaxConcurrency", "%d is outside 2..1000, or 0 for the default", n)
+	}
+	if n, m := p.BackgroundMaxConcurrency, p.MaxConcurrency; n != 0 && m != 0 && n > m {
+		return nil, bad("BackgroundMaxConcurrency", "%d is above MaxConcurrency %d; background should get less than interactive", n, m)
 	}
 	if p.PublicCallbacks && len(p.CallbackPrincipals) > 0 {
 		return nil, bad("CallbackPrincipals", "set together with PublicCallbacks; a public URL needs no principals")

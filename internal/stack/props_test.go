@@ -80,6 +80,9 @@ func TestCheck(t *testing.T) {
 		{name: "unknown model", edit: func(p *StackProps) { p.ModelName = "gpt-9" }, wantField: "ModelName", wantIn: "gpt-9"},
 		{name: "batch too big", edit: func(p *StackProps) { p.SliceBatchSize = 11 }, wantField: "SliceBatchSize", wantIn: "1..10"},
 		{name: "concurrency 1", edit: func(p *StackProps) { p.MaxConcurrency = 1 }, wantField: "MaxConcurrency", wantIn: "2..1000"},
+		{name: "background concurrency 1", edit: func(p *StackProps) { p.BackgroundMaxConcurrency = 1 }, wantField: "BackgroundMaxConcurrency", wantIn: "2..1000"},
+		{name: "background above interactive", edit: func(p *StackProps) { p.MaxConcurrency, p.BackgroundMaxConcurrency = 5, 6 },
+			wantField: "BackgroundMaxConcurrency", wantIn: "above MaxConcurrency"},
 		{name: "public and principals", edit: func(p *StackProps) {
 			p.PublicCallbacks, p.CallbackPrincipals = true, []string{"arn:aws:iam::123456789012:root"}
 		}, wantField: "CallbackPrincipals", wantIn: "PublicCallbacks"},

@@ -30,6 +30,10 @@ type Queues struct {
 	// (MessageGroupId = thread); InputDLQ its FIFO dead-letter queue, where
 	// the slice function also moves poison messages at once.
 	Input, InputDLQ awssqs.Queue
+	// InputBackground is the FIFO input queue of background threads (see
+	// runtime.Class); its dead letters go to InputDLQ too. A thread's
+	// messages all go through its class's queue.
+	InputBackground awssqs.Queue
 	// Delay is the standard queue for short sleeps (per-message
 	// DelaySeconds), drained by the delay relay into Input.
 	Delay, DelayDLQ awssqs.Queue
@@ -64,6 +68,7 @@ func newQueues(scope constructs.Construct, sliceTimeout, relayTimeout time.Durat
 	}
 	q.InputDLQ = fifo("InputDLQ", nil, 0)
 	q.Input = fifo("InputQueue", q.InputDLQ, visibilityFactor*sliceTimeout)
+	q.InputBackground = fifo("InputBackgroundQueue", q.InputDLQ, visibilityFactor*sliceTimeout)
 	q.DelayDLQ = standard("DelayDLQ", nil, 0)
 	q.Delay = standard("DelayQueue", q.DelayDLQ, visibilityFactor*relayTimeout)
 	q.WakeupDLQ = standard("WakeupDLQ", q.DelayDLQ, visibilityFactor*relayTimeout)

@@ -159,6 +159,7 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 		}))
 	}
 	q.Input.GrantSendMessages(s.Relay)
+	s.addBackgroundQueue(backgroundConcurrency(props.BackgroundMaxConcurrency, maxConc), batch)
 
 	s.addOutputs()
 	s.checkNag()
@@ -216,7 +217,7 @@ func grantReadSecret(fn awslambda.Function, secret awssecretsmanager.Secret) {
 // Lambda's 4 KB with the deploy-time values estimated generously.
 func checkEnvBudget(catalog, toolServers, modelName, agents string) error {
 	size := len(catalog) + len(toolServers) + len(modelName) + len(agents)
-	for _, name := range []string{EnvInputQueueURL, EnvDLQURL, EnvOutputQueueURL, EnvDelayQueueURL,
+	for _, name := range []string{EnvInputQueueURL, EnvBackgroundQueueURL, EnvDLQURL, EnvOutputQueueURL, EnvDelayQueueURL,
 		EnvDedupTable, EnvDSQLEndpoint, EnvDSQLUser, EnvSchedulerRoleARN, EnvScheduleGroup, EnvScheduleDLQARN, EnvModelCatalog,
 		EnvModel, EnvAgents, EnvToolServers, EnvCallbackURL, EnvCallbackKeysSecret} {
 		size += len(name)

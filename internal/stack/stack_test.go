@@ -118,7 +118,7 @@ func (f *fixture) build() (err error) {
 	}
 	f.full, err = New(app, "Full", StackProps{
 		ToolServers: fullTools, ModelCatalog: fullCatalog, ModelName: "custom", BinDir: bin, Agents: fullAgents,
-		SliceBatchSize: 5, MaxConcurrency: 7, RetainData: true,
+		SliceBatchSize: 5, MaxConcurrency: 7, BackgroundMaxConcurrency: 3, RetainData: true,
 		CallbackPrincipals: []string{"arn:aws:iam::210987654321:role/tool-server"},
 	})
 	if err != nil {
@@ -228,9 +228,9 @@ func TestDefaultRulesAreLive(t *testing.T) {
 func TestResourceCounts(t *testing.T) {
 	f := setup(t)
 	for typ, n := range map[string]float64{
-		"AWS::SQS::Queue":                 7,
+		"AWS::SQS::Queue":                 8, // interactive and background input queues
 		"AWS::Lambda::Function":           3,
-		"AWS::Lambda::EventSourceMapping": 3,
+		"AWS::Lambda::EventSourceMapping": 4, // one per input queue + the delay relay's two
 		"AWS::Lambda::Url":                1,
 		"AWS::DynamoDB::GlobalTable":      1,
 		"AWS::DSQL::Cluster":              1,
@@ -276,6 +276,7 @@ func TestQueues(t *testing.T) {
 		want  obj
 	}{
 		{"input", q.Input, with(obj{"VisibilityTimeout": f.def.Budget.Visibility().Seconds(), "RedrivePolicy": dlq(q.InputDLQ)})},
+		{"background input", q.InputBackground, with(obj{"VisibilityTimeout": f.def.Budget.Visibility().Seconds(), "RedrivePolicy": dlq(q.InputDLQ)})},
 		{"input DLQ", q.InputDLQ, with(nil)},
 		{"delay", q.Delay, with(obj{"VisibilityTimeout": 6 * RelayTimeout.Seconds(), "RedrivePolicy": dlq(q.DelayDLQ)})},
 		{"delay DLQ", q.DelayDLQ, with(nil)},
@@ -290,7 +291,7 @@ func TestQueues(t *testing.T) {
 				t.Errorf("%s: %s = %s, want %s", c.name, k, js(props[k]), js(want))
 			}
 		}
-		isFIFO := c.queue == q.Input || c.queue == q.InputDLQ
+		isFIFO := c.queue == q.Input || c.queue == q.InputDLQ || c.queue == q.InputBackground
 		for k, want := range fifo {
 			if got, ok := props[k]; isFIFO && !sameJSON(got, want) {
 				t.Errorf("%s: %s = %s, want %s", c.name, k, js(got), js(want))
@@ -305,7 +306,7 @@ func TestQueues(t *testing.T) {
 			"PolicyDocument": like(obj{"Statement": assertions.Match_ArrayWith(arr(like(obj{
 				"Effect": "Deny", "Condition": obj{"Bool": obj{"aws:SecureTransport": "false"}},
 			})))}),
-		}), jsii.Number(7))
+		}), jsii.Number(8))
 	})
 }
 
@@ -437,6 +438,10 @@ func TestEventSources(t *testing.T) {
 			obj{"BatchSize": DefaultSliceBatchSize, "ScalingConfig": obj{"MaximumConcurrency": DefaultMaxConcurrency}}},
 		{"slice custom", f.full, f.fullT, f.full.Slice, f.full.Queues.Input,
 			obj{"BatchSize": 5, "ScalingConfig": obj{"MaximumConcurrency": 7}}},
+		{"slice background default", f.def, f.defT, f.def.Slice, f.def.Queues.InputBackground,
+			obj{"BatchSize": DefaultSliceBatchSize, "ScalingConfig": obj{"MaximumConcurrency": DefaultBackgroundMaxConcurrency}}},
+		{"slice background custom", f.full, f.fullT, f.full.Slice, f.full.Queues.InputBackground,
+			obj{"BatchSize": 5, "ScalingConfig": obj{"MaximumConcurrency": 3}}},
 		{"relay", f.def, f.defT, f.def.Relay, f.def.Queues.Delay,
 			obj{"BatchSize": 10, "ScalingConfig": assertions.Match_Absent()}},
 		{"relay of dead-lettered wake-ups", f.def, f.defT, f.def.Relay, f.def.Queues.WakeupDLQ,
@@ -502,6 +507,7 @@ func TestEnvironment(t *testing.T) {
 	}
 	wantSlice := obj{
 		EnvInputQueueURL:      s.Resolve(q.Input.QueueUrl()),
+		EnvBackgroundQueueURL: s.Resolve(q.InputBackground.QueueUrl()),
 		EnvDLQURL:             s.Resolve(q.InputDLQ.QueueUrl()),
 		EnvOutputQueueURL:     s.Resolve(q.Output.QueueUrl()),
 		EnvDelayQueueURL:      s.Resolve(q.Delay.QueueUrl()),
@@ -530,10 +536,12 @@ func TestEnvironment(t *testing.T) {
 	})
 	checkEnv(t, "rapreceiver", envOf(t, f.defJSON, s.Resolve(s.Receiver.FunctionArn())), obj{
 		EnvInputQueueURL:      s.Resolve(q.Input.QueueUrl()),
+		EnvBackgroundQueueURL: s.Resolve(q.InputBackground.QueueUrl()),
 		EnvCallbackKeysSecret: s.Resolve(s.Keyring.SecretArn()),
 	}, nil)
 	checkEnv(t, "delayrelay", envOf(t, f.defJSON, s.Resolve(s.Relay.FunctionArn())), obj{
-		EnvInputQueueURL: s.Resolve(q.Input.QueueUrl()),
+		EnvInputQueueURL:      s.Resolve(q.Input.QueueUrl()),
+		EnvBackgroundQueueURL: s.Resolve(q.InputBackground.QueueUrl()),
 	}, nil)
 
 	full := envOf(t, f.fullJSON, f.full.Resolve(f.full.Slice.FunctionArn()))
@@ -611,7 +619,9 @@ func TestLeastPrivilege(t *testing.T) {
 			"slicefn": {
 				logs(s.Slice),
 				{consume, r(q.Input.QueueArn())},
+				{consume, r(q.InputBackground.QueueArn())},
 				{send, r(q.Input.QueueArn())},
+				{send, r(q.InputBackground.QueueArn())},
 				{send, r(q.InputDLQ.QueueArn())},
 				{send, r(q.Output.QueueArn())},
 				{send, r(q.Delay.QueueArn())},
@@ -622,9 +632,11 @@ func TestLeastPrivilege(t *testing.T) {
 				{[]string{"iam:PassRole"}, r(s.Scheduler.Role.RoleArn())},
 				{[]string{"bedrock:InvokeModelWithResponseStream"}, bedrock},
 			},
-			"rapreceiver": {logs(s.Receiver), {send, r(q.Input.QueueArn())}, secret},
-			"delayrelay":  {logs(s.Relay), {consume, r(q.Delay.QueueArn())}, {consume, r(q.WakeupDLQ.QueueArn())}, {send, r(q.Input.QueueArn())}},
-			"scheduler":   {{[]string{"sqs:SendMessage"}, []any{r(q.Input.QueueArn()), r(q.WakeupDLQ.QueueArn())}}},
+			"rapreceiver": {logs(s.Receiver), {send, r(q.Input.QueueArn())}, {send, r(q.InputBackground.QueueArn())}, secret},
+			"delayrelay": {logs(s.Relay), {consume, r(q.Delay.QueueArn())}, {consume, r(q.WakeupDLQ.QueueArn())}, {send, r(q.Input.QueueArn())},
+				{send, r(q.InputBackground.QueueArn())}},
+			"scheduler": {{[]string{"sqs:SendMessage"}, []any{r(q.Input.QueueArn()), r(q.WakeupDLQ.QueueArn())}},
+				{[]string{"sqs:SendMessage"}, r(q.InputBackground.QueueArn())}},
 		}
 		roles := map[string]any{
 			"slicefn":     r(s.Slice.Role().RoleArn()),
@@ -669,6 +681,7 @@ func TestOutputs(t *testing.T) {
 	s := f.def
 	for name, value := range map[string]*string{
 		OutInputQueueURL:   s.Queues.Input.QueueUrl(),
+		OutBackgroundURL:   s.Queues.InputBackground.QueueUrl(),
 		OutInputDLQURL:     s.Queues.InputDLQ.QueueUrl(),
 		OutOutputQueueURL:  s.Queues.Output.QueueUrl(),
 		OutDelayQueueURL:   s.Queues.Delay.QueueUrl(),
@@ -685,7 +698,7 @@ func TestOutputs(t *testing.T) {
 			f.defT.HasOutput(jsii.String(name), obj{"Value": s.Resolve(value)})
 		})
 	}
-	if outs := *f.defT.FindOutputs(jsii.String("*"), obj{}); len(outs) != 12 {
-		t.Errorf("%d outputs, want 12", len(outs))
+	if outs := *f.defT.FindOutputs(jsii.String("*"), obj{}); len(outs) != 13 {
+		t.Errorf("%d outputs, want 13", len(outs))
 	}
 }

@@ -7,6 +7,10 @@
 // interrupted is recorded as late and ignored) and it keeps no state: every
 // decision is made from the Timer and the clock.
 //
+// A wake-up goes to its thread's class's input queue: a schedule of a
+// background thread targets Config.BackgroundQueueURL (when set), and the
+// relay is given an sqsq.Router, which routes by the message's class.
+//
 // # Short sleeps: at most MaxQueueDelay (900 s)
 //
 // FIFO queues have no per-message delay, so the wake-up message goes to a

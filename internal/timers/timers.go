@@ -69,6 +69,11 @@ type Config struct {
 	// InputQueueURL is the FIFO input queue that schedules send to.
 	// Required.
 	InputQueueURL string
+	// BackgroundQueueURL is the FIFO input queue of background threads;
+	// schedules of wake-ups whose message has class background send there
+	// (a thread's messages all go through its class's queue). Empty: every
+	// schedule sends to InputQueueURL.
+	BackgroundQueueURL string
 	// SchedulerRoleARN is the role EventBridge Scheduler assumes to send to
 	// the input queue. Required.
 	SchedulerRoleARN string
@@ -209,8 +214,12 @@ func AtExpression(t time.Time) string {
 
 func (t *Timers) schedule(ctx context.Context, tm runtime.Timer, body string) error {
 	m := tm.Message
+	queue := t.cfg.InputQueueURL
+	if m.Class.OrDefault() == runtime.ClassBackground && t.cfg.BackgroundQueueURL != "" {
+		queue = t.cfg.BackgroundQueueURL
+	}
 	input, err := json.Marshal(targetInput{
-		QueueUrl:               t.cfg.InputQueueURL,
+		QueueUrl:               queue,
 		MessageBody:            body,
 		MessageGroupId:         sqsq.GroupID(m.ThreadID),
 		MessageDeduplicationId: sqsq.DedupID(m.ThreadID, m.ID),

@@ -552,3 +552,61 @@ func (n noScheduler) DeleteSchedule(context.Context, *scheduler.DeleteScheduleIn
 	n.t.Error("unexpected DeleteSchedule")
 	return nil, errors.New("unexpected")
 }
+
+// A background thread's long sleep is scheduled into the background input
+// queue, an interactive one's into the interactive queue; the delay relay
+// forwards each wake-up to its class's queue through the sqsq.Router. (No
+// emulator fires schedules: the test checks the exact request sent.)
+func TestWakeUpsRouteByClass(t *testing.T) {
+	sc, _ := sqsClient(t)
+	delay, input, bg := createQueue(t, sc, false), createQueue(t, sc, true), createQueue(t, sc, true)
+	sched, rec := schedulerServer(t)
+	tm := newTimers(t, sc, sched, timers.Config{DelayQueueURL: delay, InputQueueURL: input, BackgroundQueueURL: bg})
+	ctx := context.Background()
+	for _, c := range []runtime.Class{runtime.ClassBackground, runtime.ClassInteractive, ""} {
+		tr := timer("t-"+string(c), "c1", 2*time.Hour)
+		tr.Message.Class = c
+		if err := tm.Schedule(ctx, tr); err != nil {
+			t.Fatal(err)
+		}
+		got := rec.take()
+		var req struct{ Target struct{ Input string } }
+		var send struct{ QueueUrl string }
+		if len(got) != 1 || json.Unmarshal(got[0].Body, &req) != nil || json.Unmarshal([]byte(req.Target.Input), &send) != nil {
+			t.Fatalf("requests %+v", got)
+		}
+		want := input
+		if c == runtime.ClassBackground {
+			want = bg
+		}
+		if send.QueueUrl != want {
+			t.Fatalf("class %q: schedule sends to %s, want %s", c, send.QueueUrl, want)
+		}
+	}
+	for _, c := range []runtime.Class{runtime.ClassBackground, runtime.ClassInteractive} {
+		tr := timer("r-"+string(c), "c1", 0)
+		tr.Message.Class = c
+		if err := tm.Schedule(ctx, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	router, err := sqsq.NewClassQueues(sc, sqsq.QueueConfig{URL: input}, bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range receive(t, sc, delay) {
+		if err := timers.Relay(ctx, router, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for url, want := range map[string]runtime.Class{input: runtime.ClassInteractive, bg: runtime.ClassBackground} {
+		recs := receive(t, sc, url)
+		if len(recs) != 1 {
+			t.Fatalf("%d wake-ups in the %s queue, want 1", len(recs), want)
+		}
+		m, err := sqsq.DecodeRecord(recs[0])
+		if err != nil || m.Class != want || m.ThreadID != "r-"+string(want) {
+			t.Fatalf("the %s queue got %+v (%v)", want, m, err)
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package sqsq_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/agentslice/agentslice/internal/runtime"
+	"github.com/agentslice/agentslice/internal/sqsq"
+)
+
+// Each message goes to its class's queue (empty = interactive), and the
+// order within a thread holds in that queue.
+func TestRouterSendsByClass(t *testing.T) {
+	c, _, inURL := newQueue(t, true, nil)
+	_, _, bgURL := newQueue(t, true, nil)
+	r, err := sqsq.NewClassQueues(c, sqsq.QueueConfig{URL: inURL}, bgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []runtime.Message
+	for i, th := range []string{"u", "b", "u", "b", "x"} {
+		m := user(th, th+string(rune('0'+i)), "hello")
+		switch th {
+		case "u":
+			m.Class = runtime.ClassInteractive
+		case "b":
+			m.Class = runtime.ClassBackground
+		}
+		msgs = append(msgs, m)
+	}
+	if err := r.Send(context.Background(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(url string) []string {
+		// A FIFO queue hands out a thread's next message only after the
+		// previous one is deleted: receive and delete until it is empty.
+		var out []string
+		for range 10 {
+			recs := receive(t, c, url, 10)
+			if len(recs) == 0 {
+				break
+			}
+			for i, m := range decode(t, recs) {
+				out = append(out, m.ID)
+				del(t, c, url, recs[i])
+			}
+		}
+		return out
+	}
+	got := map[string][]string{"interactive": ids(inURL), "background": ids(bgURL)}
+	want := map[string][]string{"interactive": {"u0", "u2", "x4"}, "background": {"b1", "b3"}}
+	for k := range want {
+		if len(got[k]) != len(want[k]) {
+			t.Fatalf("%s queue got %v, want %v", k, got[k], want[k])
+		}
+		// Order holds within a thread; threads may interleave.
+		byThread := func(ids []string) map[byte][]string {
+			m := map[byte][]string{}
+			for _, id := range ids {
+				m[id[0]] = append(m[id[0]], id)
+			}
+			return m
+		}
+		g, w := byThread(got[k]), byThread(want[k])
+		for th := range w {
+			if len(g[th]) != len(w[th]) || (len(w[th]) == 2 && g[th][0] != w[th][0]) {
+				t.Fatalf("%s queue got %v, want %v (thread order included)", k, got[k], want[k])
+			}
+		}
+	}
+	// Without a background queue everything goes to the one input queue.
+	one, err := sqsq.NewClassQueues(c, sqsq.QueueConfig{URL: inURL}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := one.QueueFor(runtime.ClassBackground); q != one.QueueFor(runtime.ClassInteractive) {
+		t.Fatal("a single-queue router sends background elsewhere")
+	}
+	if err := r.Send(context.Background(), runtime.Message{V: 1, ID: "z", ThreadID: "z", Kind: runtime.KindUser, Text: "x", Class: "urgent"}); err == nil {
+		t.Fatal("a message with an unknown class was sent")
+	}
+}
