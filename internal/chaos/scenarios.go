@@ -2,8 +2,8 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/agentslice/agentslice/internal/model"
