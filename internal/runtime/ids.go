@@ -3,6 +3,7 @@ package runtime
 import (
 	"crypto/sha256"
 	"encoding/base32"
+	"math/rand/v2"
 	"strconv"
 )
 
@@ -33,6 +34,9 @@ func DeriveID(prefix string, parts ...string) string {
 // own history. Positions are stable because history is append-only and
 // commits are version-checked.
 func callID(threadID string, pos int) string {
+	if chaosmutant == MutantRandomCallID {
+		return DeriveID("call_", threadID, strconv.Itoa(pos), strconv.FormatUint(rand.Uint64(), 36))
+	}
 	return DeriveID("call_", threadID, strconv.Itoa(pos))
 }
 
