@@ -284,11 +284,22 @@ func (r *Run) release(all bool) {
 // run gives up on it (a stuck thread is a problem, not a hang).
 const maxFailures = 8
 
+// maxSteps bounds the slices of one run: a run that never goes quiet (a
+// thread that keeps sending itself work) is a problem, not a hang.
+const maxSteps = 2000
+
 // drain runs slices, one at a time, round-robin over threads with mail,
 // until no thread has any. With final set, delayed copies are delivered
 // first.
 func (r *Run) drain(ctx context.Context, final bool) {
 	for {
+		if r.step >= maxSteps {
+			if r.step == maxSteps {
+				r.problem("liveness: the run did not go quiet after %d slices", maxSteps)
+				r.step++
+			}
+			return
+		}
 		if len(r.ready) == 0 {
 			if final && len(r.later) > 0 {
 				r.release(true)

@@ -26,9 +26,26 @@ type Report struct {
 	// skipped counts, per mode, the runs whose planned disturbance did not
 	// happen (a second crash past the end, a held batch no mail joined):
 	// they are not counted as runs.
-	skipped map[string]int
+	skipped  map[string]int
+	failFast bool
+	notes    []string
 	// evidence that the recovery paths ran
 	slices, crashes, redispatches, resends, conflicts, merges, deadMoves int
+}
+
+// FailFast makes the modes stop at the first divergence (a mutant run
+// needs one, not all).
+func (rep *Report) FailFast() {
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	rep.failFast = true
+}
+
+// stopped reports whether a fail-fast report has a divergence.
+func (rep *Report) stopped() bool {
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	return rep.failFast && len(rep.divergences) > 0
 }
 
 // NewReport returns an empty report.
@@ -157,6 +174,9 @@ func (rep *Report) Details() string {
 	rep.mu.Lock()
 	defer rep.mu.Unlock()
 	var b strings.Builder
+	for _, n := range rep.notes {
+		b.WriteString(n + "\n")
+	}
 	modes := make([]string, 0, len(rep.modes))
 	for m := range rep.modes {
 		modes = append(modes, m)
@@ -220,6 +240,9 @@ type Matrix struct {
 
 func (m *Matrix) sites() []int {
 	var out []int
+	if m.Report.stopped() {
+		return nil
+	}
 	first := map[runtime.CrashPoint]bool{}
 	for i, s := range m.Sites {
 		// The first passage of each point is always kept, so a sampled
@@ -254,6 +277,9 @@ func (m *Matrix) play(ctx context.Context, plan Plan) (*Run, []string) {
 func (m *Matrix) Crashes(ctx context.Context) []Divergence {
 	var out []Divergence
 	for _, i := range m.sites() {
+		if m.Report.stopped() {
+			break
+		}
 		want := m.Sites[i]
 		r, problems := m.play(ctx, Plan{CrashAt: i, HookAt: NoCrash})
 		var fired *Site
@@ -279,6 +305,9 @@ func (m *Matrix) Crashes(ctx context.Context) []Divergence {
 func (m *Matrix) DoubleCrashes(ctx context.Context, depth int) []Divergence {
 	var out []Divergence
 	for _, i := range m.sites() {
+		if m.Report.stopped() {
+			break
+		}
 		for after := 1; after <= depth; after++ {
 			r, problems := m.play(ctx, Plan{CrashAt: i, CrashAgain: after, HookAt: NoCrash})
 			var fired *Site
@@ -305,6 +334,9 @@ func (m *Matrix) DoubleCrashes(ctx context.Context, depth int) []Divergence {
 func (m *Matrix) Redeliveries(ctx context.Context, seeds []uint64) []Divergence {
 	var out []Divergence
 	for _, seed := range seeds {
+		if m.Report.stopped() {
+			break
+		}
 		r, problems := m.play(ctx, Plan{CrashAt: NoCrash, HookAt: NoCrash, Duplicates: &Duplicates{Seed: seed, MaxDelay: 6}})
 		if d := m.Report.add(m.Scenario.Name, "redelivery/"+m.Backend, fmt.Sprintf("seed %d", seed), r, nil, problems); d != nil {
 			out = append(out, *d)
@@ -319,6 +351,9 @@ func (m *Matrix) Redeliveries(ctx context.Context, seeds []uint64) []Divergence 
 func (m *Matrix) CrashesWithRedelivery(ctx context.Context) []Divergence {
 	var out []Divergence
 	for _, i := range m.sites() {
+		if m.Report.stopped() {
+			break
+		}
 		r, problems := m.play(ctx, Plan{CrashAt: i, HookAt: NoCrash, Duplicates: &Duplicates{Seed: uint64(i) + 1, MaxDelay: 6}})
 		var fired *Site
 		if r != nil {
@@ -352,6 +387,9 @@ func (m *Matrix) Races(ctx context.Context, greedy bool) []Divergence {
 		mode = "race-greedy"
 	}
 	for _, i := range m.sites() {
+		if m.Report.stopped() {
+			break
+		}
 		want := m.Sites[i]
 		var raced bool
 		var dupErr error
@@ -397,6 +435,9 @@ func (m *Matrix) Races(ctx context.Context, greedy bool) []Divergence {
 func (m *Matrix) HeldCrashes(ctx context.Context) []Divergence {
 	var out []Divergence
 	for _, i := range m.sites() {
+		if m.Report.stopped() {
+			break
+		}
 		r, problems := m.play(ctx, Plan{CrashAt: i, HookAt: NoCrash, HoldCrashed: true})
 		mode, run := "crash+held/"+m.Backend, fmt.Sprintf("#%d %s", i, m.Sites[i])
 		if r == nil || r.merges == 0 {
@@ -422,6 +463,9 @@ func (m *Matrix) HeldCrashes(ctx context.Context) []Divergence {
 func (m *Matrix) DeadLetters(ctx context.Context, n int) []Divergence {
 	var out []Divergence
 	for _, i := range m.sites() {
+		if m.Report.stopped() {
+			break
+		}
 		r, problems := m.play(ctx, Plan{CrashAt: i, HookAt: NoCrash, DeadLetterAfter: n})
 		mode, run := "dead-letter/"+m.Backend, fmt.Sprintf("#%d %s", i, m.Sites[i])
 		if r == nil || r.deadMoves == 0 {

@@ -129,6 +129,9 @@ func (m *Matrix) SystemCrashes(ctx context.Context) []Divergence {
 	var out []Divergence
 	targets := Targets(m.Sites)
 	for _, i := range m.sites() {
+		if m.Report.stopped() {
+			break
+		}
 		tg := targets[i]
 		b, done, err := m.New()
 		if err != nil {
