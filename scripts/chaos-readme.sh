@@ -2,13 +2,14 @@
 # Rewrites the README's chaos figures from a summary file written by
 # TestChaosFull (AGENTSLICE_CHAOS_SUMMARY): the per-mode table between the
 # markers <!-- chaos-table:begin --> and <!-- chaos-table:end -->, and the
-# summary line between <!-- chaos-line:begin --> and <!-- chaos-line:end -->.
-# scripts/chaos.sh calls it after a clean full run; never typed by hand.
+# summary line (LINE, default the summary's last line) between
+# <!-- chaos-line:begin --> and <!-- chaos-line:end -->. scripts/chaos.sh
+# calls it after a clean full run and mutant check; never typed by hand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-summary=${1:?usage: chaos-readme.sh SUMMARY_FILE}
+summary=${1:?usage: chaos-readme.sh SUMMARY_FILE [LINE]}
 table=$(grep '^|' "$summary")
-line=$(tail -n 1 "$summary")
+line=${2:-$(tail -n 1 "$summary")}
 evidence=$(sed -n 's/^recovery evidence: //p' "$summary")
 python3 - README.md "$table" "$line" "$evidence" <<'PY'
 import re, sys

@@ -37,14 +37,15 @@ if [[ ! -s $summary ]]; then
 	exit 1
 fi
 head -n -1 "$summary"
-if [[ $rc -eq 0 ]]; then
-	bash scripts/chaos-readme.sh "$summary"
-fi
 echo "== mutants (scripts/mutants.sh)"
 set +e
 bash scripts/mutants.sh
 mrc=$?
 set -e
 mutants=$(sed -n 's/^mutants killed: //p' .run/mutants.txt 2>/dev/null || true)
-echo "$(tail -n 1 "$summary"), mutants killed: ${mutants:-not run}"
+line="$(tail -n 1 "$summary"), mutants killed: ${mutants:-not run}"
+if [[ $rc -eq 0 && $mrc -eq 0 ]]; then
+	bash scripts/chaos-readme.sh "$summary" "$line"
+fi
+echo "$line"
 [[ $rc -eq 0 && $mrc -eq 0 ]]

@@ -101,8 +101,26 @@ func subscribeSteps(after ...model.Step) []model.Step {
 // first (plain turn, tool call, sync tool loop-back, spawn and report,
 // threaded event, associative event, sleep), then the ones that reach the
 // remaining paths (interruptions, cancelled timers, deferred reports,
-// continuations).
+// continuations), then the ones other files Register, in registration
+// order. Each call builds them anew.
 func Scenarios() []*Scenario {
+	out := builtinScenarios()
+	for _, f := range registered {
+		out = append(out, f())
+	}
+	return out
+}
+
+// registered holds the scenarios other files of this package add.
+var registered []func() *Scenario
+
+// Register adds a scenario to Scenarios, and so to every matrix. Call it
+// from an init function in the scenario's own file; give the scenario its
+// End, its Reach and a golden snapshot (run the tests once with
+// AGENTSLICE_CHAOS_UPDATE_GOLDEN=1 and review testdata/golden/<name>.json).
+func Register(f func() *Scenario) { registered = append(registered, f) }
+
+func builtinScenarios() []*Scenario {
 	return []*Scenario{
 		{Name: "plain_turn", End: End{Threads: 1, Replies: 2}, Reach: reach(base),
 			SingleThread: true,
