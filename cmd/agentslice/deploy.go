@@ -91,13 +91,14 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 // runSend sends one user message to a thread on a deployment's FIFO input
 // queue and prints the message ID.
 func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("send", "send --queue-url URL --thread ID [--id ID] [--user ID] TEXT...", stderr)
+	fs := newFlagSet("send", "send --queue-url URL --thread ID [--agent NAME] [--id ID] [--user ID] TEXT...", stderr)
 	var a awsFlags
 	a.register(fs)
 	queueURL := fs.String("queue-url", "", "URL of the deployment's FIFO input queue (required)")
 	thread := fs.String("thread", "", "thread to send to; a new ID starts a new conversation (required)")
 	id := fs.String("id", "", "message ID, stable across retries of this send (default: a fresh random ID, printed)")
 	user := fs.String("user", "", "user ID recorded with the message (optional)")
+	agent := fs.String("agent", "", "agent a new thread runs as (default: the deployment's default agent); on an existing thread, the one it runs as")
 	if err := parseFlags(fs, args); err != nil {
 		return ignoreHelp(err)
 	}
@@ -113,7 +114,8 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *id == "" {
 		*id = newMessageID()
 	}
-	msg := runtime.Message{V: runtime.MessageVersion, ID: *id, ThreadID: *thread, Kind: runtime.KindUser, Text: text, UserID: *user}
+	msg := runtime.Message{V: runtime.MessageVersion, ID: *id, ThreadID: *thread, Kind: runtime.KindUser, Text: text, UserID: *user,
+		Agent: *agent}
 	if err := msg.Validate(); err != nil {
 		return err
 	}
@@ -247,7 +249,15 @@ func (t *tailer) print(ev runtime.OutputEvent, body string) {
 		fmt.Fprintln(t.out, body)
 		return
 	}
-	fmt.Fprintf(t.out, "[%s] %s: %s\n", ev.ThreadID, ev.Kind, ev.Text)
+	who := ev.Kind
+	if ev.Agent != "" {
+		who = ev.Agent + " " + ev.Kind
+	}
+	fmt.Fprintf(t.out, "[%s] %s: %s\n", ev.ThreadID, who, ev.Text)
+	if u := ev.Usage; u != nil {
+		fmt.Fprintf(t.out, "[%s] usage so far: %d input (%d cache read, %d cache write), %d output tokens\n",
+			ev.ThreadID, u.Input, u.Cached, u.CacheWrite, u.Output)
+	}
 }
 
 // recent remembers the last n IDs added.

@@ -85,7 +85,7 @@ func TestSendAndTail(t *testing.T) {
 		if !regexp.MustCompile(`^msg_[0-9a-f]{24}$`).MatchString(id) {
 			t.Fatalf("printed ID %q, want a fresh msg_ ID", id)
 		}
-		code, out, errOut = runCmd(append(append([]string{"send"}, common...), "--queue-url", input, "--thread", "t-cli", "--id", "m-2", "--user", "u1", "again")...)
+		code, out, errOut = runCmd(append(append([]string{"send"}, common...), "--queue-url", input, "--thread", "t-cli", "--id", "m-2", "--user", "u1", "--agent", "reviewer", "again")...)
 		if code != 0 || strings.TrimSpace(out) != "m-2" {
 			t.Fatalf("send with --id: %d %q %s", code, out, errOut)
 		}
@@ -116,7 +116,7 @@ func TestSendAndTail(t *testing.T) {
 			t.Fatalf("input queue held %d messages, want 2", len(msgs))
 		}
 		if msgs[0].ID != id || msgs[0].Text != "hello there" || msgs[0].Kind != runtime.KindUser ||
-			msgs[1].ID != "m-2" || msgs[1].UserID != "u1" {
+			msgs[1].ID != "m-2" || msgs[1].UserID != "u1" || msgs[1].Agent != "reviewer" || msgs[0].Agent != "" {
 			t.Fatalf("messages %+v", msgs)
 		}
 	})
@@ -137,12 +137,17 @@ func TestSendAndTail(t *testing.T) {
 		send(rec("o1", "first"))
 		send(rec("o1", "first")) // a standard queue may deliver twice: printed once
 		send("{not a record")
-		send(rec("o2", "second"))
+		withUsage, err := sqsq.EncodeOutput(runtime.OutputEvent{ID: "o2", ThreadID: "t-cli", Kind: "reply", Text: "second",
+			Agent: "reviewer", Usage: &runtime.Usage{Input: 120, Output: 30, Cached: 100, CacheWrite: 20, Total: 150}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		send(withUsage)
 		code, out, errOut := runCmd(append(append([]string{"tail"}, common...), "--queue-url", output, "-n", "2", "--wait", "1")...)
 		if code != 0 {
 			t.Fatalf("tail: %d %s", code, errOut)
 		}
-		if out != "[t-cli] reply: first\n[t-cli] reply: second\n" {
+		if out != "[t-cli] reply: first\n[t-cli] reviewer reply: second\n[t-cli] usage so far: 120 input (100 cache read, 20 cache write), 30 output tokens\n" {
 			t.Fatalf("tail printed %q", out)
 		}
 		if !strings.Contains(errOut, "malformed record") {
@@ -166,6 +171,7 @@ func TestDeployFlagErrors(t *testing.T) {
 		{[]string{"send", "--queue-url", "http://q/in.fifo", "hi"}, "--thread is required"},
 		{[]string{"send", "--queue-url", "http://q/in.fifo", "--thread", "t"}, "text is missing"},
 		{[]string{"send", "--queue-url", "http://q/in.fifo", "--thread", "t t", "hi"}, `"thread_id"`},
+		{[]string{"send", "--queue-url", "http://q/in.fifo", "--thread", "t", "--agent", "no such", "hi"}, `"agent"`},
 		{[]string{"send", "--queue-url", "http://q/in.fifo", "--thread", "t", "hi"}, "no AWS region"},
 		{[]string{"send", "--region", "us-east-1", "--queue-url", "http://q/in", "--thread", "t", "hi"}, "not a FIFO queue"},
 		{[]string{"tail"}, "--queue-url is required"},

@@ -160,16 +160,22 @@ func TestServeRunsUntilCancelled(t *testing.T) {
 func TestServeDocExamples(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join("..", "..", "docs", "examples", "serve")
-	cfg, err := server.LoadConfig(filepath.Join(dir, "serve.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
+	configs := map[string]bool{"serve.json": true, "agents.json": true} // the rest are scripts
+	for name := range configs {
+		cfg, err := server.LoadConfig(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if name == "agents.json" && (len(cfg.Agents) != 2 || cfg.DefaultAgent == "") {
+			t.Errorf("agents.json defines %d agents (default %q), want two and a default", len(cfg.Agents), cfg.DefaultAgent)
+		}
 	}
 	scripts, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	for _, p := range scripts {
-		if filepath.Base(p) == "serve.json" {
+		if configs[filepath.Base(p)] {
 			continue
 		}
 		c := server.Config{Script: p}

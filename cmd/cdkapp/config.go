@@ -1,10 +1,15 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/agentslice/agentslice/internal/runtime"
 	"github.com/agentslice/agentslice/internal/stack"
 )
 
@@ -16,6 +21,7 @@ const (
 	ctxToolServers        = "toolServers"        // RAP base URLs: a list, or comma-separated
 	ctxModelCatalog       = "modelCatalog"       // a JSON file path, or the JSON itself
 	ctxModelName          = "modelName"          // catalog name; default the catalog's default
+	ctxAgents             = "agents"             // agents document path; default DefaultAgents (optional file)
 	ctxBinDir             = "binDir"             // default "bin"
 	ctxSliceBatchSize     = "sliceBatchSize"     // 1..10
 	ctxMaxConcurrency     = "maxConcurrency"     // 2..1000
@@ -28,6 +34,7 @@ const (
 const (
 	DefaultStackName    = "Agentslice"
 	DefaultModelCatalog = "deploy/models.json"
+	DefaultAgents       = "deploy/agents.json"
 	DefaultBinDir       = "bin"
 )
 
@@ -146,6 +153,13 @@ func readConfig(get func(string) any, getenv func(string) string, readFile func(
 	if p.ModelName, err = str(ctxModelName, stack.EnvModel, ""); err != nil {
 		return c, err
 	}
+	agentsPath, err := str(ctxAgents, "", "")
+	if err != nil {
+		return c, err
+	}
+	if p.Agents, err = readAgents(agentsPath, readFile); err != nil {
+		return c, fmt.Errorf("context %s: %w", ctxAgents, err)
+	}
 	if p.BinDir, err = str(ctxBinDir, "", DefaultBinDir); err != nil {
 		return c, err
 	}
@@ -165,4 +179,48 @@ func readConfig(get func(string) any, getenv func(string) string, readFile func(
 		return c, err
 	}
 	return c, nil
+}
+
+// readAgents reads an agents document (DefaultAgents when path is empty,
+// which may be missing: no agents), reads its instruction files relative to
+// it, validates it and returns it as JSON with the instructions inline, for
+// the slice function's environment. Errors name the file and the field.
+func readAgents(path string, readFile func(string) ([]byte, error)) (string, error) {
+	optional := path == ""
+	if optional {
+		path = DefaultAgents
+	}
+	b, err := readFile(path)
+	if err != nil {
+		if optional && errors.Is(err, fs.ErrNotExist) {
+			return "", nil
+		}
+		return "", fmt.Errorf("reading the agents: %w", err)
+	}
+	bad := func(err error) error {
+		var ae *runtime.AgentError
+		if errors.As(err, &ae) && ae.Field != "" {
+			return fmt.Errorf("%s: field %q: %s", path, ae.Field, ae.Reason)
+		}
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	doc, err := runtime.DecodeAgentsDoc(b)
+	if err != nil {
+		return "", bad(err)
+	}
+	defs, err := doc.Resolve(filepath.Dir(path), readFile)
+	if err != nil {
+		return "", bad(err)
+	}
+	out := runtime.AgentsDoc{DefaultAgent: doc.DefaultAgent}
+	for _, a := range defs {
+		out.Agents = append(out.Agents, runtime.AgentDef{Agent: a})
+	}
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return "", fmt.Errorf("%s: encoding: %w", path, err)
+	}
+	return strings.TrimSpace(buf.String()), nil
 }

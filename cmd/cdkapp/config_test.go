@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,11 +14,33 @@ import (
 
 // These tests never start jsii: readConfig takes the context as a function.
 
+// The shipped deploy/agents.json is valid: what `make synth` validates.
+func TestShippedAgentsFile(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("..", "..")
+	doc, err := readAgents(filepath.Join(root, DefaultAgents), os.ReadFile)
+	if err != nil || !strings.Contains(doc, `"name":"researcher"`) || strings.Contains(doc, "instructions_file") {
+		t.Fatalf("readAgents = %.200s, %v", doc, err)
+	}
+	catalog, err := os.ReadFile(filepath.Join(root, DefaultModelCatalog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := stack.StackProps{ModelCatalog: string(catalog), Agents: doc}
+	if _, err := p.Check(); err == nil || !strings.Contains(err.Error(), "BinDir") {
+		t.Fatalf("Check() = %v, want only the missing BinDir (agents and catalog valid)", err)
+	}
+}
+
 func TestReadConfig(t *testing.T) {
 	t.Parallel()
 	files := map[string]string{
 		DefaultModelCatalog: `{"default":"a"}`,
 		"other.json":        `{"default":"b"}`,
+		"ag/agents.json":    `{"agents":[{"name":"rev","instructions_file":"rev.md","model":"b"}]}`,
+		"ag/rev.md":         "Review <code>.",
+		"ag/bad.json":       `{"agents":[{"name":"rev","instructions":""}]}`,
+		"ag/dup.json":       `{"agents":[{"name":"rev","instructions":"x"},{"name":"rev","instructions":"y"}],"default_agent":"rev"}`,
 	}
 	readFile := func(name string) ([]byte, error) {
 		if s, ok := files[name]; ok {
@@ -75,6 +99,14 @@ func TestReadConfig(t *testing.T) {
 					t.Errorf("ModelName = %q, want ctx", c.props.ModelName)
 				}
 			}},
+		{name: "agents file", ctx: map[string]any{"agents": "ag/agents.json"}, check: func(t *testing.T, c config) {
+			if want := `{"agents":[{"name":"rev","instructions":"Review <code>.","model":"b"}]}`; c.props.Agents != want {
+				t.Errorf("Agents = %s, want %s", c.props.Agents, want)
+			}
+		}},
+		{name: "agents empty instructions", ctx: map[string]any{"agents": "ag/bad.json"}, wantErr: `context agents: ag/bad.json: field "agents[0].instructions": empty`},
+		{name: "agents duplicate", ctx: map[string]any{"agents": "ag/dup.json"}, wantErr: `context agents: ag/dup.json: field "agents[1].name": defined twice`},
+		{name: "agents file missing", ctx: map[string]any{"agents": "nope.json"}, wantErr: "context agents: reading the agents"},
 		{name: "missing catalog file", ctx: map[string]any{"modelCatalog": "nope.json"}, wantErr: "context modelCatalog: reading the model catalog"},
 		{name: "bad number", ctx: map[string]any{"maxConcurrency": "many"}, wantErr: `context maxConcurrency: "many" is not a whole number`},
 		{name: "fractional number", ctx: map[string]any{"sliceBatchSize": 2.5}, wantErr: "context sliceBatchSize: 2.5 is not a whole number"},

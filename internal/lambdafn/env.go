@@ -33,6 +33,7 @@ const (
 	EnvScheduleGroup      = "AGENTSLICE_SCHEDULE_GROUP"       // schedule group of long sleeps (optional)
 	EnvModelCatalog       = "AGENTSLICE_MODEL_CATALOG"        // model catalog JSON (model.DecodeCatalog)
 	EnvModel              = "AGENTSLICE_MODEL"                // model name in the catalog (optional: its default)
+	EnvAgents             = "AGENTSLICE_AGENTS"               // agents document JSON, instructions inline (optional; runtime.DecodeAgentsDoc)
 	EnvToolServers        = "AGENTSLICE_TOOL_SERVERS"         // comma-separated RAP base URLs (may be empty)
 	EnvCallbackURL        = "AGENTSLICE_CALLBACK_URL"         // the rapreceiver Function URL
 	EnvCallbackKeysSecret = "AGENTSLICE_CALLBACK_KEYS_SECRET" // Secrets Manager secret holding the keyring

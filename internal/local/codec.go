@@ -25,7 +25,15 @@ const (
 	flagDerivedCall  // CallID == runtime.CallIDAt(thread, position)
 	flagSameCall     // CallID == the CallID of the previous tool call item
 	flagDerivedInput // Input == runtime.ResultID(thread, CallID)
+	flagExtra        // rare fields follow as JSON (itemExtra)
 )
+
+// itemExtra holds an item's rarely set fields, stored as one JSON string
+// after the others so that common items pay nothing for them.
+type itemExtra struct {
+	CacheWrite int                     `json:"cw,omitempty"`
+	Trace      *runtime.ReasoningTrace `json:"rt,omitempty"`
+}
 
 var errCorrupt = errors.New("local: corrupt frozen history")
 
@@ -59,6 +67,14 @@ func appendItem(b []byte, threadID string, pos int, it *runtime.Item, lastCall *
 	}
 	if len(it.Content) > 0 {
 		flags |= flagContent
+	}
+	var extra []byte
+	if x := (itemExtra{Trace: it.Trace}); it.Trace != nil || (it.Usage != nil && it.Usage.CacheWrite != 0) {
+		if it.Usage != nil {
+			x.CacheWrite = it.Usage.CacheWrite
+		}
+		extra, _ = json.Marshal(x) // strings and ints: cannot fail
+		flags |= flagExtra
 	}
 	callID, input := it.CallID, it.Input
 	switch it.Kind {
@@ -95,6 +111,9 @@ func appendItem(b []byte, threadID string, pos int, it *runtime.Item, lastCall *
 				b = appendString(b, s)
 			}
 		}
+	}
+	if extra != nil {
+		b = appendString(b, string(extra))
 	}
 	return b
 }
@@ -169,6 +188,19 @@ func decodeItems(dst []runtime.Item, log []byte, threadID string) ([]runtime.Ite
 			it.Content = make([]runtime.Content, n)
 			for i := range it.Content {
 				it.Content[i] = runtime.Content{Type: r.str(), Text: r.str(), Data: r.str(), MediaType: r.str()}
+			}
+		}
+		if flags&flagExtra != 0 {
+			var x itemExtra
+			if err := json.Unmarshal([]byte(r.str()), &x); err != nil || r.err != nil {
+				return dst, errCorrupt
+			}
+			it.Trace = x.Trace
+			if x.CacheWrite != 0 {
+				if it.Usage == nil {
+					return dst, errCorrupt
+				}
+				it.Usage.CacheWrite = x.CacheWrite
 			}
 		}
 		if r.err != nil {

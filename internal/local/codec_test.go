@@ -23,9 +23,13 @@ func TestFrozenRoundTripWithDerivedAndForeignIDs(t *testing.T) {
 		{Kind: runtime.ItemToolCall, CallID: runtime.CallIDAt(th, 99), Name: "wrong position"},
 		{Kind: runtime.ItemToolResult, CallID: runtime.CallIDAt(th, 99)},
 		{Kind: runtime.ItemSummary, Text: "sum", Args: `{"covers":2}`},
+		{Kind: runtime.ItemAssistant, Text: "thought", Reasoning: "hmm", Usage: &runtime.Usage{Input: 5, Cached: 4, CacheWrite: 9, Total: 7},
+			Trace: &runtime.ReasoningTrace{Blocks: []runtime.ReasoningBlock{{Text: "hmm", Signature: "c2ln"}, {Redacted: "cmVk"}}}},
+		{Kind: runtime.ItemMarker, Name: runtime.AgentMarkerName, Text: "agent a: version 2", Args: `{"agent":"a"}`},
 	}
 	state := runtime.ThreadState{Version: 7, Length: len(items), Parent: "p", Stack: []string{"p", th},
-		Pending: &runtime.PendingCall{ID: "c", Name: "n"}}
+		Pending: &runtime.PendingCall{ID: "c", Name: "n"}, Agent: "reviewer", AgentHash: "abc",
+		Usage: runtime.Usage{Input: 100, Output: 20, Cached: 50, CacheWrite: 30, Total: 120}}
 	raw, err := encodeFrozen(nil, th, &state, 4, items)
 	if err != nil {
 		t.Fatal(err)

@@ -35,6 +35,8 @@ type Config struct {
 	OnSend func(msgs []runtime.Message)
 	// Compaction is passed to the engine.
 	Compaction *runtime.CompactionPolicy
+	// Agents, when set, is passed to the engine (runtime.Engine.Agents).
+	Agents runtime.Agents
 	// Now is the clock slices are timed with; default time.Now.
 	Now func() time.Time
 }
@@ -102,7 +104,8 @@ func New(cfg Config) (*System, error) {
 	s := &System{cfg: cfg, log: cfg.Logger, boxes: map[string]*mailbox{}, idle: make(chan struct{})}
 	close(s.idle)
 	s.engine = &runtime.Engine{History: cfg.History, Dedup: cfg.Dedup, Queue: s, Output: cfg.Output,
-		Model: cfg.Model, Tools: cfg.Tools, Observer: cfg.Observer, Limits: cfg.Limits, Compaction: cfg.Compaction, Now: cfg.Now}
+		Model: cfg.Model, Tools: cfg.Tools, Observer: cfg.Observer, Limits: cfg.Limits, Compaction: cfg.Compaction, Now: cfg.Now,
+		Agents: cfg.Agents}
 	return s, nil
 }
 

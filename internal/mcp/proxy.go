@@ -95,7 +95,7 @@ func New(cfg Config) (*Proxy, error) {
 		desc = "MCP server " + cfg.Name
 	}
 	kit, err := rap.NewServer(rap.ServerConfig{
-		Name:        cfg.Name + " (MCP)",
+		Name:        cfg.Name, // what agents' tools allow-lists name
 		Description: desc,
 		PublicURL:   cfg.PublicURL,
 		Client:      cfg.Client,

@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"sort"
@@ -22,6 +23,7 @@ type bedrockModel struct {
 	cfg        Config
 	client     *bedrockruntime.Client
 	withStatus bool
+	cache      bool // prompt caching: cache points after system and tools
 }
 
 func newBedrock(ctx context.Context, cfg Config, o *options) (*bedrockModel, error) {
@@ -63,7 +65,7 @@ func newBedrock(ctx context.Context, cfg Config, o *options) (*bedrockModel, err
 			opt.HTTPClient = o.httpClient
 		}
 	})
-	return &bedrockModel{cfg: cfg, client: client, withStatus: bc.ToolResultStatus}, nil
+	return &bedrockModel{cfg: cfg, client: client, withStatus: bc.ToolResultStatus, cache: bc.PromptCache}, nil
 }
 
 // Info describes the model.
@@ -83,9 +85,29 @@ func (m *bedrockModel) Complete(ctx context.Context, req *runtime.CompletionRequ
 	defer stream.Close()
 
 	var (
-		drafts  = map[int32]*toolDraft{}
-		stopped bool
+		drafts    = map[int32]*toolDraft{}
+		reasoning = map[int32]*runtime.ReasoningBlock{} // blocks being streamed, by index
+		stopped   bool
 	)
+	blocks, _ := w.(runtime.ReasoningBlockWriter)
+	// endReasoning records a finished reasoning block with its signature
+	// (or redacted data), to be sent back unchanged on the next request.
+	endReasoning := func(idx int32) {
+		if b := reasoning[idx]; b != nil {
+			delete(reasoning, idx)
+			if blocks != nil {
+				blocks.ReasoningBlock(*b)
+			}
+		}
+	}
+	reasoningAt := func(idx int32) *runtime.ReasoningBlock {
+		b := reasoning[idx]
+		if b == nil {
+			b = &runtime.ReasoningBlock{}
+			reasoning[idx] = b
+		}
+		return b
+	}
 	// flush emits the tool calls whose blocks ended, in block order.
 	flush := func(idx int32) {
 		if d := drafts[idx]; d != nil {
@@ -118,11 +140,17 @@ loop:
 			case *types.ContentBlockDeltaMemberText:
 				w.Text(d.Value)
 			case *types.ContentBlockDeltaMemberReasoningContent:
-				if t, ok := d.Value.(*types.ReasoningContentBlockDeltaMemberText); ok {
-					w.Reasoning(t.Value)
+				switch r := d.Value.(type) {
+				case *types.ReasoningContentBlockDeltaMemberText:
+					w.Reasoning(r.Value)
+					reasoningAt(idx).Text += r.Value
+				case *types.ReasoningContentBlockDeltaMemberSignature:
+					reasoningAt(idx).Signature += r.Value
+				case *types.ReasoningContentBlockDeltaMemberRedactedContent:
+					b := reasoningAt(idx)
+					raw, _ := base64.StdEncoding.DecodeString(b.Redacted)
+					b.Redacted = base64.StdEncoding.EncodeToString(append(raw, r.Value...))
 				}
-				// Signatures and redacted reasoning are not kept: history
-				// has no place for them (see history.go).
 			case *types.ContentBlockDeltaMemberToolUse:
 				dr := drafts[idx]
 				if dr == nil {
@@ -132,6 +160,7 @@ loop:
 			}
 		case *types.ConverseStreamOutputMemberContentBlockStop:
 			flush(aws.ToInt32(v.Value.ContentBlockIndex))
+			endReasoning(aws.ToInt32(v.Value.ContentBlockIndex))
 		case *types.ConverseStreamOutputMemberMessageStop:
 			stopped = true
 			// Blocks that never got their stop event still count, in order.
@@ -143,13 +172,22 @@ loop:
 			for _, i := range idxs {
 				flush(i)
 			}
+			ridx := make([]int32, 0, len(reasoning))
+			for i := range reasoning {
+				ridx = append(ridx, i)
+			}
+			sort.Slice(ridx, func(a, b int) bool { return ridx[a] < ridx[b] })
+			for _, i := range ridx {
+				endReasoning(i)
+			}
 		case *types.ConverseStreamOutputMemberMetadata:
 			if u := v.Value.Usage; u != nil {
 				w.Usage(runtime.Usage{
-					Input:  int(aws.ToInt32(u.InputTokens)),
-					Output: int(aws.ToInt32(u.OutputTokens)),
-					Cached: int(aws.ToInt32(u.CacheReadInputTokens)),
-					Total:  int(aws.ToInt32(u.TotalTokens)),
+					Input:      int(aws.ToInt32(u.InputTokens)),
+					Output:     int(aws.ToInt32(u.OutputTokens)),
+					Cached:     int(aws.ToInt32(u.CacheReadInputTokens)),
+					CacheWrite: int(aws.ToInt32(u.CacheWriteInputTokens)),
+					Total:      int(aws.ToInt32(u.TotalTokens)),
 				})
 			}
 		}
@@ -173,16 +211,23 @@ type toolDraft struct {
 
 func (m *bedrockModel) input(req *runtime.CompletionRequest) (*bedrockruntime.ConverseStreamInput, error) {
 	turns := normalize(req.History)
-	tc, err := bedrockToolConfig(req.Tools, turns)
+	tc, err := bedrockToolConfig(req.Tools, turns, m.cache)
 	if err != nil {
 		return nil, err
 	}
-	return &bedrockruntime.ConverseStreamInput{
+	in := &bedrockruntime.ConverseStreamInput{
 		ModelId:         aws.String(m.cfg.ModelID),
 		Messages:        bedrockMessages(turns, m.cfg.Images, m.withStatus),
 		ToolConfig:      tc,
 		InferenceConfig: &types.InferenceConfiguration{MaxTokens: aws.Int32(int32(min(m.cfg.MaxOutputTokens, 1<<31-1)))},
-	}, nil
+	}
+	if req.System != "" {
+		in.System = []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: req.System}}
+		if m.cache {
+			in.System = append(in.System, &types.SystemContentBlockMemberCachePoint{Value: types.CachePointBlock{Type: types.CachePointTypeDefault}})
+		}
+	}
+	return in, nil
 }
 
 // Bedrock error codes that retrying cannot fix, with the reason given to the

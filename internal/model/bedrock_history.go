@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 
@@ -67,6 +68,18 @@ func bedrockBlock(p part, images, withStatus bool) types.ContentBlock {
 			Name:      aws.String(p.name),
 			Input:     document.NewLazyDocument(argsObject(p.args)),
 		}}
+	case partReasoning:
+		if r := p.reasoning; r.Redacted != "" {
+			data, err := base64.StdEncoding.DecodeString(r.Redacted)
+			if err == nil {
+				return &types.ContentBlockMemberReasoningContent{Value: &types.ReasoningContentBlockMemberRedactedContent{Value: data}}
+			}
+		}
+		rt := types.ReasoningTextBlock{Text: aws.String(p.reasoning.Text)}
+		if p.reasoning.Signature != "" {
+			rt.Signature = aws.String(p.reasoning.Signature)
+		}
+		return &types.ContentBlockMemberReasoningContent{Value: &types.ReasoningContentBlockMemberReasoningText{Value: rt}}
 	case partResult:
 		res := types.ToolResultBlock{ToolUseId: aws.String(wireCallID(p.callID))}
 		for i, c := range p.content {
@@ -124,7 +137,7 @@ func argsObject(args string) map[string]any {
 // should be described there; the extra specs say not to call them (if the
 // model does anyway, the engine answers with an error result). It returns
 // nil when there is nothing to describe.
-func bedrockToolConfig(offered []runtime.ToolSpec, turns []turn) (*types.ToolConfiguration, error) {
+func bedrockToolConfig(offered []runtime.ToolSpec, turns []turn, cache bool) (*types.ToolConfiguration, error) {
 	specs := append(append([]runtime.ToolSpec(nil), offered...), historyOnlyTools(turns, offered)...)
 	if len(specs) == 0 {
 		return nil, nil
@@ -140,6 +153,9 @@ func bedrockToolConfig(offered []runtime.ToolSpec, turns []turn) (*types.ToolCon
 			spec.Description = aws.String(s.Description)
 		}
 		tc.Tools = append(tc.Tools, &types.ToolMemberToolSpec{Value: spec})
+	}
+	if cache {
+		tc.Tools = append(tc.Tools, &types.ToolMemberCachePoint{Value: types.CachePointBlock{Type: types.CachePointTypeDefault}})
 	}
 	return tc, nil
 }

@@ -78,6 +78,11 @@ type BedrockConfig struct {
 	// Nova); for the others leave it false and error results are sent as
 	// text starting with "error: ".
 	ToolResultStatus bool `json:"tool_result_status,omitempty"`
+	// PromptCache places cache points after the system prompt and after
+	// the tool configuration, so later slices of a thread read them from
+	// Bedrock's prompt cache. Only models with prompt caching accept them
+	// (Anthropic Claude 3.5 Haiku / 3.7 Sonnet and later, Amazon Nova).
+	PromptCache bool `json:"prompt_cache,omitempty"`
 }
 
 // OpenAIConfig holds the settings of an OpenAI-compatible endpoint.
@@ -96,6 +101,10 @@ type OpenAIConfig struct {
 	// "max_completion_tokens" (default, what OpenAI wants) or "max_tokens"
 	// (older servers).
 	MaxTokensField string `json:"max_tokens_field,omitempty"`
+	// SystemRole is the role of the message carrying the agent's
+	// instructions: "system" (default) or "developer" (OpenAI's reasoning
+	// models).
+	SystemRole string `json:"system_role,omitempty"`
 }
 
 // DefaultOpenAIBaseURL is used when OpenAIConfig.BaseURL is empty.
@@ -189,6 +198,11 @@ func (c *Config) validate(prefix string) error {
 		}
 		if o.APIKey != "" && o.APIKeyEnv != "" {
 			return bad("openai.api_key", "set together with openai.api_key_env; set one of them")
+		}
+		switch o.SystemRole {
+		case "", "system", "developer":
+		default:
+			return bad("openai.system_role", "unknown role %q (want \"system\" or \"developer\")", o.SystemRole)
 		}
 		switch o.MaxTokensField {
 		case "", "max_completion_tokens", "max_tokens":

@@ -4,7 +4,9 @@
 // (OpenAI, vLLM, Ollama, LM Studio, gateways), and the typed catalog that
 // says which model a deployment runs (Config, Catalog, FromConfig).
 //
-// A provider maps a thread's history (runtime.Item) to its wire format,
+// A provider maps a thread's history (runtime.Item) and the agent's
+// instructions (CompletionRequest.System: Bedrock system blocks, an OpenAI
+// system or developer message) to its wire format,
 // streams one completion into a runtime.TurnWriter and reports token usage.
 // It must not retry on its own, keep state between completions, or decide
 // which of several streamed tool calls runs: the engine owns retries (with

@@ -23,8 +23,11 @@ import (
 //     from it by another turn) becomes user text, and a call left without a
 //     result before the conversation moves on gets an error result, so the
 //     providers never see a dangling or orphan tool block (both reject one);
-//   - reasoning is not sent back: the history keeps its text but not the
-//     provider's signature, and Bedrock rejects reasoning blocks without it.
+//   - reasoning is sent back only as the blocks a provider recorded with
+//     the turn (Item.Trace: signed text, redacted data), unchanged and
+//     first in the assistant turn, as Claude's extended thinking with tools
+//     requires; reasoning text without them is not sent (Bedrock rejects
+//     unsigned reasoning), and chat completions take none.
 //
 // receive_event__injected calls are mapped like any other call.
 
@@ -39,10 +42,11 @@ const (
 type partKind uint8
 
 const (
-	partText   partKind = iota + 1
-	partImage           // user-side image (Content of a user item)
-	partCall            // assistant tool call
-	partResult          // tool result
+	partText      partKind = iota + 1
+	partImage              // user-side image (Content of a user item)
+	partCall               // assistant tool call
+	partResult             // tool result
+	partReasoning          // a recorded reasoning block (assistant)
 )
 
 type part struct {
@@ -55,6 +59,8 @@ type part struct {
 	isError bool   // results
 	// content of a result: its text first, then its parts; never empty.
 	content []runtime.Content
+	// reasoning is a partReasoning's block.
+	reasoning runtime.ReasoningBlock
 }
 
 type turn struct {
@@ -126,6 +132,11 @@ func (n *normalizer) item(it *runtime.Item) {
 	case runtime.ItemSummary:
 		n.add(roleUser, part{kind: partText, text: summaryPrefix + it.Text})
 	case runtime.ItemAssistant:
+		if it.Trace != nil {
+			for _, b := range it.Trace.Blocks {
+				n.add(roleAssistant, part{kind: partReasoning, reasoning: b})
+			}
+		}
 		if it.Text != "" {
 			n.add(roleAssistant, part{kind: partText, text: it.Text})
 		}

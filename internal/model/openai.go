@@ -22,6 +22,7 @@ type openaiModel struct {
 	cfg       Config
 	client    openai.ChatCompletionService
 	maxTokens string
+	developer bool // instructions go in a developer message
 }
 
 func newOpenAI(cfg Config, o *options) (*openaiModel, error) {
@@ -61,7 +62,8 @@ func newOpenAI(cfg Config, o *options) (*openaiModel, error) {
 	if mt == "" {
 		mt = "max_completion_tokens"
 	}
-	return &openaiModel{cfg: cfg, client: openai.NewChatCompletionService(opts...), maxTokens: mt}, nil
+	return &openaiModel{cfg: cfg, client: openai.NewChatCompletionService(opts...), maxTokens: mt,
+		developer: oc.SystemRole == "developer"}, nil
 }
 
 // Info describes the model.
@@ -183,9 +185,17 @@ func (m *openaiModel) params(req *runtime.CompletionRequest) (openai.ChatComplet
 	if err != nil {
 		return openai.ChatCompletionNewParams{}, err
 	}
+	msgs := openaiMessages(normalize(req.History), m.cfg.Images)
+	if req.System != "" {
+		first := openai.SystemMessage(req.System)
+		if m.developer {
+			first = openai.DeveloperMessage(req.System)
+		}
+		msgs = append([]openai.ChatCompletionMessageParamUnion{first}, msgs...)
+	}
 	p := openai.ChatCompletionNewParams{
 		Model:         shared.ChatModel(m.cfg.ModelID),
-		Messages:      openaiMessages(normalize(req.History), m.cfg.Images),
+		Messages:      msgs,
 		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
 	}
 	if len(tools) > 0 {

@@ -97,6 +97,8 @@ func openaiAssistant(parts []part) openai.ChatCompletionMessageParamUnion {
 	msg := openai.ChatCompletionAssistantMessageParam{}
 	for _, p := range parts {
 		switch p.kind {
+		case partReasoning:
+			// Chat completions take no reasoning back.
 		case partCall:
 			msg.ToolCalls = append(msg.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
 				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{

@@ -284,7 +284,7 @@ func buildSet(base runtime.Toolset, d *Dispatcher, sets []*loadedToolset, proble
 				continue
 			}
 			spec := runtime.ToolSpec{Name: td.Name, Description: td.Description, InputSchema: td.InputSchema}
-			s.entries[td.Name] = runtime.ToolEntry{Spec: spec, Async: &remoteTool{d: d, set: ls, def: td, schema: ls.schemas[i]}}
+			s.entries[td.Name] = runtime.ToolEntry{Spec: spec, Toolset: ls.doc.Name, Async: &remoteTool{d: d, set: ls, def: td, schema: ls.schemas[i]}}
 			s.specs = append(s.specs, spec)
 		}
 	}

@@ -23,13 +23,13 @@ func SleepTools(timers Timers, now func() time.Time) []ToolEntry {
 	return []ToolEntry{
 		{Spec: ToolSpec{Name: "sleep", Description: "Pause for a number of seconds. A new message or event wakes you earlier.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"seconds":{"type":"number","exclusiveMinimum":0}},"required":["seconds"]}`)},
-			Async: &sleeper{timers: timers, now: now, kind: "sleep"}, Interruptible: true},
+			Async: &sleeper{timers: timers, now: now, kind: "sleep"}, Interruptible: true, Toolset: ToolsetSleep},
 		{Spec: ToolSpec{Name: "sleep_until", Description: "Pause until a local date and time in an IANA time zone (e.g. 2026-03-29, 09:00, Europe/Paris). A time in the past returns at once.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"date":{"type":"string","description":"YYYY-MM-DD"},"time":{"type":"string","description":"HH:MM or HH:MM:SS"},"timezone":{"type":"string"}},"required":["date","time","timezone"]}`)},
-			Async: &sleeper{timers: timers, now: now, kind: "until"}, Interruptible: true},
+			Async: &sleeper{timers: timers, now: now, kind: "until"}, Interruptible: true, Toolset: ToolsetSleep},
 		{Spec: ToolSpec{Name: "sleep_until_event_or_input", Description: "Wait, using no resources, until a message or an event arrives.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)},
-			Async: &sleeper{timers: timers, now: now, kind: "event"}, Interruptible: true},
+			Async: &sleeper{timers: timers, now: now, kind: "event"}, Interruptible: true, Toolset: ToolsetSleep},
 	}
 }
 

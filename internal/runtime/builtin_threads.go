@@ -15,20 +15,20 @@ func ThreadTools() []ToolEntry {
 	return []ToolEntry{
 		{Spec: ToolSpec{Name: "spawn_thread", Description: "Start a child thread that works on the given instructions in parallel, " +
 			"with a copy of this conversation so far. It reports back as an event tied to this call. child_of must be your own thread stack, root first.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"instructions":{"type":"string","minLength":1},"child_of":{"type":"array","items":{"type":"string"}}},"required":["instructions","child_of"]}`)},
-			Sync: syncFunc(spawnThread)},
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"instructions":{"type":"string","minLength":1},"child_of":{"type":"array","items":{"type":"string"}},"agent":{"type":"string","description":"the agent the child runs as; default: yours"}},"required":["instructions","child_of"]}`)},
+			Sync: syncFunc(spawnThread), Toolset: ToolsetThreads},
 		{Spec: ToolSpec{Name: "report_to_parent", Description: "Send a report to the thread that spawned this one.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"report":{"type":"string","minLength":1}},"required":["report"]}`)},
-			Sync: syncFunc(reportToParent)},
+			Sync: syncFunc(reportToParent), Toolset: ToolsetThreads},
 		{Spec: ToolSpec{Name: "close_thread", Description: "Close this thread for good, optionally sending a last report to the parent.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"thread_id":{"type":"string"},"report_to_parent":{"type":"string"}},"required":["thread_id"]}`)},
-			Sync: syncFunc(closeThread)},
+			Sync: syncFunc(closeThread), Toolset: ToolsetThreads},
 		{Spec: ToolSpec{Name: "send_message_to_child", Description: "Send a message to one of your direct child threads.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"thread_id":{"type":"string"},"message":{"type":"string","minLength":1}},"required":["thread_id","message"]}`)},
-			Sync: syncFunc(sendToChild)},
+			Sync: syncFunc(sendToChild), Toolset: ToolsetThreads},
 		{Spec: ToolSpec{Name: "cancel_subscription", Description: "Stop an active subscription, named by the tool call that started it.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"tool_call_id":{"type":"string"}},"required":["tool_call_id"]}`)},
-			Sync: syncFunc(cancelSubscription)},
+			Sync: syncFunc(cancelSubscription), Toolset: ToolsetThreads},
 	}
 }
 
@@ -58,6 +58,7 @@ func spawnThread(ctx context.Context, env *SyncEnv, inv Invocation) (ToolOutput,
 	var a struct {
 		Instructions string   `json:"instructions"`
 		ChildOf      []string `json:"child_of"`
+		Agent        string   `json:"agent"`
 	}
 	if err := parseArgs(inv, &a); err != nil {
 		return ToolOutput{}, err
@@ -69,15 +70,43 @@ func spawnThread(ctx context.Context, env *SyncEnv, inv Invocation) (ToolOutput,
 		return ToolOutput{}, reject(inv, "child_of %q is not your thread stack %q: you are thread %s; stick to your own task and spawn only your own children",
 			a.ChildOf, env.State.Stack, env.Thread.ID)
 	}
+	agent, hash, err := spawnAgent(env, inv, a.Agent)
+	if err != nil {
+		return ToolOutput{}, err
+	}
 	child := ChildThreadID(env.Thread.ID, inv.CallID)
 	stack := append(slices.Clone(env.State.Stack), child)
 	env.CreateChild(ChildThread{ID: child, SpawnAt: env.Position,
-		State: ThreadState{Parent: env.Thread.ID, Stack: stack, SpawnCall: inv.CallID}})
+		State: ThreadState{Parent: env.Thread.ID, Stack: stack, SpawnCall: inv.CallID, Agent: agent, AgentHash: hash}})
 	env.State.Children = append(env.State.Children, child)
 	env.Send(Message{ID: DeriveID("start_", child), ThreadID: child, Kind: KindStart,
 		Text: "You are child thread " + child + " (thread stack " + strings.Join(stack, " > ") + "), spawned by your parent with these instructions:\n\n" +
 			a.Instructions + "\n\nWork on them alone. Use report_to_parent to send results, and close_thread when you are done."})
 	return ToolOutput{Text: "spawned thread " + child + "; it works in parallel and its reports arrive as events tied to this call"}, nil
+}
+
+// spawnAgent picks the agent a spawned child runs as: the caller's own
+// (same version), or the one named, which the caller's agent must list in
+// Spawnable (by default only itself).
+func spawnAgent(env *SyncEnv, inv Invocation, name string) (agent, hash string, err error) {
+	if name == "" || (env.Agent != nil && name == env.Agent.Agent.Name) {
+		return env.State.Agent, env.State.AgentHash, nil
+	}
+	if env.Agent == nil || env.Agents == nil {
+		return "", "", reject(inv, "agent %q: this deployment defines no agents; leave agent out", name)
+	}
+	if !env.Agent.Agent.CanSpawn(name) {
+		allowed := env.Agent.Agent.Spawnable
+		if len(allowed) == 0 {
+			allowed = []string{env.Agent.Agent.Name}
+		}
+		return "", "", reject(inv, "agent %q may not be spawned by agent %q (spawnable: %s)", name, env.Agent.Agent.Name, strings.Join(allowed, ", "))
+	}
+	v, ok := env.Agents.Agent(name)
+	if !ok {
+		return "", "", reject(inv, "agent %q is not defined", name)
+	}
+	return v.Agent.Name, v.Hash, nil
 }
 
 func reportToParent(ctx context.Context, env *SyncEnv, inv Invocation) (ToolOutput, error) {

@@ -31,11 +31,11 @@ func (s *slice) maybeCompact() {
 	if p == nil || p.ContextWindow <= 0 || s.st.Compaction || s.st.Compacting != "" || s.st.Closed {
 		return
 	}
-	threshold := p.Threshold
+	window, threshold := s.compactionWindow(p)
 	if threshold <= 0 || threshold > 1 {
 		threshold = 0.8
 	}
-	if float64(s.st.Tokens) < threshold*float64(p.ContextWindow) {
+	if float64(s.st.Tokens) < threshold*float64(window) {
 		return
 	}
 	covers := len(s.view)
@@ -50,7 +50,8 @@ func (s *slice) maybeCompact() {
 	child := DeriveID("cmp_", s.threadID, strconv.FormatInt(s.version+1, 10))
 	stack := append(append([]string(nil), s.st.Stack...), child)
 	s.children = append(s.children, ChildThread{ID: child, SpawnAt: covers,
-		State: ThreadState{Parent: s.threadID, Stack: stack, Temporary: true, Compaction: true, Covers: covers}})
+		State: ThreadState{Parent: s.threadID, Stack: stack, Temporary: true, Compaction: true, Covers: covers,
+			Agent: s.st.Agent, AgentHash: s.st.AgentHash}})
 	text := p.Instructions
 	if text == "" {
 		text = defaultCompactionInstructions

@@ -11,6 +11,10 @@ import (
 // complete runs completions until the model stops calling tools, calls an
 // asynchronous tool, or the slice reaches its cap or deadline.
 func (s *slice) complete(ctx context.Context) error {
+	if _, err := s.applyAgent(); err != nil {
+		s.failModel(err)
+		return nil
+	}
 	for {
 		n := s.res.Completions
 		if s.st.Closed || s.st.Pending != nil {
@@ -26,11 +30,7 @@ func (s *slice) complete(ctx context.Context) error {
 		call, err := s.completion(ctx, n)
 		if err != nil {
 			if IsPermanent(err) {
-				s.res.ModelErr = err
-				s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: &OutputEvent{
-					ID: DeriveID("out_", s.threadID, strconv.Itoa(s.ownPos()), "error"), ThreadID: s.threadID,
-					Kind: "error", Text: "the model failed: " + err.Error()}})
-				s.dirty = true
+				s.failModel(err)
 				return nil
 			}
 			return err
@@ -54,6 +54,10 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 	hist, inherited := EffectiveView(s.view, s.th.Inherited)
 	req := &CompletionRequest{ThreadID: s.threadID, CompletionID: completionID(s.threadID, s.version, n),
 		History: hist, Inherited: inherited, Turn: CountCompletions(s.view[s.th.Inherited:]), Tools: ts.Specs()}
+	model := s.e.Model
+	if v := s.agent.v; v != nil {
+		req.System, req.Agent, model = v.Agent.Instructions, v.Agent.Name, s.agentModel(v)
+	}
 	mctx := s.modelContext(ctx)
 	start := s.e.now()
 	var lastErr error
@@ -64,7 +68,7 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 			}
 		}
 		s.buf.reset()
-		lastErr = s.e.Model.Complete(mctx, req, &s.buf)
+		lastErr = model.Complete(mctx, req, &s.buf)
 		if lastErr == nil {
 			break
 		}
@@ -87,6 +91,8 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 	if usage.Total > 0 {
 		s.st.Tokens = usage.Total
 	}
+	s.st.Usage.Add(usage)
+	s.res.Usage.Add(usage)
 	if b.dropped > 0 || b.droppedAfter > 0 {
 		slog.WarnContext(ctx, "model streamed more than one tool call; only the first is executed",
 			"thread", s.threadID, "completion", req.CompletionID, "dropped_calls", b.dropped, "dropped_text_bytes", b.droppedAfter)
@@ -96,8 +102,12 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 		up = &usage
 	}
 	text := string(b.text)
-	if len(b.text) > 0 || len(b.reasoning) > 0 || b.call == nil {
-		s.appendItem(Item{Kind: ItemAssistant, Text: text, Reasoning: string(b.reasoning), Usage: up})
+	if len(b.text) > 0 || len(b.reasoning) > 0 || len(b.blocks) > 0 || b.call == nil {
+		it := Item{Kind: ItemAssistant, Text: text, Reasoning: string(b.reasoning), Usage: up}
+		if len(b.blocks) > 0 {
+			it.Trace = &ReasoningTrace{Blocks: append([]ReasoningBlock(nil), b.blocks...)}
+		}
+		s.appendItem(it)
 		up = nil
 	}
 	s.e.observe(ctx, Event{Type: EventCompletionFinished, ThreadID: s.threadID, SliceID: s.res.SliceID, Duration: s.e.now().Sub(start)})
@@ -106,8 +116,15 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 			s.deliverSummary(text)
 			return nil, nil
 		}
-		s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: &OutputEvent{
-			ID: DeriveID("out_", s.threadID, strconv.Itoa(s.ownPos())), ThreadID: s.threadID, Kind: "reply", Text: text}})
+		reply := &OutputEvent{ID: DeriveID("out_", s.threadID, strconv.Itoa(s.ownPos())), ThreadID: s.threadID, Kind: "reply", Text: text}
+		if s.st.Usage != (Usage{}) {
+			u := s.st.Usage
+			reply.Usage = &u
+		}
+		if v := s.agent.v; v != nil {
+			reply.Agent = v.Agent.Name
+		}
+		s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: reply})
 		return nil, nil
 	}
 	call := Item{Kind: ItemToolCall, CallID: callID(s.threadID, s.ownPos()), Name: b.call.Name, Args: b.call.Args, Usage: up}
@@ -145,6 +162,11 @@ func (s *slice) toolsetFor(ctx context.Context) (Toolset, error) {
 		if err != nil {
 			return nil, fmt.Errorf("runtime: loading tools for thread %s: %w", s.threadID, err)
 		}
+		if v, aerr := s.resolveAgent(); aerr != nil {
+			ts = NewToolbox() // an undefined agent may use nothing; its completion fails anyway
+		} else if v != nil {
+			ts = filterToolset(ts, &v.Agent)
+		}
 		s.toolset = ts
 	}
 	return s.toolset, nil
@@ -181,7 +203,8 @@ func (s *slice) runCall(ctx context.Context, call *Item) bool {
 		}
 	}
 	if entry.Sync != nil {
-		env := &SyncEnv{Thread: s.th, State: &s.st, Position: len(s.view) - 1, CallID: c.CallID, Now: s.e.now()}
+		env := &SyncEnv{Thread: s.th, State: &s.st, Position: len(s.view) - 1, CallID: c.CallID, Now: s.e.now(),
+			Agent: s.agent.v, Agents: s.e.Agents}
 		out, err := entry.Sync.Run(ctx, env, Invocation{ThreadID: s.threadID, CallID: c.CallID, Name: c.Name,
 			Args: c.Args, Ancestors: ancestors(s.st.Stack)})
 		if err != nil {

@@ -7,6 +7,14 @@
 // listed in DESIGN.md ("The slice contract"); each is pinned by a test in this
 // package or in internal/local.
 //
+// Agents (agent.go, agent_slice.go, agentdoc.go): a thread runs as one
+// named, content-versioned Agent (instructions, model, toolset allow-list,
+// limits). Engine.Agents resolves definitions; the thread's state records
+// the agent's name and version, and a change of version is written to
+// history before the completion it affects, so every retry of a slice sees
+// what the first attempt committed. Without Engine.Agents nothing changes:
+// no system prompt, Engine.Model, every tool.
+//
 // The package must not import AWS, pgx or HTTP client packages: bindings
 // (internal/local, internal/dsql, internal/dedup, internal/sqsq,
 // internal/timers) implement the interfaces declared here.
@@ -20,5 +28,7 @@
 //     the reason; never retry it.
 //   - *PermanentError: a non-retryable model or tool failure (bad request,
 //     access denied). The slice ended with an error reply; do not retry.
+//   - *AgentError: an agent definition that cannot work (ValidateAgents,
+//     DecodeAgentsDoc), naming the field.
 //   - any other error is transient: retry the slice later.
 package runtime

@@ -59,6 +59,10 @@ type Engine struct {
 	// Compaction, when set, summarises threads that approach the model's
 	// context window.
 	Compaction *CompactionPolicy
+	// Agents, when set, resolves the agent each thread runs as (its
+	// instructions, model, tools and limits; see agent_slice.go). Nil:
+	// no system prompt, Model and every tool for every thread.
+	Agents Agents
 	// Faults injects crashes at step boundaries. Tests only: nil in
 	// production.
 	Faults FaultInjector
@@ -98,6 +102,10 @@ type SliceResult struct {
 	// ModelErr is set when the model failed permanently; the slice ended
 	// with an error reply and must not be retried.
 	ModelErr error
+	// Agent is the agent the slice ran as ("" without agents) and Usage
+	// the tokens its completions used (for per-agent metrics).
+	Agent string
+	Usage Usage
 }
 
 // RunSlice runs one slice. A returned error means the slice committed
@@ -155,6 +163,7 @@ type slice struct {
 	mctx    context.Context
 	mcancel context.CancelFunc
 	buf     turnBuffer
+	agent   agentState // the thread's agent (agent_slice.go)
 }
 
 func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {

@@ -19,6 +19,9 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 	}
 	switch m.Kind {
 	case KindUser, KindParent, KindStart:
+		if m.Agent != "" && !s.acceptAgent(ctx, m) {
+			return false
+		}
 		s.interrupt(m)
 		if m.Kind == KindStart && m.ToolCallID != "" {
 			// A temporary child processing one subscription event: the
@@ -135,7 +138,8 @@ func (s *slice) threaded(m Message) {
 	s.appendItem(Item{Kind: ItemMarker, Input: m.ID, CallID: m.ToolCallID, Text: "event handed to thread " + child})
 	stack := append(append([]string(nil), s.st.Stack...), child)
 	s.children = append(s.children, ChildThread{ID: child, SpawnAt: len(s.view) - 1,
-		State: ThreadState{Parent: s.threadID, Stack: stack, SpawnCall: m.ToolCallID, Temporary: true}})
+		State: ThreadState{Parent: s.threadID, Stack: stack, SpawnCall: m.ToolCallID, Temporary: true,
+			Agent: s.st.Agent, AgentHash: s.st.AgentHash}})
 	start := Message{V: MessageVersion, ID: DeriveID("start_", child), ThreadID: child, Kind: KindStart,
 		ToolCallID: m.ToolCallID, From: m.Text, Content: m.Content, Final: m.Final}
 	s.st.Outbox = append(s.st.Outbox, OutboxEntry{Message: &start})

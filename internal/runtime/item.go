@@ -51,8 +51,19 @@ const InjectedToolName = "receive_event__injected"
 type Usage struct {
 	Input  int `json:"input,omitempty"`
 	Output int `json:"output,omitempty"`
-	Cached int `json:"cached,omitempty"`
-	Total  int `json:"total,omitempty"`
+	Cached int `json:"cached,omitempty"` // input tokens read from the provider's prompt cache
+	// CacheWrite is the input tokens written to the provider's prompt cache.
+	CacheWrite int `json:"cache_write,omitempty"`
+	Total      int `json:"total,omitempty"`
+}
+
+// Add adds u's counts to the receiver's.
+func (a *Usage) Add(u Usage) {
+	a.Input += u.Input
+	a.Output += u.Output
+	a.Cached += u.Cached
+	a.CacheWrite += u.CacheWrite
+	a.Total += u.Total
 }
 
 // Item is one entry of a thread's history. The JSON encoding is the stable,
@@ -70,6 +81,25 @@ type Item struct {
 	IsError   bool      `json:"is_error,omitempty"`
 	Content   []Content `json:"content,omitempty"`
 	Usage     *Usage    `json:"usage,omitempty"`
+	// Trace is reasoning the provider must get back unchanged in later
+	// requests (signed or redacted blocks); rare, hence a pointer.
+	Trace *ReasoningTrace `json:"reasoning_trace,omitempty"`
+}
+
+// ReasoningTrace is a turn's reasoning as the provider streamed it, block by
+// block, for providers that verify it when it is sent back (Claude extended
+// thinking with tool use rejects a next turn without it).
+type ReasoningTrace struct {
+	Blocks []ReasoningBlock `json:"blocks"`
+}
+
+// ReasoningBlock is one reasoning block: text with its signature, or
+// redacted (encrypted) reasoning, kept as the provider sent it.
+type ReasoningBlock struct {
+	Text      string `json:"text,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	// Redacted is the opaque data of a redacted block, base64.
+	Redacted string `json:"redacted,omitempty"`
 }
 
 // Size is the approximate number of bytes the item's payload occupies, used
@@ -78,6 +108,11 @@ func (it *Item) Size() int {
 	n := len(it.Input) + len(it.Text) + len(it.Reasoning) + len(it.CallID) + len(it.Name) + len(it.Args)
 	for _, c := range it.Content {
 		n += len(c.Type) + len(c.Text) + len(c.Data) + len(c.MediaType)
+	}
+	if it.Trace != nil {
+		for _, b := range it.Trace.Blocks {
+			n += len(b.Text) + len(b.Signature) + len(b.Redacted)
+		}
 	}
 	return n + 16
 }

@@ -76,6 +76,10 @@ type Message struct {
 	UserID string `json:"user_id,omitempty"`
 	// Covers is, for a summary, the length of the view it summarises.
 	Covers int `json:"covers,omitempty"`
+	// Agent, on a user message, names the agent the thread runs as. Only a
+	// thread's first message binds it; naming another agent later is an
+	// error.
+	Agent string `json:"agent,omitempty"`
 }
 
 // Validate checks a message's envelope and fields. It returns a
@@ -99,6 +103,14 @@ func (m *Message) Validate() error {
 	if needsCallID[m.Kind] {
 		if err := checkID(m.ToolCallID); err != nil {
 			return bad("tool_call_id", "%s (required for kind %s)", err, m.Kind)
+		}
+	}
+	if m.Agent != "" {
+		if m.Kind != KindUser {
+			return bad("agent", "only a user message may name an agent (kind %s)", m.Kind)
+		}
+		if !ValidAgentName(m.Agent) {
+			return bad("agent", "%q is not an agent name ([A-Za-z0-9_-]{1,64})", m.Agent)
 		}
 	}
 	if m.Kind == KindUser && m.Text == "" {

@@ -87,6 +87,11 @@ type CompletionRequest struct {
 	// own history (0 for its first), whatever compaction has hidden.
 	Turn  int
 	Tools []ToolSpec
+	// System is the system prompt: the instructions of the agent the
+	// thread is bound to ("" when the deployment defines no agents).
+	System string
+	// Agent names that agent, for providers' logs and metrics.
+	Agent string
 }
 
 // TurnWriter receives a completion as it streams.
@@ -97,4 +102,12 @@ type TurnWriter interface {
 	// a deterministic one).
 	ToolCall(id, name, args string)
 	Usage(u Usage)
+}
+
+// ReasoningBlockWriter is implemented by the engine's TurnWriter. Providers
+// whose reasoning must be sent back verbatim (signed or redacted blocks)
+// record each block with it, in addition to streaming the text through
+// TurnWriter.Reasoning.
+type ReasoningBlockWriter interface {
+	ReasoningBlock(b ReasoningBlock)
 }

@@ -57,6 +57,16 @@ type ThreadState struct {
 	// up to Covers (a position in its view) for its parent.
 	Compaction bool `json:"compaction,omitempty"`
 	Covers     int  `json:"covers,omitempty"`
+	// Agent is the agent the thread is bound to ("" when the deployment
+	// defines no agents), fixed when the thread is created.
+	Agent string `json:"agent,omitempty"`
+	// AgentHash is the version (Agent.Hash) of the definition the thread's
+	// latest completion ran with; a slice that finds another version
+	// current records the change in history before its first completion.
+	AgentHash string `json:"agent_hash,omitempty"`
+	// Usage is the thread's cumulative token usage, committed with each
+	// turn (so a retried slice never counts a completion twice).
+	Usage Usage `json:"usage,omitzero"`
 }
 
 // Clone returns a deep copy of s, so a slice can build the next state without
@@ -108,6 +118,10 @@ type OutputEvent struct {
 	ThreadID string `json:"thread_id"`
 	Kind     string `json:"kind"` // "reply", "error", "notice"
 	Text     string `json:"text"`
+	// Agent is the agent that replied, and Usage the thread's cumulative
+	// token usage when it did (replies only; empty without agents/usage).
+	Agent string `json:"agent,omitempty"`
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // ChildThread is a thread created by a commit (spawn_thread, a threaded

@@ -89,6 +89,9 @@ type ToolEntry struct {
 	// as by a user message; other pending calls defer events until their
 	// result arrives.
 	Interruptible bool
+	// Toolset names the toolset or built-in group the tool belongs to, which
+	// an Agent's Tools allow-list refers to ("" for tools outside any).
+	Toolset string
 }
 
 // Toolbox is a fixed set of tools. It implements Toolset and ToolSource.
@@ -155,8 +158,13 @@ type SyncEnv struct {
 	// the history up to, not including, the call that spawned it).
 	Position int
 	// CallID is the ID of the call being run.
-	CallID   string
-	Now      time.Time
+	CallID string
+	Now    time.Time
+	// Agent is the version of the agent the thread runs as, and Agents
+	// resolves others (spawn_thread's agent argument); both nil when the
+	// deployment defines no agents.
+	Agent    *AgentVersion
+	Agents   Agents
 	children []ChildThread
 	outbox   []OutboxEntry
 }

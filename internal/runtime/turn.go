@@ -9,6 +9,7 @@ type turnBuffer struct {
 	dropped         int // tool calls after the first, dropped
 	droppedAfter    int // bytes of text streamed after the first tool call, dropped
 	usage           Usage
+	blocks          []ReasoningBlock
 }
 
 // ToolCallDraft is a tool call as the model streamed it.
@@ -22,6 +23,15 @@ func (b *turnBuffer) reset() {
 	b.call = nil
 	b.dropped, b.droppedAfter = 0, 0
 	b.usage = Usage{}
+	b.blocks = nil
+}
+
+// ReasoningBlock implements ReasoningBlockWriter.
+func (b *turnBuffer) ReasoningBlock(rb ReasoningBlock) {
+	if b.call != nil {
+		return
+	}
+	b.blocks = append(b.blocks, rb)
 }
 
 func (b *turnBuffer) Text(s string) {

@@ -19,7 +19,7 @@ import (
 
 // routes is the HTTP API:
 //
-//	POST /threads/{id}/messages  {"text": ..., "id"?: ..., "user_id"?: ...} → 202 {"id", "thread_id"}
+//	POST /threads/{id}/messages  {"text": ..., "id"?: ..., "user_id"?: ..., "agent"?: ...} → 202 {"id", "thread_id"}
 //	GET  /threads/{id}           state summary and history items (?from=N skips the first N)
 //	GET  /threads/{id}/events    Server-Sent Events of the thread's output
 //	GET  /threads                the thread tree: roots with their children
@@ -114,6 +114,9 @@ type messageRequest struct {
 	// ID makes the request idempotent: the same ID is processed once.
 	ID     string `json:"id,omitempty"`
 	UserID string `json:"user_id,omitempty"`
+	// Agent names the agent a new thread runs as (default: the default
+	// agent); on an existing thread it must be the one it runs as.
+	Agent string `json:"agent,omitempty"`
 }
 
 type messageResponse struct {
@@ -137,7 +140,8 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	if req.ID == "" {
 		req.ID = newMessageID()
 	}
-	msg := runtime.Message{V: runtime.MessageVersion, ID: req.ID, ThreadID: thread, Kind: runtime.KindUser, Text: req.Text, UserID: req.UserID}
+	msg := runtime.Message{V: runtime.MessageVersion, ID: req.ID, ThreadID: thread, Kind: runtime.KindUser, Text: req.Text, UserID: req.UserID,
+		Agent: req.Agent}
 	if err := msg.Validate(); err != nil {
 		var bm *runtime.BadMessageError
 		if errors.As(err, &bm) {
@@ -156,6 +160,9 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "thread_id", "thread %s is closed and takes no more messages", thread)
 		return
 	}
+	if !s.checkAgent(w, req.Agent, th.State) {
+		return
+	}
 	if err := s.sys.Send(r.Context(), msg); err != nil {
 		var bm *runtime.BadMessageError
 		if errors.As(err, &bm) {
@@ -166,6 +173,32 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, messageResponse{ID: msg.ID, ThreadID: thread})
+}
+
+// checkAgent answers 400 for an agent that is not defined and 409 for one
+// the existing thread does not run as. (The engine checks again: two first
+// messages racing are settled there, the loser going to the dead letters.)
+func (s *Server) checkAgent(w http.ResponseWriter, agent string, st runtime.ThreadState) bool {
+	if agent == "" {
+		return true
+	}
+	if s.agents == nil {
+		writeError(w, http.StatusBadRequest, "agent", "names agent %q, but the configuration defines no agents", agent)
+		return false
+	}
+	if _, ok := s.agents.Agent(agent); !ok {
+		writeError(w, http.StatusBadRequest, "agent", "unknown agent %q (defined: %s)", agent, strings.Join(s.agents.Names(), ", "))
+		return false
+	}
+	bound := st.Agent
+	if bound == "" && st.Version > 0 {
+		bound = s.agents.Default() // bound to the default at its first completion
+	}
+	if bound != "" && bound != agent {
+		writeError(w, http.StatusConflict, "agent", "thread runs as agent %q; a message cannot switch it to %q", bound, agent)
+		return false
+	}
+	return true
 }
 
 // decodeBody reads a JSON object strictly within the body limit, answering
@@ -234,6 +267,12 @@ type stateSummary struct {
 	Deferred      int                    `json:"deferred,omitempty"`
 	Tokens        int                    `json:"tokens,omitempty"`
 	Compacting    string                 `json:"compacting,omitempty"`
+	// Agent and AgentHash are the agent the thread runs as and the
+	// version of its definition the latest completion used.
+	Agent     string `json:"agent,omitempty"`
+	AgentHash string `json:"agent_hash,omitempty"`
+	// Usage is the thread's cumulative token usage.
+	Usage runtime.Usage `json:"usage"`
 }
 
 func summarize(st runtime.ThreadState) (string, stateSummary) {
@@ -246,7 +285,8 @@ func summarize(st runtime.ThreadState) (string, stateSummary) {
 	}
 	return status, stateSummary{Version: st.Version, Length: st.Length, Parent: st.Parent, Stack: st.Stack,
 		Children: st.Children, Closed: st.Closed, Temporary: st.Temporary, Pending: st.Pending,
-		Subscriptions: st.Subscriptions, Deferred: len(st.Deferred), Tokens: st.Tokens, Compacting: st.Compacting}
+		Subscriptions: st.Subscriptions, Deferred: len(st.Deferred), Tokens: st.Tokens, Compacting: st.Compacting,
+		Agent: st.Agent, AgentHash: st.AgentHash, Usage: st.Usage}
 }
 
 func (s *Server) getThread(w http.ResponseWriter, r *http.Request) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentslice/agentslice/internal/model"
+	"github.com/agentslice/agentslice/internal/runtime"
 )
 
 // Config is what `agentslice serve` runs. It is decoded from a JSON file
@@ -63,12 +64,27 @@ type Config struct {
 	// CallbackTTL is how long a callback URL stays valid. Default 720h.
 	CallbackTTL string `json:"callback_ttl,omitempty"`
 
+	// Agents are the agent definitions threads run as (see runtime.Agent);
+	// DefaultAgent names the one used when a thread's first message names
+	// none (optional with a single agent). Without agents, threads run
+	// without instructions, with the configured model and every tool.
+	Agents       []AgentConfig `json:"agents,omitempty"`
+	DefaultAgent string        `json:"default_agent,omitempty"`
+
 	Limits     Limits     `json:"limits"`
 	Freeze     Freeze     `json:"freeze"`
 	Compaction Compaction `json:"compaction"`
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string `json:"log_level,omitempty"`
 }
+
+// AgentConfig is one agent definition: runtime.Agent's fields, with the
+// instructions inline or in a file (instructions_file; in a configuration
+// file, relative to the file's directory), the same shape as an entry of
+// deploy/agents.json. Its tools name toolsets: "threads" and "sleep"
+// (built-in), "examples" (example_tools), an MCP server's name, or the name
+// a tool server announces in its toolset document.
+type AgentConfig = runtime.AgentDef
 
 // ExampleTools selects the example tools served in-process.
 type ExampleTools struct {
@@ -191,6 +207,11 @@ func LoadConfig(path string) (Config, error) {
 	if err == nil && cfg.Script != "" && !filepath.IsAbs(cfg.Script) {
 		cfg.Script = filepath.Join(filepath.Dir(path), cfg.Script)
 	}
+	for i := range cfg.Agents {
+		if f := cfg.Agents[i].InstructionsFile; err == nil && f != "" && !filepath.IsAbs(f) {
+			cfg.Agents[i].InstructionsFile = filepath.Join(filepath.Dir(path), f)
+		}
+	}
 	return cfg, err
 }
 
@@ -222,7 +243,7 @@ func jsonError(b []byte, err error) error {
 		line, col := position(b, se.Offset)
 		return &ConfigError{Reason: fmt.Sprintf("malformed JSON at line %d, column %d: %v", line, col, se)}
 	case errors.As(err, &te):
-		field := te.Field
+		field := strings.ReplaceAll(te.Field, ".Agent.", ".") // AgentConfig embeds runtime.Agent
 		if field == "" {
 			return &ConfigError{Reason: fmt.Sprintf("want a JSON object, got %s", te.Value)}
 		}
@@ -280,6 +301,12 @@ type settings struct {
 	maxBody           int64
 	eventBuffer       int
 	maxListed         int
+	// agents are the definitions with their instructions read;
+	// remoteToolsets maps toolset names agents allow that only a tool
+	// server can announce to the field naming them (checked at Start).
+	agents         []runtime.Agent
+	defaultAgent   string
+	remoteToolsets map[string]string
 }
 
 // Validate checks the configuration and returns a *ConfigError naming the
@@ -352,6 +379,10 @@ func (c *Config) resolve() (*settings, error) {
 				return nil, bad(f+".url", "%v", err)
 			}
 		}
+	}
+
+	if err := c.resolveAgents(s); err != nil {
+		return nil, err
 	}
 
 	if s.callbackTTL, err = duration("callback_ttl", c.CallbackTTL, 30*24*time.Hour); err != nil {

@@ -3,8 +3,9 @@
 // through the proxy, a model from the catalog, and an HTTP API.
 //
 // It owns:
-//   - the configuration (config.go): a strict JSON file plus overrides, with
-//     errors naming the field (*ConfigError);
+//   - the configuration (config.go, agents.go): a strict JSON file plus
+//     overrides, with errors naming the field (*ConfigError), including the
+//     agent definitions and what they refer to (models, toolsets);
 //   - the wiring and lifecycle (server.go): a Server builds the history store,
 //     the system, the local timers, the RAP dispatcher, loader and callback
 //     receiver, mounts the in-process tool servers, and stops all of it again;

@@ -60,6 +60,8 @@ type Server struct {
 	opts  Options
 	model runtime.Model
 	keys  *rap.Keyring
+	// agents is nil when the configuration defines none.
+	agents *runtime.AgentSet
 
 	ln       net.Listener
 	url      string
@@ -104,6 +106,27 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 			return nil, prefixModelError(err)
 		}
 		return nil, fmt.Errorf("server: building model %q: %w", set.model.Name, err)
+	}
+	models := map[string]runtime.Model{set.model.Name: s.model}
+	if err := s.buildAgents(func(name string) (runtime.Model, int, error) {
+		if name == "" {
+			return s.model, set.model.ContextWindow, nil
+		}
+		mc, err := cfg.Models.Lookup(name) // resolve checked the name
+		if err != nil {
+			return nil, 0, err
+		}
+		if m, ok := models[name]; ok {
+			return m, mc.ContextWindow, nil
+		}
+		m, err := model.FromConfig(ctx, mc, mopts...)
+		if err != nil {
+			return nil, 0, err
+		}
+		models[name] = m
+		return m, mc.ContextWindow, nil
+	}); err != nil {
+		return nil, err
 	}
 	spec, field := cfg.CallbackKeys, "callback_keys"
 	if v := strings.TrimSpace(opts.Getenv(CallbackKeysEnv)); v != "" {
@@ -196,10 +219,14 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		compaction = &runtime.CompactionPolicy{ContextWindow: s.set.model.ContextWindow, Threshold: s.cfg.Compaction.Threshold}
 	}
 	l := s.cfg.Limits
+	var agents runtime.Agents
+	if s.agents != nil {
+		agents = s.agents
+	}
 	s.sys, err = local.New(local.Config{
 		Model: s.model, Tools: s.loader, History: s.store, Output: s.events, Logger: s.log,
 		Limits:        runtime.Limits{MaxCompletions: l.MaxCompletions, ModelAttempts: l.ModelAttempts},
-		SliceAttempts: l.SliceAttempts, Compaction: compaction,
+		SliceAttempts: l.SliceAttempts, Compaction: compaction, Agents: agents,
 	})
 	if err != nil {
 		return fmt.Errorf("server: building the embedded system: %w", err)
@@ -231,7 +258,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		s.wg.Add(1)
 		go s.freezeLoop() // owned by Stop (closes stopping, waits)
 	}
-	s.logToolsets(ctx)
+	if err := s.logToolsets(ctx); err != nil {
+		return err
+	}
 	s.log.Info("agentslice serve: ready", "url", s.url, "listen", s.ln.Addr().String(), "model", s.set.model.Name,
 		"provider", string(s.set.model.Provider), "tool_servers", len(servers))
 	return nil
@@ -268,9 +297,13 @@ func (s *Server) buildServices(retry rap.RetryPolicy) error {
 }
 
 // logToolsets fetches every toolset once and logs what agents will be
-// offered, and why a server was left out.
-func (s *Server) logToolsets(ctx context.Context) {
+// offered, and why a server was left out. It fails when an agent allows a
+// toolset no server announced.
+func (s *Server) logToolsets(ctx context.Context) error {
 	set := s.loader.Load(ctx)
+	if err := checkRemoteToolsets(s.set.remoteToolsets, set, set.Problems()); err != nil {
+		return err
+	}
 	names := make([]string, 0, len(set.Specs()))
 	for _, sp := range set.Specs() {
 		names = append(names, sp.Name)
@@ -279,6 +312,10 @@ func (s *Server) logToolsets(ctx context.Context) {
 	for _, p := range set.Problems() {
 		s.log.Warn("tool server left out", "problem", p.Error())
 	}
+	if s.agents != nil {
+		s.log.Info("agents defined", "agents", strings.Join(s.agents.Names(), ","), "default", s.agents.Default())
+	}
+	return nil
 }
 
 // freezeLoop compresses idle threads' history now and then.

@@ -138,6 +138,10 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 	// The catalog entry's context window (validated positive) sets when a
 	// thread is summarised.
 	compaction := &runtime.CompactionPolicy{ContextWindow: cfg.Model.ContextWindow}
+	agents, err := buildAgents(ctx, cfg, mdl, model.WithAWSConfig(awsCfg), model.WithHTTPClient(opts.HTTPClient))
+	if err != nil {
+		return fail(fmt.Errorf("serverless: %s: %w", lambdafn.EnvAgents, err))
+	}
 	f.Engine = &runtime.Engine{
 		History:    dsql.New(pool, dsql.Options{}),
 		Dedup:      dd,
@@ -148,8 +152,40 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 		Observer:   runtime.SlogObserver{Logger: opts.Logger},
 		Now:        opts.Now,
 		Compaction: compaction,
+		Agents:     agents,
 	}
 	f.Handler = &Handler{Slices: f.Engine, DeadLetters: dlq, Logger: opts.Logger,
 		Metrics: &lambdafn.Metrics{W: opts.Stdout, Now: opts.Now}, Margin: cfg.Margin, Now: opts.Now}
 	return f, nil
+}
+
+// buildAgents builds the agent set, each model an agent names once (def is
+// the configured model, for agents that name none). Nil without agents.
+func buildAgents(ctx context.Context, cfg SliceConfig, def runtime.Model, mopts ...model.Option) (runtime.Agents, error) {
+	if len(cfg.Agents) == 0 {
+		return nil, nil
+	}
+	models := map[string]runtime.Model{cfg.Model.Name: def}
+	set, err := runtime.NewAgentSet(cfg.Agents, cfg.DefaultAgent, func(name string) (runtime.Model, int, error) {
+		if name == "" {
+			return def, cfg.Model.ContextWindow, nil
+		}
+		mc, err := cfg.Catalog.Lookup(name)
+		if err != nil {
+			return nil, 0, err
+		}
+		if m, ok := models[name]; ok {
+			return m, mc.ContextWindow, nil
+		}
+		m, err := model.FromConfig(ctx, mc, mopts...)
+		if err != nil {
+			return nil, 0, err
+		}
+		models[name] = m
+		return m, mc.ContextWindow, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return set, nil
 }

@@ -1,12 +1,15 @@
 package serverless
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/agentslice/agentslice/internal/lambdafn"
 	"github.com/agentslice/agentslice/internal/model"
+	"github.com/agentslice/agentslice/internal/runtime"
 )
 
 // DefaultMargin is kept free between the end of the slice and the Lambda
@@ -25,11 +28,17 @@ type SliceConfig struct {
 	PGDSN                           string
 	SchedulerRoleARN, ScheduleGroup string
 	Model                           model.Config
-	ToolServers                     []string
-	CallbackURL                     string
-	Keys                            lambdafn.KeySource
-	Margin                          time.Duration
-	LogLevel                        slog.Level
+	// Catalog is the whole model catalog (agents may name any model);
+	// Agents and DefaultAgent are the agent definitions (none: every
+	// thread runs Model without instructions).
+	Catalog      *model.Catalog
+	Agents       []runtime.Agent
+	DefaultAgent string
+	ToolServers  []string
+	CallbackURL  string
+	Keys         lambdafn.KeySource
+	Margin       time.Duration
+	LogLevel     slog.Level
 }
 
 // LoadSliceConfig reads the slice function's configuration with getenv
@@ -91,10 +100,42 @@ func LoadSliceConfig(getenv func(string) string) (SliceConfig, error) {
 			r.Fail(lambdafn.EnvModelCatalog, "%v", err)
 		} else if c.Model, err = cat.Lookup(r.Opt(lambdafn.EnvModel)); err != nil {
 			r.Fail(lambdafn.EnvModel, "%v", err)
+		} else {
+			c.Catalog = cat
+		}
+	}
+	if raw := r.Opt(lambdafn.EnvAgents); strings.TrimSpace(raw) != "" && r.Err() == nil {
+		if err := c.readAgents(raw); err != nil {
+			r.Fail(lambdafn.EnvAgents, "%v", err)
 		}
 	}
 	if err := r.Err(); err != nil {
 		return SliceConfig{}, err
 	}
 	return c, nil
+}
+
+// readAgents decodes the agents document (instructions inline) and checks
+// that the models it names are in the catalog.
+func (c *SliceConfig) readAgents(raw string) error {
+	doc, err := runtime.DecodeAgentsDoc([]byte(raw))
+	if err != nil {
+		return err
+	}
+	defs, err := doc.Resolve("", func(string) ([]byte, error) {
+		return nil, errors.New("instruction files are resolved at synth; the document must hold the instructions inline")
+	})
+	if err != nil {
+		return err
+	}
+	for i, a := range defs {
+		if a.Model == "" {
+			continue
+		}
+		if _, err := c.Catalog.Lookup(a.Model); err != nil {
+			return &runtime.AgentError{Agent: a.Name, Field: fmt.Sprintf("agents[%d].model", i), Reason: err.Error()}
+		}
+	}
+	c.Agents, c.DefaultAgent = defs, doc.DefaultAgent
+	return nil
 }

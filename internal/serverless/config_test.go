@@ -52,6 +52,19 @@ func TestLoadSliceConfig(t *testing.T) {
 	}
 }
 
+func TestLoadSliceConfigAgents(t *testing.T) {
+	t.Parallel()
+	env := validSliceEnv(t)
+	env[lambdafn.EnvAgents] = `{"agents":[{"name":"rev","instructions":"Review.","model":"scripted"},{"name":"w","instructions":"Write."}],"default_agent":"w"}`
+	c, err := serverless.LoadSliceConfig(getenv(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Agents) != 2 || c.Agents[0].Instructions != "Review." || c.DefaultAgent != "w" || c.Catalog == nil {
+		t.Fatalf("agents = %+v default %q", c.Agents, c.DefaultAgent)
+	}
+}
+
 func TestLoadSliceConfigErrorsNameTheVariable(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -80,6 +93,9 @@ func TestLoadSliceConfigErrorsNameTheVariable(t *testing.T) {
 		{"two key sources", map[string]string{lambdafn.EnvCallbackKeys: "k1:AAAA"}, lambdafn.EnvCallbackKeys, "exactly one"},
 		{"bad margin", map[string]string{lambdafn.EnvSliceMargin: "soon"}, lambdafn.EnvSliceMargin, "duration"},
 		{"bad log level", map[string]string{lambdafn.EnvLogLevel: "loud"}, lambdafn.EnvLogLevel, "log level"},
+		{"agents malformed", map[string]string{lambdafn.EnvAgents: "{"}, lambdafn.EnvAgents, "malformed"},
+		{"agent without instructions", map[string]string{lambdafn.EnvAgents: `{"agents":[{"name":"a","instructions":" "}]}`}, lambdafn.EnvAgents, `"agents[0].instructions"`},
+		{"agent model not in catalog", map[string]string{lambdafn.EnvAgents: `{"agents":[{"name":"a","instructions":"x","model":"gpt-9"}]}`}, lambdafn.EnvAgents, `"agents[0].model"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -260,6 +260,11 @@ func (h *Handler) report(ctx context.Context, run []entry, in runtime.SliceInput
 	}, map[string]any{"thread": in.ThreadID, "slice": res.SliceID}); err != nil {
 		h.logger().WarnContext(ctx, "writing metrics failed", "error", err.Error())
 	}
+	if res.Agent != "" && res.Completions > 0 {
+		if err := h.Metrics.Emit(map[string]string{"Agent": res.Agent}, agentMetrics(res), map[string]any{"thread": in.ThreadID, "slice": res.SliceID}); err != nil {
+			h.logger().WarnContext(ctx, "writing metrics failed", "error", err.Error())
+		}
+	}
 }
 
 // deadLetter moves rec to the dead-letter queue and reports whether it did.
@@ -303,3 +308,15 @@ func sqsIDs(recs []events.SQSMessage) []string {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// agentMetrics are a slice's per-agent metrics: completions and tokens.
+func agentMetrics(res *runtime.SliceResult) []lambdafn.Metric {
+	u := res.Usage
+	return []lambdafn.Metric{
+		{Name: "AgentCompletions", Unit: "Count", Value: float64(res.Completions)},
+		{Name: "AgentInputTokens", Unit: "Count", Value: float64(u.Input)},
+		{Name: "AgentOutputTokens", Unit: "Count", Value: float64(u.Output)},
+		{Name: "AgentCacheReadTokens", Unit: "Count", Value: float64(u.Cached)},
+		{Name: "AgentCacheWriteTokens", Unit: "Count", Value: float64(u.CacheWrite)},
+	}
+}

@@ -26,6 +26,10 @@ type OutputRecord struct {
 	ThreadID string `json:"thread_id"`
 	Kind     string `json:"kind"` // "reply", "error", "notice"
 	Text     string `json:"text"`
+	// Agent and Usage are the replying agent and the thread's cumulative
+	// token usage (replies; optional).
+	Agent string         `json:"agent,omitempty"`
+	Usage *runtime.Usage `json:"usage,omitempty"`
 }
 
 // OutputConfig configures an Output.
@@ -85,7 +89,7 @@ func (o *Output) Publish(ctx context.Context, ev runtime.OutputEvent) error {
 // EncodeOutput returns the SQS body of ev, or a permanent error naming the
 // field at fault.
 func EncodeOutput(ev runtime.OutputEvent) (string, error) {
-	rec := OutputRecord{V: OutputVersion, ID: ev.ID, ThreadID: ev.ThreadID, Kind: ev.Kind, Text: ev.Text}
+	rec := OutputRecord{V: OutputVersion, ID: ev.ID, ThreadID: ev.ThreadID, Kind: ev.Kind, Text: ev.Text, Agent: ev.Agent, Usage: ev.Usage}
 	if err := rec.validate(); err != nil {
 		return "", runtime.Permanent(err)
 	}
@@ -133,5 +137,5 @@ func DecodeOutput(body string) (runtime.OutputEvent, error) {
 	if err := rec.validate(); err != nil {
 		return runtime.OutputEvent{}, err
 	}
-	return runtime.OutputEvent{ID: rec.ID, ThreadID: rec.ThreadID, Kind: rec.Kind, Text: rec.Text}, nil
+	return runtime.OutputEvent{ID: rec.ID, ThreadID: rec.ThreadID, Kind: rec.Kind, Text: rec.Text, Agent: rec.Agent, Usage: rec.Usage}, nil
 }

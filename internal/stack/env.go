@@ -14,6 +14,7 @@ package stack
 //	AGENTSLICE_SCHEDULE_GROUP           x
 //	AGENTSLICE_MODEL_CATALOG            x
 //	AGENTSLICE_MODEL                    x
+//	AGENTSLICE_AGENTS                   x
 //	AGENTSLICE_TOOL_SERVERS             x
 //	AGENTSLICE_CALLBACK_URL             x
 //	AGENTSLICE_CALLBACK_KEYS_SECRET     x         x
@@ -28,6 +29,7 @@ const (
 	EnvScheduleGroup      = "AGENTSLICE_SCHEDULE_GROUP"
 	EnvModelCatalog       = "AGENTSLICE_MODEL_CATALOG" // model.Catalog JSON
 	EnvModel              = "AGENTSLICE_MODEL"         // catalog name; empty = default
+	EnvAgents             = "AGENTSLICE_AGENTS"        // agents document JSON (deploy/agents.json resolved)
 	EnvToolServers        = "AGENTSLICE_TOOL_SERVERS"  // comma-separated RAP base URLs
 	EnvCallbackURL        = "AGENTSLICE_CALLBACK_URL"  // receiver URL + "rap/callback"
 	EnvCallbackKeysSecret = "AGENTSLICE_CALLBACK_KEYS_SECRET"

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 
 	"github.com/agentslice/agentslice/internal/model"
+	"github.com/agentslice/agentslice/internal/runtime"
 )
 
 // StackProps configures an agentslice deployment.
@@ -27,6 +28,11 @@ type StackProps struct {
 	// ModelName names the catalog model the slice function runs; empty means
 	// the catalog's default.
 	ModelName string
+	// Agents is the JSON of the deployment's agents document
+	// (runtime.AgentsDoc, instructions inline: cmd/cdkapp resolves
+	// deploy/agents.json); empty means no agents. It is validated against
+	// the catalog here and passed to the slice function compacted.
+	Agents string
 	// BinDir holds the prebuilt functions: BinDir/<name>/bootstrap for
 	// each name in Functions (what `make build` writes).
 	BinDir string
@@ -96,6 +102,9 @@ func (p *StackProps) Check() (*model.Catalog, error) {
 			return nil, bad("ModelName", "%v", err)
 		}
 	}
+	if err := checkAgents(p.Agents, cat); err != nil {
+		return nil, err
+	}
 	if n := p.SliceBatchSize; n < 0 || n > 10 {
 		return nil, bad("SliceBatchSize", "%d is outside 1..10 (the FIFO event source maximum), or 0 for the default", n)
 	}
@@ -137,6 +146,37 @@ func checkToolServer(s string) error {
 		return fmt.Errorf("%q has a query, fragment or user info; a RAP base URL has none", s)
 	case strings.ContainsAny(s, ", \t\n"):
 		return fmt.Errorf("%q contains a comma or white space (the list is passed comma-separated)", s)
+	}
+	return nil
+}
+
+// checkAgents validates the agents document: the definitions, and that
+// every model they name is in the catalog.
+func checkAgents(doc string, cat *model.Catalog) error {
+	if strings.TrimSpace(doc) == "" {
+		return nil
+	}
+	bad := func(err error) error {
+		var ae *runtime.AgentError
+		if errors.As(err, &ae) && ae.Field != "" {
+			return &PropsError{Field: "Agents", Reason: fmt.Sprintf("field %q: %s", ae.Field, ae.Reason), Err: err}
+		}
+		return &PropsError{Field: "Agents", Reason: err.Error(), Err: err}
+	}
+	d, err := runtime.DecodeAgentsDoc([]byte(doc))
+	if err != nil {
+		return bad(err)
+	}
+	defs, err := d.Resolve("", func(string) ([]byte, error) {
+		return nil, errors.New("instruction files must be resolved before synth (cmd/cdkapp does it)")
+	})
+	if err != nil {
+		return bad(err)
+	}
+	for i, a := range defs {
+		if _, err := cat.Lookup(a.Model); a.Model != "" && err != nil {
+			return bad(&runtime.AgentError{Agent: a.Name, Field: fmt.Sprintf("agents[%d].model", i), Reason: err.Error()})
+		}
 	}
 	return nil
 }

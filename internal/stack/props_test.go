@@ -66,6 +66,14 @@ func TestCheck(t *testing.T) {
 		{name: "tool server with comma", edit: func(p *StackProps) { p.ToolServers = []string{"https://t.example.com/a,b"} },
 			wantField: "ToolServers[0]", wantIn: "comma"},
 		{name: "no catalog", edit: func(p *StackProps) { p.ModelCatalog = " " }, wantField: "ModelCatalog", wantIn: "empty"},
+		{name: "agent without instructions", edit: func(p *StackProps) { p.Agents = `{"agents":[{"name":"a","instructions":""}]}` },
+			wantField: "Agents", wantIn: `field "agents[0].instructions"`},
+		{name: "agent model not in catalog", edit: func(p *StackProps) { p.Agents = `{"agents":[{"name":"a","instructions":"x","model":"nope"}]}` },
+			wantField: "Agents", wantIn: `field "agents[0].model"`},
+		{name: "agent unknown field", edit: func(p *StackProps) { p.Agents = `{"agents":[{"name":"a","instrutions":"x"}]}` },
+			wantField: "Agents", wantIn: `field "instrutions"`},
+		{name: "unknown default agent", edit: func(p *StackProps) { p.Agents = `{"agents":[{"name":"a","instructions":"x"}],"default_agent":"b"}` },
+			wantField: "Agents", wantIn: `field "default_agent"`},
 		{name: "bad catalog", edit: func(p *StackProps) { p.ModelCatalog = `{"default":"x","models":[]}` },
 			wantField: "ModelCatalog", wantIn: "models"},
 		{name: "unknown model", edit: func(p *StackProps) { p.ModelName = "gpt-9" }, wantField: "ModelName", wantIn: "gpt-9"},
@@ -109,10 +117,10 @@ func TestCheck(t *testing.T) {
 
 func TestEnvBudget(t *testing.T) {
 	t.Parallel()
-	if err := checkEnvBudget(strings.Repeat("x", 2000), "https://a.example.com", "m"); err != nil {
+	if err := checkEnvBudget(strings.Repeat("x", 2000), "https://a.example.com", "m", ""); err != nil {
 		t.Errorf("2 KB catalog: %v", err)
 	}
-	err := checkEnvBudget(strings.Repeat("x", 3500), "", "")
+	err := checkEnvBudget(strings.Repeat("x", 3500), "", "", "")
 	var pe *PropsError
 	if !errors.As(err, &pe) || pe.Field != "ModelCatalog" || !strings.Contains(err.Error(), "4096") {
 		t.Errorf("3.5 KB catalog: error = %v, want a ModelCatalog PropsError naming the limit", err)

@@ -47,7 +47,13 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 		return nil, &PropsError{Field: "ModelCatalog", Reason: err.Error()}
 	}
 	toolServers := strings.Join(props.ToolServers, ",")
-	if err := checkEnvBudget(catalog.String(), toolServers, props.ModelName); err != nil {
+	var agents bytes.Buffer
+	if strings.TrimSpace(props.Agents) != "" {
+		if err := json.Compact(&agents, []byte(props.Agents)); err != nil {
+			return nil, &PropsError{Field: "Agents", Reason: err.Error()}
+		}
+	}
+	if err := checkEnvBudget(catalog.String(), toolServers, props.ModelName, agents.String()); err != nil {
 		return nil, err
 	}
 	batch, maxConc := props.SliceBatchSize, props.MaxConcurrency
@@ -107,6 +113,7 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 			EnvScheduleGroup:      s.Scheduler.Group.ScheduleGroupName(),
 			EnvModelCatalog:       jsii.String(catalog.String()),
 			EnvModel:              jsii.String(props.ModelName),
+			EnvAgents:             jsii.String(agents.String()),
 			EnvToolServers:        jsii.String(toolServers),
 			EnvCallbackURL:        awscdk.Fn_Join(jsii.String(""), &[]*string{s.ReceiverURL.Url(), jsii.String(CallbackPath)}),
 			EnvCallbackKeysSecret: s.Keyring.SecretArn(),
@@ -184,19 +191,19 @@ func grantReadSecret(fn awslambda.Function, secret awssecretsmanager.Secret) {
 
 // checkEnvBudget fails when the slice function's environment would exceed
 // Lambda's 4 KB with the deploy-time values estimated generously.
-func checkEnvBudget(catalog, toolServers, modelName string) error {
-	size := len(catalog) + len(toolServers) + len(modelName)
+func checkEnvBudget(catalog, toolServers, modelName, agents string) error {
+	size := len(catalog) + len(toolServers) + len(modelName) + len(agents)
 	for _, name := range []string{EnvInputQueueURL, EnvDLQURL, EnvOutputQueueURL, EnvDelayQueueURL,
 		EnvDedupTable, EnvDSQLEndpoint, EnvSchedulerRoleARN, EnvScheduleGroup, EnvModelCatalog,
-		EnvModel, EnvToolServers, EnvCallbackURL, EnvCallbackKeysSecret} {
+		EnvModel, EnvAgents, EnvToolServers, EnvCallbackURL, EnvCallbackKeysSecret} {
 		size += len(name)
 	}
 	const deployValues = 10 // the variables whose values are known only at deploy time
 	size += deployValues * deployValueBytes
 	if size > lambdaEnvBytes {
 		return &PropsError{Field: "ModelCatalog", Reason: fmt.Sprintf(
-			"the slice function's environment would be about %d bytes, over Lambda's %d: the catalog (%d bytes compacted) and the tool server list (%d bytes) must shrink",
-			size, lambdaEnvBytes, len(catalog), len(toolServers))}
+			"the slice function's environment would be about %d bytes, over Lambda's %d: the catalog (%d bytes compacted), the agents (%d bytes) and the tool server list (%d bytes) must shrink",
+			size, lambdaEnvBytes, len(catalog), len(agents), len(toolServers))}
 	}
 	return nil
 }

@@ -70,6 +70,10 @@ const fullCatalog = `{
 
 var fullTools = []string{"https://tools.example.com/rap", "https://ci.example.org"}
 
+// fullAgents is an agents document as cmd/cdkapp passes it (indented here;
+// the function gets it compacted).
+const fullAgents = `{"agents": [{"name": "reviewer", "instructions": "Review <code>.", "model": "custom"}], "default_agent": "reviewer"}`
+
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
@@ -113,7 +117,7 @@ func (f *fixture) build() (err error) {
 		return err
 	}
 	f.full, err = New(app, "Full", StackProps{
-		ToolServers: fullTools, ModelCatalog: fullCatalog, ModelName: "custom", BinDir: bin,
+		ToolServers: fullTools, ModelCatalog: fullCatalog, ModelName: "custom", BinDir: bin, Agents: fullAgents,
 		SliceBatchSize: 5, MaxConcurrency: 7, RetainData: true,
 		CallbackPrincipals: []string{"arn:aws:iam::210987654321:role/tool-server"},
 	})
@@ -503,6 +507,7 @@ func TestEnvironment(t *testing.T) {
 		EnvScheduleGroup:      s.Resolve(s.Scheduler.Group.ScheduleGroupName()),
 		EnvModelCatalog:       "(compact JSON)",
 		EnvModel:              "",
+		EnvAgents:             "",
 		EnvToolServers:        "",
 		EnvCallbackURL:        callback,
 		EnvCallbackKeysSecret: s.Resolve(s.Keyring.SecretArn()),
@@ -531,6 +536,9 @@ func TestEnvironment(t *testing.T) {
 	}
 	if got := full[EnvModel]; got != "custom" {
 		t.Errorf("full: %s = %v, want custom", EnvModel, got)
+	}
+	if got, want := full[EnvAgents], `{"agents":[{"name":"reviewer","instructions":"Review <code>.","model":"custom"}],"default_agent":"reviewer"}`; got != want {
+		t.Errorf("full: %s = %v, want %s", EnvAgents, got, want)
 	}
 }
 

@@ -48,7 +48,8 @@ func items(prefix string, n int) []runtime.Item {
 			out[i] = runtime.Item{Kind: runtime.ItemUser, Input: fmt.Sprintf("%s-in-%d", prefix, i), Text: fmt.Sprintf("%s user %d: héllo ✓", prefix, i)}
 		case 1:
 			out[i] = runtime.Item{Kind: runtime.ItemAssistant, Text: fmt.Sprintf("%s answer %d", prefix, i), Reasoning: "because",
-				Usage: &runtime.Usage{Input: 10, Output: 20, Cached: 3, Total: 30}}
+				Usage: &runtime.Usage{Input: 10, Output: 20, Cached: 3, CacheWrite: 4, Total: 30},
+				Trace: &runtime.ReasoningTrace{Blocks: []runtime.ReasoningBlock{{Text: "because", Signature: "c2ln"}, {Redacted: "cmVk"}}}}
 		case 2:
 			out[i] = runtime.Item{Kind: runtime.ItemToolCall, CallID: fmt.Sprintf("%s-call-%d", prefix, i), Name: "run_command", Args: `{"command":"ls"}`}
 		case 3:
@@ -199,6 +200,9 @@ func testStateRoundTrip(t *testing.T, s runtime.HistoryStore, id string) {
 		st.Subscriptions = []runtime.Subscription{{CallID: "c0", Tool: "watch", Args: "{}"}}
 		st.Tokens = 1234
 		st.Closed = true
+		st.Agent, st.AgentHash = "reviewer", "9ed0e3716440469ed421a65318788497"
+		st.Usage = runtime.Usage{Input: 10, Output: 2, Cached: 7, CacheWrite: 3, Total: 12}
+		st.Outbox[1].Output.Agent, st.Outbox[1].Output.Usage = "reviewer", &runtime.Usage{Input: 10}
 	}
 	if err := commit(t, s, id, 0, 0, items(id, 1), want); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,133 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/agentslice/agentslice/internal/model"
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// resolveAgents reads the agents' instruction files and checks the
+// definitions and what they refer to (models, toolsets, each other), so that
+// a bad definition stops the server before anything starts.
+func (c *Config) resolveAgents(s *settings) error {
+	bad := func(field, format string, args ...any) error {
+		return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	if len(c.Agents) == 0 {
+		if c.DefaultAgent != "" {
+			return bad("default_agent", "names %q but no agents are defined", c.DefaultAgent)
+		}
+		return nil
+	}
+	doc := runtime.AgentsDoc{Agents: c.Agents, DefaultAgent: c.DefaultAgent}
+	defs, err := doc.Resolve("", os.ReadFile) // LoadConfig made file paths absolute
+	if err != nil {
+		var ae *runtime.AgentError
+		if errors.As(err, &ae) {
+			return &ConfigError{Field: ae.Field, Reason: ae.Reason}
+		}
+		return bad("agents", "%v", err)
+	}
+	local := map[string]bool{runtime.ToolsetThreads: true, runtime.ToolsetSleep: true}
+	if e := c.ExampleTools; e != nil && (e.GetTime || e.RunCommand != nil) {
+		local[exampleToolset] = true
+	}
+	for _, m := range c.MCPServers {
+		local[m.Name] = true
+	}
+	s.remoteToolsets = map[string]string{}
+	for i, a := range defs {
+		f := fmt.Sprintf("agents[%d]", i)
+		if a.Model != "" {
+			if c.Models == nil {
+				return bad(f+".model", "names %q but there is no models catalog", a.Model)
+			}
+			if _, err := c.Models.Lookup(a.Model); err != nil {
+				return bad(f+".model", "%q is not a model of the catalog (have: %s)", a.Model, catalogNames(c.Models))
+			}
+		}
+		for j, t := range a.Tools {
+			if local[t] {
+				continue
+			}
+			if len(c.ToolServers) == 0 {
+				return bad(fmt.Sprintf("%s.tools[%d]", f, j), "no toolset %q is configured (have: %s)", t, knownToolsets(local))
+			}
+			if _, seen := s.remoteToolsets[t]; !seen {
+				s.remoteToolsets[t] = fmt.Sprintf("%s.tools[%d]", f, j)
+			}
+		}
+	}
+	s.agents, s.defaultAgent = defs, c.DefaultAgent
+	return nil
+}
+
+func catalogNames(c *model.Catalog) string {
+	names := make([]string, len(c.Models))
+	for i, m := range c.Models {
+		names[i] = m.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+func knownToolsets(local map[string]bool) string {
+	names := make([]string, 0, len(local))
+	for n := range local {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// exampleToolset is the toolset name of the in-process example tools.
+const exampleToolset = "examples"
+
+// checkRemoteToolsets fails when an agent allows a toolset that no tool
+// server announced (a typo, or a server that is down at start).
+func checkRemoteToolsets(want map[string]string, set runtime.Toolset, problems []error) error {
+	have := map[string]bool{}
+	for _, sp := range set.Specs() {
+		if e, ok := set.Lookup(sp.Name); ok {
+			have[e.Toolset] = true
+		}
+	}
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if have[n] {
+			continue
+		}
+		reason := fmt.Sprintf("no tool server announced a toolset named %q", n)
+		if len(problems) > 0 {
+			reason += fmt.Sprintf(" (%d toolsets could not be loaded; first: %v)", len(problems), problems[0])
+		}
+		return &ConfigError{Field: want[n], Reason: reason}
+	}
+	return nil
+}
+
+// buildAgents builds the agent set: every model an agent names, once.
+func (s *Server) buildAgents(build func(name string) (runtime.Model, int, error)) error {
+	if len(s.set.agents) == 0 {
+		return nil
+	}
+	set, err := runtime.NewAgentSet(s.set.agents, s.set.defaultAgent, build)
+	if err != nil {
+		var ae *runtime.AgentError
+		if errors.As(err, &ae) {
+			return &ConfigError{Field: ae.Field, Reason: ae.Reason}
+		}
+		return fmt.Errorf("server: building the agents: %w", err)
+	}
+	s.agents = set
+	return nil
+}
