@@ -59,12 +59,3 @@ func (s *slice) blindCommit(ctx context.Context, c *Commit) {
 	c.State.Version = th.State.Version + 1
 	c.State.Length = th.State.Length + len(c.Append)
 }
-
-func knownMutant(m Mutant) bool {
-	for _, k := range Mutants {
-		if k == m {
-			return true
-		}
-	}
-	return m == ""
-}

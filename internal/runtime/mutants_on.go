@@ -16,3 +16,12 @@ func init() {
 		panic(fmt.Sprintf("AGENTSLICE_MUTANT=%q names no mutant; known: %v", chaosmutant, Mutants))
 	}
 }
+
+func knownMutant(m Mutant) bool {
+	for _, k := range Mutants {
+		if k == m {
+			return true
+		}
+	}
+	return m == ""
+}
