@@ -25,6 +25,7 @@ type serveFlags struct {
 	fs                                                 *flag.FlagSet
 	config, listen, publicURL, model, script, logLevel string
 	getTime                                            bool
+	data, store, dsn                                   string
 	toolServers, allowCommands, mcpServers             listFlag
 }
 
@@ -38,6 +39,9 @@ func newServeFlags(stderr io.Writer) *serveFlags {
 	fs.StringVar(&f.model, "model", "", "`name` of the model in the configuration's catalog")
 	fs.StringVar(&f.script, "script", "", "run the scripted model playing this JSON script `file`")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (default info)")
+	fs.StringVar(&f.data, "data", "", "data `directory` of the sqlite store (default $"+server.DataDirEnv+", else $XDG_DATA_HOME/agentslice, else ~/.local/share/agentslice)")
+	fs.StringVar(&f.store, "store", "", "where threads live: sqlite (default, durable under -data), memory (lost at exit) or postgres (with -dsn)")
+	fs.StringVar(&f.dsn, "dsn", "", "postgres://… `URL`: keep history in PostgreSQL through the DSQL store (implies -store postgres)")
 	fs.BoolVar(&f.getTime, "get-time", false, "serve the example get_time tool in-process")
 	fs.Var(&f.toolServers, "tool-server", "base `URL` of a RAP tool server (repeatable)")
 	fs.Var(&f.allowCommands, "allow-command", "serve the example run_command tool, allowed to run this `program` (repeatable)")
@@ -75,6 +79,12 @@ func (f *serveFlags) apply() (server.Config, error) {
 			cfg.Script, cfg.Model, cfg.Models = f.script, "", nil
 		case "log-level":
 			cfg.LogLevel = f.logLevel
+		case "data":
+			cfg.Data = f.data
+		case "store":
+			cfg.Store = f.store
+		case "dsn":
+			cfg.DSN = f.dsn
 		case "get-time":
 			if cfg.ExampleTools == nil {
 				cfg.ExampleTools = &server.ExampleTools{}
@@ -112,6 +122,7 @@ var flagFields = map[string][]string{
 	"listen": {"listen"}, "public-url": {"public_url"}, "model": {"model"}, "script": {"script"},
 	"log-level": {"log_level"}, "tool-server": {"tool_servers"}, "get-time": {"example_tools"},
 	"allow-command": {"example_tools.run_command"}, "mcp": {"mcp_servers"},
+	"data": {"data"}, "store": {"store"}, "dsn": {"dsn"},
 }
 
 // attribute says where a configuration error's value came from: a flag

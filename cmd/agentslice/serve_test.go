@@ -18,7 +18,12 @@ import (
 	"github.com/agentslice/agentslice/internal/server"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if args := os.Getenv(childEnv); args != "" {
+		os.Exit(runChild(args)) // this binary was started as a server by a test
+	}
+	goleak.VerifyTestMain(m)
+}
 
 func writeFile(t *testing.T, name, content string) string {
 	t.Helper()
@@ -108,7 +113,7 @@ func TestServeRunsUntilCancelled(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() { // owned by this test: waited for below
-		done <- runServe(ctx, []string{"-listen", "127.0.0.1:0", "-get-time", "-log-level", "warn"}, pw, io.Discard)
+		done <- runServe(ctx, []string{"-listen", "127.0.0.1:0", "-get-time", "-log-level", "warn", "-data", t.TempDir()}, pw, io.Discard)
 		pw.Close()
 	}()
 	line, err := bufio.NewReader(pr).ReadString('\n')

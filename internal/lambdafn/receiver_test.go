@@ -70,6 +70,9 @@ func TestFunctionURLHandler(t *testing.T) {
 		wantStatus int
 		wantBody   string
 		enqueued   bool
+		// errorResult: an authentic but unusable body enqueues an error
+		// result for the signed call (rap.Receiver.Accept).
+		errorResult bool
 	}{
 		{name: "accepted", wantStatus: 200, wantBody: "accepted", enqueued: true},
 		{name: "base64 body", edit: func(r *events.LambdaFunctionURLRequest) {
@@ -82,7 +85,7 @@ func TestFunctionURLHandler(t *testing.T) {
 		{name: "cross-thread body", edit: func(r *events.LambdaFunctionURLRequest) {
 			r.Body = strings.Replace(r.Body, "thread-1", "thread-2", 1)
 		}, wantStatus: 403, wantBody: "group_id"},
-		{name: "malformed body", edit: func(r *events.LambdaFunctionURLRequest) { r.Body = "{" }, wantStatus: 400},
+		{name: "malformed body", edit: func(r *events.LambdaFunctionURLRequest) { r.Body = "{" }, wantStatus: 400, enqueued: true, errorResult: true},
 		{name: "bad base64", edit: func(r *events.LambdaFunctionURLRequest) { r.IsBase64Encoded = true; r.Body = "%%%" }, wantStatus: 400},
 		{name: "GET", edit: func(r *events.LambdaFunctionURLRequest) { r.RequestContext.HTTP.Method = "GET" }, wantStatus: 405},
 		{name: "too large", edit: func(r *events.LambdaFunctionURLRequest) { r.Body = strings.Repeat(" ", rap.MaxCallbackBody+1) }, wantStatus: 413},
@@ -113,7 +116,11 @@ func TestFunctionURLHandler(t *testing.T) {
 			if got := len(q.msgs) == 1; got != tt.enqueued {
 				t.Fatalf("enqueued %d messages", len(q.msgs))
 			}
-			if tt.enqueued {
+			if tt.errorResult {
+				if m := q.msgs[0]; m.Kind != runtime.KindToolResult || !m.IsError || m.ThreadID != "thread-1" || m.ToolCallID != "call-1" {
+					t.Fatalf("enqueued %+v, want an error result for the signed call", m)
+				}
+			} else if tt.enqueued {
 				m := q.msgs[0]
 				if m.Kind != runtime.KindToolResult || m.ThreadID != "thread-1" || m.ToolCallID != "call-1" || m.Text != "It is noon." {
 					t.Fatalf("enqueued %+v", m)

@@ -165,9 +165,14 @@ func decodeFrozen(b []byte, threadID string) (state runtime.ThreadState, spawnAt
 }
 
 func decodeItems(dst []runtime.Item, log []byte, threadID string) ([]runtime.Item, error) {
+	return decodeItemsAt(dst, log, threadID, 0)
+}
+
+// decodeItemsAt decodes items whose first one is at own position first.
+func decodeItemsAt(dst []runtime.Item, log []byte, threadID string, first int) ([]runtime.Item, error) {
 	r := logReader{b: log}
 	lastCall := ""
-	for pos := 0; len(r.b) > 0; pos++ {
+	for pos := first; len(r.b) > 0; pos++ {
 		if len(r.b) < 2 {
 			return dst, errCorrupt
 		}

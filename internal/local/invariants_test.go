@@ -395,3 +395,24 @@ func itoa(i int) string {
 }
 
 var _ = time.Second
+
+// Dead letters are kept once per message ID, however often the message is
+// refused, and each is published as an "error" output event of its thread.
+func TestDeadLettersDeduplicatedAndPublished(t *testing.T) {
+	h := newHarness(t, &model.Sim{Chunks: 1})
+	// A result for a call the thread never made is refused for good; the
+	// tool retries it twice more.
+	bad := runtime.Message{V: 1, ID: "res_x", ThreadID: "t1", Kind: runtime.KindToolResult, ToolCallID: "call_none", Text: "?"}
+	for range 3 {
+		h.send(bad)
+		h.wait()
+	}
+	dead, n := h.sys.DeadLetters()
+	if len(dead) != 1 || n != 1 || dead[0].Message.ID != "res_x" {
+		t.Fatalf("dead letters %+v (%d in all), want res_x once", dead, n)
+	}
+	errs := h.outputs("error")
+	if len(errs) != 1 || errs[0].ThreadID != "t1" || !strings.Contains(errs[0].Text, "res_x") || !strings.Contains(errs[0].Text, "call_none") {
+		t.Fatalf("error events %+v, want one for res_x naming the reason", errs)
+	}
+}

@@ -39,6 +39,9 @@ type Config struct {
 	Agents runtime.Agents
 	// Now is the clock slices are timed with; default time.Now.
 	Now func() time.Time
+	// Inbox, when set, stores every message Send accepts before Send
+	// returns (see Inbox). Default: none (accepted messages live in memory).
+	Inbox Inbox
 }
 
 // DeadLetter is a message the system gave up on, with the reason.
@@ -66,10 +69,12 @@ type System struct {
 	idle     chan struct{} // closed while no thread has a goroutine
 	dead     []DeadLetter
 	deadSeen int
+	deadIDs  map[string]bool // the IDs in dead, one dead letter per message
 }
 
 type mailbox struct {
 	msgs []runtime.Message
+	kick bool // run a slice even with no messages (Kick)
 }
 
 // New builds a System. Call Start before sending and Stop when done.
@@ -101,7 +106,7 @@ func New(cfg Config) (*System, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &System{cfg: cfg, log: cfg.Logger, boxes: map[string]*mailbox{}, idle: make(chan struct{})}
+	s := &System{cfg: cfg, log: cfg.Logger, boxes: map[string]*mailbox{}, idle: make(chan struct{}), deadIDs: map[string]bool{}}
 	close(s.idle)
 	s.engine = &runtime.Engine{History: cfg.History, Dedup: cfg.Dedup, Queue: s, Output: cfg.Output,
 		Model: cfg.Model, Tools: cfg.Tools, Observer: cfg.Observer, Limits: cfg.Limits, Compaction: cfg.Compaction, Now: cfg.Now,
@@ -150,28 +155,52 @@ func (s *System) Send(ctx context.Context, msgs ...runtime.Message) error {
 	if s.cfg.OnSend != nil {
 		s.cfg.OnSend(msgs)
 	}
+	if s.cfg.Inbox != nil {
+		s.mu.Lock()
+		err := s.acceptingLocked()
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if err := s.cfg.Inbox.Put(ctx, msgs); err != nil {
+			return fmt.Errorf("local: storing accepted messages: %w", err)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.acceptingLocked(); err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		box := s.boxLocked(m.ThreadID)
+		box.msgs = append(box.msgs, m)
+	}
+	return nil
+}
+
+func (s *System) acceptingLocked() error {
 	if s.ctx == nil {
 		return errors.New("local: system not started")
 	}
 	if s.stopped {
 		return errors.New("local: system stopped")
 	}
-	for _, m := range msgs {
-		box := s.boxes[m.ThreadID]
-		if box == nil {
-			box = &mailbox{}
-			if len(s.boxes) == 0 {
-				s.idle = make(chan struct{})
-			}
-			s.boxes[m.ThreadID] = box
-			s.wg.Add(1)
-			go s.drain(m.ThreadID, box)
-		}
-		box.msgs = append(box.msgs, m)
-	}
 	return nil
+}
+
+// boxLocked returns the thread's mailbox, starting its goroutine if needed.
+func (s *System) boxLocked(threadID string) *mailbox {
+	box := s.boxes[threadID]
+	if box == nil {
+		box = &mailbox{}
+		if len(s.boxes) == 0 {
+			s.idle = make(chan struct{})
+		}
+		s.boxes[threadID] = box
+		s.wg.Add(1)
+		go s.drain(threadID, box)
+	}
+	return box
 }
 
 // Idle returns a channel that is closed when no thread has work. A Send
@@ -190,7 +219,8 @@ func (s *System) Active() int {
 }
 
 // DeadLetters returns the messages the system gave up on (the most recent
-// maxDeadLetters) and how many there were in all.
+// maxDeadLetters, one per message ID) and how many distinct ones there were
+// in all.
 func (s *System) DeadLetters() ([]DeadLetter, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -202,9 +232,9 @@ func (s *System) drain(threadID string, box *mailbox) {
 	defer s.wg.Done()
 	for {
 		s.mu.Lock()
-		batch := box.msgs
-		box.msgs = nil
-		if len(batch) == 0 || s.ctx.Err() != nil {
+		batch, kick := box.msgs, box.kick
+		box.msgs, box.kick = nil, false
+		if (len(batch) == 0 && !kick) || s.ctx.Err() != nil {
 			delete(s.boxes, threadID)
 			if len(s.boxes) == 0 {
 				close(s.idle)
@@ -213,14 +243,27 @@ func (s *System) drain(threadID string, box *mailbox) {
 			return
 		}
 		s.mu.Unlock()
-		s.runBatch(threadID, batch)
+		if s.runBatch(threadID, batch) && s.cfg.Inbox != nil && len(batch) > 0 {
+			if err := s.cfg.Inbox.Done(threadID, ids(batch)); err != nil {
+				s.log.Warn("could not remove consumed messages from the inbox; they will be delivered again", "thread", threadID, "error", err)
+			}
+		}
 	}
+}
+
+func ids(ms []runtime.Message) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
 }
 
 // runBatch runs one slice, retrying transient failures with backoff. The
 // messages are redelivered as they would be from a queue; the engine
-// deduplicates what an earlier attempt already committed.
-func (s *System) runBatch(threadID string, batch []runtime.Message) {
+// deduplicates what an earlier attempt already committed. It reports
+// whether the slice finished with the batch (false: Stop cancelled it).
+func (s *System) runBatch(threadID string, batch []runtime.Message) bool {
 	var err error
 	for attempt := 1; attempt <= s.cfg.SliceAttempts; attempt++ {
 		var res *runtime.SliceResult
@@ -232,21 +275,25 @@ func (s *System) runBatch(threadID string, batch []runtime.Message) {
 			}
 			batch = without(batch, res.Rejected)
 		}
-		if err == nil || s.ctx.Err() != nil {
-			return
+		if err == nil {
+			return true
+		}
+		if s.ctx.Err() != nil {
+			return false
 		}
 		s.log.Warn("slice failed; retrying", "thread", threadID, "attempt", attempt, "error", err)
 		t := time.NewTimer(s.cfg.RetryBase << (attempt - 1))
 		select {
 		case <-s.ctx.Done():
 			t.Stop()
-			return
+			return false
 		case <-t.C:
 		}
 	}
 	for _, m := range batch {
 		s.deadLetter(m, fmt.Sprintf("gave up after %d attempts: %v", s.cfg.SliceAttempts, err))
 	}
+	return true
 }
 
 func without(batch []runtime.Message, rej []runtime.Rejection) []runtime.Message {
@@ -272,13 +319,33 @@ func find(batch []runtime.Message, id string) runtime.Message {
 	return runtime.Message{ID: id}
 }
 
+// deadLetter sets a message aside for good. A message ID already among the
+// dead letters (a redelivered or retried message refused again) is not
+// added twice. Each new dead letter is also published, best effort, as an
+// "error" output event of its thread, so whoever watches the thread learns
+// that something addressed to it was not processed.
 func (s *System) deadLetter(m runtime.Message, reason string) {
-	s.log.Error("message dead-lettered", "thread", m.ThreadID, "message", m.ID, "reason", reason)
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	if s.deadIDs[m.ID] {
+		s.mu.Unlock()
+		s.log.Debug("message dead-lettered again (already set aside)", "thread", m.ThreadID, "message", m.ID)
+		return
+	}
+	s.log.Error("message dead-lettered", "thread", m.ThreadID, "message", m.ID, "reason", reason)
 	s.deadSeen++
 	if len(s.dead) >= maxDeadLetters {
+		delete(s.deadIDs, s.dead[0].Message.ID)
 		s.dead = s.dead[1:]
 	}
 	s.dead = append(s.dead, DeadLetter{Message: m, Reason: reason, At: time.Now()})
+	s.deadIDs[m.ID] = true
+	s.mu.Unlock()
+	if s.cfg.Output == nil || m.ThreadID == "" {
+		return
+	}
+	ev := runtime.OutputEvent{ID: runtime.DeriveID("dead_", m.ThreadID, m.ID), ThreadID: m.ThreadID, Kind: "error",
+		Text: fmt.Sprintf("a %s message (%s) for this thread could not be processed and was set aside: %s", m.Kind, m.ID, reason)}
+	if err := s.cfg.Output.Publish(context.Background(), ev); err != nil {
+		s.log.Warn("dead letter not published as an error event", "thread", m.ThreadID, "message", m.ID, "error", err)
+	}
 }

@@ -8,12 +8,15 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/agentslice/agentslice/internal/runtime"
 )
 
 // FuzzReceiverAccept drives the callback receiver with arbitrary URL
 // queries and bodies. Whatever arrives, nothing is enqueued unless the query
 // carries a valid, unexpired signature; what is enqueued belongs to the
-// signed thread and call; and every refusal is a *CallbackError with a 4xx
+// signed thread and call; a refusal enqueues at most one error result for
+// the signed call (an authentic but unusable body); and every refusal is a *CallbackError with a 4xx
 // status (the queue here never fails, so no refusal is transient). Seeds:
 // every body in testdata/callbacks/ under a good, a forged and an expired
 // callback URL.
@@ -66,8 +69,16 @@ func FuzzReceiverAccept(f *testing.F) {
 			if !errors.As(err, &ce) || ce.Status < 400 || ce.Status > 499 {
 				t.Fatalf("refusal %v is not a 4xx *CallbackError", err)
 			}
-			if queue.count() > 0 {
-				t.Fatalf("refused callback enqueued %d messages", queue.count())
+			// An authentic but unusable body gets one error result for
+			// the signed call, nothing else.
+			switch n := queue.count(); {
+			case n > 1:
+				t.Fatalf("refused callback enqueued %d messages", n)
+			case n == 1:
+				m := queue.msgs[0]
+				if m.ThreadID != capa.ThreadID || m.ToolCallID != capa.CallID || m.Kind != runtime.KindToolResult || !m.IsError {
+					t.Fatalf("refused callback enqueued %+v", m)
+				}
 			}
 			return
 		}

@@ -27,16 +27,111 @@ const (
 // {type:"image",data(base64),mediaType}.
 type ContentItem = runtime.Content
 
-// DisplaySegment is one part of a result's display_as: for UIs only, the
-// model never sees it. Type is "text" (Text), "diff" (Path, Patch) or
-// "image" (Data, MediaType).
+// DisplaySegment is one entry of a result's display_as: for UIs only, the
+// model never sees it. Content is a string for "text" and an object for
+// "diff" ({path, patch}) and "image" ({data, mediaType}). Segments of types
+// this runtime does not know, or whose content does not have the shape of
+// their type, are skipped when rendering, never refused (see
+// ToolResult.Display).
 type DisplaySegment struct {
+	Type    string          `json:"type"`
+	Content json.RawMessage `json:"content,omitempty"`
+}
+
+// UnmarshalJSON decodes a segment leniently: anything that is not an object
+// with a string type becomes a segment of no type, which rendering skips.
+func (d *DisplaySegment) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Type    json.RawMessage `json:"type"`
+		Content json.RawMessage `json:"content"`
+	}
+	*d = DisplaySegment{}
+	if json.Unmarshal(b, &raw) != nil {
+		return nil
+	}
+	_ = json.Unmarshal(raw.Type, &d.Type) // a non-string type stays ""
+	d.Content = raw.Content
+	return nil
+}
+
+// TextSegment returns a "text" display segment.
+func TextSegment(text string) DisplaySegment {
+	b, _ := json.Marshal(text)
+	return DisplaySegment{Type: "text", Content: b}
+}
+
+// DiffSegment returns a "diff" display segment of a unified diff of path.
+func DiffSegment(path, patch string) DisplaySegment {
+	b, _ := json.Marshal(struct {
+		Path  string `json:"path"`
+		Patch string `json:"patch"`
+	}{path, patch})
+	return DisplaySegment{Type: "diff", Content: b}
+}
+
+// ImageSegment returns an "image" display segment (data is base64).
+func ImageSegment(data, mediaType string) DisplaySegment {
+	b, _ := json.Marshal(struct {
+		Data      string `json:"data"`
+		MediaType string `json:"mediaType"`
+	}{data, mediaType})
+	return DisplaySegment{Type: "image", Content: b}
+}
+
+// Display is the one display segment a UI should render for a result, flat:
+// Text for "text", Path and Patch for "diff", Data and MediaType for "image".
+type Display struct {
 	Type      string `json:"type"`
 	Text      string `json:"text,omitempty"`
 	Path      string `json:"path,omitempty"`
 	Patch     string `json:"patch,omitempty"`
 	Data      string `json:"data,omitempty"`
 	MediaType string `json:"mediaType,omitempty"`
+}
+
+// Render returns the segment as a Display when its type is known and its
+// content has that type's shape.
+func (d DisplaySegment) Render() (Display, bool) {
+	out := Display{Type: d.Type}
+	switch d.Type {
+	case "text":
+		if json.Unmarshal(d.Content, &out.Text) != nil || out.Text == "" {
+			return Display{}, false
+		}
+	case "diff":
+		var c struct {
+			Path  string `json:"path"`
+			Patch string `json:"patch"`
+		}
+		if json.Unmarshal(d.Content, &c) != nil || c.Patch == "" {
+			return Display{}, false
+		}
+		out.Path, out.Patch = c.Path, c.Patch
+	case "image":
+		var c struct {
+			Data      string `json:"data"`
+			MediaType string `json:"mediaType"`
+		}
+		if json.Unmarshal(d.Content, &c) != nil || checkImage("", c.Data, c.MediaType) != nil {
+			return Display{}, false
+		}
+		out.Data, out.MediaType = c.Data, c.MediaType
+	default:
+		return Display{}, false
+	}
+	return out, true
+}
+
+// Display returns the first display_as segment this runtime can render
+// (the spec's rendering rule); false when there is none and a UI should show
+// the result's text.
+func (r *ToolResult) Display() (Display, bool) {
+	for _, d := range r.DisplayAs {
+		if out, ok := d.Render(); ok {
+			return out, true
+		}
+	}
+	return Display{}, false
 }
 
 // ToolResult is the result of an invocation. Content wins over Text.
@@ -205,21 +300,8 @@ func (r *ToolResult) validate() error {
 	if r.Text == nil && len(r.Content) == 0 {
 		return fieldErr("text", "missing (a tool_result needs text or a non-empty content)")
 	}
-	size := 0
-	if r.Text != nil {
-		size += len(*r.Text)
-	}
 	for i, c := range r.Content {
 		if err := checkContent(fmt.Sprintf("content[%d]", i), c); err != nil {
-			return err
-		}
-		size += len(c.Text) + len(c.Data)
-	}
-	if size > maxTextBytes {
-		return fieldErr("content", "payload is %d bytes, more than the limit of %d", size, maxTextBytes)
-	}
-	for i, d := range r.DisplayAs {
-		if err := checkSegment(fmt.Sprintf("display_as[%d]", i), d); err != nil {
 			return err
 		}
 	}
@@ -235,9 +317,6 @@ func (e *SubscriptionEvent) validate() error {
 	}
 	if e.Text == nil && !e.Final {
 		return fieldErr("text", "missing (only a final event may omit it)")
-	}
-	if e.Text != nil && len(*e.Text) > maxTextBytes {
-		return fieldErr("text", "%d bytes, more than the limit of %d", len(*e.Text), maxTextBytes)
 	}
 	if e.EventID != "" {
 		if err := checkID("event_id", e.EventID); err != nil {
@@ -333,26 +412,6 @@ func checkContent(field string, c ContentItem) error {
 		return fieldErr(field+".type", "missing")
 	}
 	return fieldErr(field+".type", "unknown content type %.32q (want text or image)", c.Type)
-}
-
-func checkSegment(field string, d DisplaySegment) error {
-	switch d.Type {
-	case "text":
-		return nil
-	case "diff":
-		if d.Path == "" {
-			return fieldErr(field+".path", "missing")
-		}
-		if d.Patch == "" {
-			return fieldErr(field+".patch", "missing")
-		}
-		return nil
-	case "image":
-		return checkImage(field, d.Data, d.MediaType)
-	case "":
-		return fieldErr(field+".type", "missing")
-	}
-	return fieldErr(field+".type", "unknown segment type %.32q (want text, diff or image)", d.Type)
 }
 
 func checkImage(field, data, mediaType string) error {

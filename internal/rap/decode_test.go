@@ -1,6 +1,7 @@
 package rap
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -39,7 +40,11 @@ func TestDecodeCallback(t *testing.T) {
 		{"bad_subscription_type.json", "", "subscription"},
 		{"bad_image_base64.json", "", "content[0].data"},
 		{"bad_content_type.json", "", "content[1].type"},
-		{"bad_diff_no_patch.json", "", "display_as[0].patch"},
+		{"tool_result_display_text.json", TypeToolResult, ""},
+		{"tool_result_display_diff.json", TypeToolResult, ""},
+		{"tool_result_display_image.json", TypeToolResult, ""},
+		{"tool_result_display_unknown.json", TypeToolResult, ""},
+		{"tool_result_display_none.json", TypeToolResult, ""},
 		{"bad_event_no_call.json", "", "tool_call_id"},
 		{"bad_event_no_text.json", "", "text"},
 		{"bad_oauth_url.json", "", "auth_url"},
@@ -75,6 +80,46 @@ func TestDecodeCallback(t *testing.T) {
 	}
 }
 
+// TestDisplayAsSpecExamples decodes the spec's display_as examples (and
+// ones with unknown or malformed segments) and checks which segment a UI
+// gets: the first one this runtime supports, the model's text untouched.
+func TestDisplayAsSpecExamples(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		file     string
+		want     Display
+		wantNone bool
+		text     string
+	}{
+		{file: "tool_result_display_text.json", want: Display{Type: "text", Text: "Deployed instance i-0abc123"},
+			text: "Deployment completed successfully. Instance i-0abc123 is running."},
+		{file: "tool_result_display_diff.json", want: Display{Type: "diff", Path: "src/main.rs",
+			Patch: "--- src/main.rs\n+++ src/main.rs\n@@ -1,3 +1,4 @@\n fn main() {\n+    println!(\"hello\");\n }"},
+			text: "Replaced text in src/main.rs"},
+		{file: "tool_result_display_image.json", want: Display{Type: "image", Data: "iVBORw0KGgo=", MediaType: "image/png"},
+			text: "Rendered the chart."},
+		{file: "tool_result_display_unknown.json", want: Display{Type: "text", Text: "done, shown as text"}, text: "done"},
+		{file: "tool_result_display_none.json", wantNone: true, text: "done"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			t.Parallel()
+			cb, err := DecodeCallback(readTestdata(t, "callbacks", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := cb.ToolResult.Display()
+			if ok == tc.wantNone || got != tc.want {
+				t.Fatalf("Display() = %+v, %v; want %+v", got, ok, tc.want)
+			}
+			m := MessageFor("thread_xyz", "call_abc123", cb)
+			if m.Text != tc.text || len(m.Content) != 0 {
+				t.Fatalf("model gets %q %v, want the full text %q", m.Text, m.Content, tc.text)
+			}
+		})
+	}
+}
+
 func TestDecodeCallbackContentWins(t *testing.T) {
 	t.Parallel()
 	cb, err := DecodeCallback(readTestdata(t, "callbacks", "tool_result_content.json"))
@@ -98,7 +143,7 @@ func TestDecodeToolset(t *testing.T) {
 	}{
 		{"valid_full.json", ""},
 		{"valid_relative_endpoint.json", ""},
-		{"valid_empty.json", ""},
+		{"bad_empty_tools.json", "tools"},
 		{"bad_no_name.json", "name"},
 		{"bad_long_name.json", "name"},
 		{"bad_no_endpoint.json", "endpoint"},
@@ -112,8 +157,8 @@ func TestDecodeToolset(t *testing.T) {
 		{"bad_schema_invalid.json", "tools[0](a).inputSchema"},
 		{"bad_schema_not_object_type.json", "tools[0](a).inputSchema"},
 		{"bad_schema_remote_ref.json", "tools[0](a).inputSchema"},
-		{"bad_annotation_unknown.json", "tools[0](a).annotations.dangerous"},
-		{"bad_annotation_type.json", "tools[0](a).annotations.readOnly"},
+		{"valid_annotation_custom.json", ""},
+		{"valid_annotation_wrong_type.json", ""},
 		{"bad_tools_type.json", "tools"},
 	}
 	for _, tc := range cases {
@@ -152,6 +197,37 @@ func TestDecodeToolsetAnnotations(t *testing.T) {
 	a := ts.Tools[0].Annotations
 	if a == nil || !a.ReadOnly || !a.LongRunning || a.Destructive || string(a.Custom["x-team"]) != `"infra"` {
 		t.Fatalf("annotations = %+v", a)
+	}
+	// The spec's requiresAuth is a string naming the auth provider.
+	if b := ts.Tools[1].Annotations; b == nil || b.RequiresAuth != "github" || !b.Destructive {
+		t.Fatalf("annotations of tools[1] = %+v", b)
+	}
+	// Unknown keys, prefixed or not, are kept; a wrong-typed known key is
+	// kept verbatim and ignored rather than refusing the toolset.
+	ts, _, err = DecodeToolset(readTestdata(t, "toolsets", "valid_annotation_custom.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ts.Tools[0].Annotations
+	if c.RequiresAuth != "github" || !c.LongRunning || string(c.Custom["dangerous"]) != "true" ||
+		string(c.Custom["x-mycompany-priority"]) != `"high"` {
+		t.Fatalf("custom annotations = %+v", c)
+	}
+	ts, _, err = DecodeToolset(readTestdata(t, "toolsets", "valid_annotation_wrong_type.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := ts.Tools[0].Annotations; w.ReadOnly || string(w.Custom["readOnly"]) != `"yes"` {
+		t.Fatalf("wrong-typed annotation = %+v", w)
+	}
+	// Round trip: what the kit serves decodes to the same annotations.
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Annotations
+	if err := json.Unmarshal(b, &back); err != nil || back.RequiresAuth != "github" || string(back.Custom["dangerous"]) != "true" {
+		t.Fatalf("round trip %s = %+v, %v", b, back, err)
 	}
 }
 

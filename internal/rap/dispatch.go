@@ -141,10 +141,11 @@ func (d *Dispatcher) Close() {
 // remoteTool is one RAP tool as the engine sees it: runtime.Tool,
 // runtime.ArgsValidator and runtime.Canceler.
 type remoteTool struct {
-	d      *Dispatcher
-	set    *loadedToolset
-	def    *ToolDef
-	schema *Schema
+	d       *Dispatcher
+	set     *loadedToolset
+	def     *ToolDef
+	schema  *Schema
+	servers []string // every configured server, for cancellations
 }
 
 var (
@@ -170,9 +171,16 @@ func (t *remoteTool) ValidateArgs(args string) error {
 	return t.schema.Validate([]byte(args))
 }
 
-// Cancel tells the tool's server, best effort, that the call was
-// interrupted. It returns at once.
+// Cancel tells every configured tool server, best effort, concurrently and
+// never retried, that the call was cancelled (the spec broadcasts it; the
+// servers that never saw the call ignore it). It returns at once.
 func (t *remoteTool) Cancel(_ context.Context, threadID, callID string) error {
-	t.d.Notify(t.set.base+CancelToolCallPath, CancelToolCall{ThreadID: threadID, ToolCallID: callID})
+	servers := t.servers
+	if len(servers) == 0 {
+		servers = []string{t.set.base}
+	}
+	for _, base := range servers {
+		t.d.Notify(base+CancelToolCallPath, CancelToolCall{ThreadID: threadID, ToolCallID: callID})
+	}
 	return nil
 }

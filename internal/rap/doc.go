@@ -9,21 +9,29 @@
 //     it, and offers its tools beside an optional base runtime.Toolbox.
 //   - Each RAP tool it offers implements runtime.Tool (Dispatch POSTs the
 //     invocation and returns once the tool answered 200), runtime.ArgsValidator
-//     (the tool's inputSchema, draft 2020-12 by default) and runtime.Canceler
-//     (best-effort /cancel_tool_call).
+//     (the tool's inputSchema, draft 2020-12 by default), runtime.Canceler
+//     (best-effort /cancel_tool_call to every configured server),
+//     runtime.StatusChecker (/tool_call_status of the server that got the
+//     call) and runtime.CallDeadliner (longRunning, per-server deadlines).
 //   - Receiver is the http.Handler behind every callback URL. It verifies the
 //     URL's signature (Keyring), decodes and validates the body, checks it
 //     against the signed thread and call, and turns it into a runtime.Message
-//     sent to a runtime.Queue.
+//     sent to a runtime.Queue. An authentic but unusable body gets a 4xx and
+//     an error result in the thread; a result too large for a queue message
+//     is truncated with a note to the model (fit.go).
 //   - Kit (Server, Tool, Call) is for writing tool servers; see
 //     internal/rap/tools for two examples and internal/mcp for the MCP proxy.
+//
+// Conformance to the RAP specification, requirement by requirement, is
+// listed in docs/rap-conformance.md.
 //
 // Files, one concept each: wire.go (wire types and field errors),
 // callback.go (callback bodies and their validation), toolset.go (toolset
 // validation and the per-root Set), loader.go (fetching and caching),
 // schema.go (inputSchema compilation and argument validation), post.go (HTTP
 // POST with bounded retries), dispatch.go (invocations and best-effort
-// notifications), sign.go (keyring and signed callback URLs),
+// notifications), status.go (/tool_call_status, runtime side), fit.go
+// (fitting results to a queue message), sign.go (keyring and signed callback URLs),
 // keyring_secret.go (the keyring as a deployment stores it), receiver.go (the
 // callback handler), stores.go (in-memory view and choice stores), kit.go (the
 // tool-server kit).
@@ -36,7 +44,8 @@
 //
 // Error kinds a caller decides on:
 //   - *FieldError: a toolset or callback body is malformed; it names the JSON
-//     field. Receivers answer 400 with it; loaders reject the toolset whole.
+//     field. Receivers answer 400 with it (and an error result for the
+//     signed call); loaders reject the toolset whole.
 //   - ErrBadSignature, ErrExpired (wrapped in *CallbackError): a callback URL
 //     that is forged, tampered with or too old. Answer 403; never retry.
 //   - *runtime.ToolRejectedError from Dispatch: the tool refused (4xx) or

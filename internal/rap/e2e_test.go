@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -225,8 +227,9 @@ func TestEndToEnd(t *testing.T) {
 	})
 }
 
-// TestKitRejectsBadInvocations: the kit answers 400 naming the field, and
-// runs nothing.
+// TestKitRejectsBadInvocations: an invocation the kit cannot even answer
+// (no id, group or callback URL; malformed JSON) gets 400 naming the field,
+// and runs nothing.
 func TestKitRejectsBadInvocations(t *testing.T) {
 	t.Parallel()
 	rig := newToolRig(t)
@@ -241,8 +244,6 @@ func TestKitRejectsBadInvocations(t *testing.T) {
 	cases := []struct {
 		name, body, want string
 	}{
-		{"unknown operation", inv(func(m map[string]any) { m["operation"] = "nope" }), `field "operation"`},
-		{"bad arguments", inv(func(m map[string]any) { m["arguments"] = map[string]any{"text": 3} }), `field "arguments"`},
 		{"no id", inv(func(m map[string]any) { delete(m, "id") }), `field "id"`},
 		{"no group", inv(func(m map[string]any) { delete(m, "group_id") }), `field "group_id"`},
 		{"bad callback", inv(func(m map[string]any) { m["callback_url"] = "not a url" }), `field "callback_url"`},
@@ -256,6 +257,86 @@ func TestKitRejectsBadInvocations(t *testing.T) {
 	}
 	if rig.runs.Load() != 0 || rig.q.count() != 0 {
 		t.Fatal("a rejected invocation ran")
+	}
+}
+
+// TestKitAnswersBadOperationAsync: per the spec's SHOULD, an unknown
+// operation or arguments the schema refuses are acknowledged with 200 and
+// reported as an error tool_result that echoes call_id.
+func TestKitAnswersBadOperationAsync(t *testing.T) {
+	t.Parallel()
+	rig := newToolRig(t)
+	for _, tc := range []struct {
+		call, op string
+		args     any
+		want     string
+	}{
+		{"call_op", "nope", map[string]any{}, `unknown operation "nope"`},
+		{"call_args", "echo", map[string]any{"text": 3}, "invalid arguments for echo"},
+	} {
+		body, _ := json.Marshal(map[string]any{"operation": tc.op, "arguments": tc.args, "id": tc.call,
+			"call_id": "toolu_" + tc.call, "callback_url": rig.url(t, "thr_1", tc.call), "group_id": "thr_1"})
+		if status, msg := post(t, rig.kitSrv.URL+InvokePath, string(body)); status != http.StatusOK {
+			t.Fatalf("%s: %d %q, want 200", tc.call, status, msg)
+		}
+		m := rig.q.next(t)
+		if m.Kind != runtime.KindToolResult || m.ToolCallID != tc.call || !strings.HasPrefix(m.Text, "error: ") || !strings.Contains(m.Text, tc.want) {
+			t.Fatalf("%s: result %+v, want an error containing %q", tc.call, m, tc.want)
+		}
+	}
+	if rig.runs.Load() != 0 {
+		t.Fatal("the echo tool ran with bad arguments")
+	}
+}
+
+// TestKitEchoesCallID: tool_result, oauth and user_choice carry the
+// invocation's call_id (a MUST), and omit it when the invocation had none.
+func TestKitEchoesCallID(t *testing.T) {
+	t.Parallel()
+	got := make(chan map[string]any, 8)
+	cbSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		got <- m
+	}))
+	t.Cleanup(cbSrv.Close)
+	kit, err := NewServer(ServerConfig{Name: "t", Logger: quietLogger(), Retry: fastRetry(2), Tools: []Tool{{
+		Name: "ask", Description: "asks then answers",
+		Run: func(ctx context.Context, c *Call) error {
+			if err := c.OAuth(ctx, "https://auth.example.com/a"); err != nil {
+				return err
+			}
+			if err := c.Choice(ctx, "Which?", []string{"a"}, 0, "https://tool.example.com/answer"); err != nil {
+				return err
+			}
+			return c.Result(ctx, "ok")
+		},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kit.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(kit)
+	t.Cleanup(func() { srv.Close(); kit.Stop() })
+	for _, callID := range []any{"toolu_42", nil} {
+		body, _ := json.Marshal(map[string]any{"operation": "ask", "arguments": map[string]any{}, "id": fmt.Sprint("c_", callID),
+			"call_id": callID, "callback_url": cbSrv.URL + "/cb", "group_id": "thr_1"})
+		if status, msg := post(t, srv.URL+InvokePath, string(body)); status != http.StatusOK {
+			t.Fatalf("%d %q", status, msg)
+		}
+		for _, typ := range []string{"oauth", "user_choice", "tool_result"} {
+			var m map[string]any
+			select {
+			case m = <-got:
+			case <-time.After(waitTimeout):
+				t.Fatalf("no %s callback", typ)
+			}
+			if m["type"] != typ || m["call_id"] != callID {
+				t.Fatalf("callback %v: want type %s with call_id %v", m, typ, callID)
+			}
+		}
 	}
 }
 
@@ -385,5 +466,82 @@ func TestKitMountedUnderPrefix(t *testing.T) {
 	}
 	if m := rig.q.next(t); m.Text != "echo: p" {
 		t.Fatalf("message %+v", m)
+	}
+}
+
+// TestKitToolCallStatus: /tool_call_status is authenticated like
+// invocations, answers alive while a call runs and false for unknown or
+// finished calls, and does not change the call.
+func TestKitToolCallStatus(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	cbSrv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(cbSrv.Close)
+	kit, err := NewServer(ServerConfig{Name: "t", Logger: quietLogger(), Retry: fastRetry(2),
+		Authorize: func(r *http.Request) error {
+			if r.Header.Get("Authorization") != "Bearer s3cret" {
+				return errors.New("missing or wrong bearer token")
+			}
+			return nil
+		},
+		Tools: []Tool{{Name: "wait", Description: "waits", Run: func(ctx context.Context, c *Call) error {
+			started <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return c.Result(ctx, "done")
+		}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kit.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(kit)
+	t.Cleanup(func() { srv.Close(); kit.Stop() })
+	do := func(path, body string, auth bool) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if auth {
+			req.Header.Set("Authorization", "Bearer s3cret")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b strings.Builder
+		_, _ = io.Copy(&b, resp.Body)
+		return resp.StatusCode, strings.TrimSpace(b.String())
+	}
+	status := `{"thread_id":"thr_1","tool_call_id":"call_1"}`
+	inv, _ := json.Marshal(Invocation{Operation: "wait", Arguments: json.RawMessage(`{}`), ID: "call_1",
+		CallbackURL: cbSrv.URL, GroupID: "thr_1"})
+	for _, p := range []string{InvokePath, ToolCallStatusPath, CancelToolCallPath, CloseThreadPath} {
+		if code, _ := do(p, status, false); code != http.StatusUnauthorized {
+			t.Fatalf("%s without credentials: %d, want 401", p, code)
+		}
+	}
+	if code, body := do(ToolCallStatusPath, status, true); code != 200 || body != `{"alive":false}` {
+		t.Fatalf("unknown call: %d %s", code, body)
+	}
+	if code, body := do(InvokePath, string(inv), true); code != 200 {
+		t.Fatalf("invoke: %d %s", code, body)
+	}
+	<-started
+	for range 2 { // read-only: asking twice changes nothing
+		if code, body := do(ToolCallStatusPath, status, true); code != 200 || body != `{"alive":true}` {
+			t.Fatalf("running call: %d %s", code, body)
+		}
+	}
+	if code, _ := do(ToolCallStatusPath, `{"thread_id":"thr_1","tool_call_id":""}`, true); code != http.StatusBadRequest {
+		t.Fatalf("empty tool_call_id: %d, want 400", code)
+	}
+	close(release)
+	kit.Stop() // waits for the call to finish
+	if code, body := do(ToolCallStatusPath, status, true); code != 200 || body != `{"alive":false}` {
+		t.Fatalf("finished call: %d %s", code, body)
 	}
 }

@@ -31,10 +31,19 @@ import (
 // OAuth, Choice, View); each POST to the callback URL is retried on 5xx and
 // transport errors, never on 4xx.
 //
-// RAP does not authenticate the runtime to the tool: the kit accepts any
-// well-formed invocation and POSTs to the callback URL it names. Deploy kit
-// servers where only the runtime reaches them, or wrap the handler with the
-// authentication your network needs.
+// An invocation naming an unknown operation or carrying arguments its schema
+// refuses is still acknowledged with 200; the error goes to the callback URL
+// as the call's tool_result (the spec's SHOULD), so the model reads it.
+// Every callback echoes the invocation's call_id. /tool_call_status answers
+// {"alive": true} while the call runs (a subscription's Run keeps running
+// while it sends events) and {"alive": false} for any call it does not
+// track, including every call from before a restart.
+//
+// RAP does not prescribe how the runtime authenticates to the tool. Set
+// ServerConfig.Authorize to check invocations, /cancel_tool_call,
+// /close_thread and /tool_call_status alike (the spec requires the last
+// three to be authenticated like invocations); without it the kit accepts
+// any well-formed request, so deploy it where only the runtime reaches it.
 
 // InvokePath is where a kit server takes invocations, relative to its base.
 const InvokePath = "/invoke"
@@ -70,7 +79,10 @@ type ServerConfig struct {
 	// MaxRunning bounds concurrent calls; more are answered 503 (the runtime
 	// retries). Default 64.
 	MaxRunning int
-	Logger     *slog.Logger
+	// Authorize, when set, is asked about every POST (invocations, cancel,
+	// close, status, migrate); an error answers 401 with its text.
+	Authorize func(r *http.Request) error
+	Logger    *slog.Logger
 }
 
 // Server is a RAP tool server: an http.Handler with a Start/Stop lifecycle.
@@ -197,6 +209,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(s.Toolset(base))
 	case r.Method != http.MethodPost:
 		kitError(w, http.StatusMethodNotAllowed, "", "POST to "+p)
+	case !s.authorized(w, r):
 	case strings.HasSuffix(p, InvokePath):
 		s.invoke(w, r)
 	case strings.HasSuffix(p, CancelToolCallPath):
@@ -213,11 +226,45 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.cancelCalls(func(_ string, rc *runningCall) bool { return rc.thread == b.ThreadID })
 		kitOK(w)
+	case strings.HasSuffix(p, ToolCallStatusPath):
+		s.status(w, r)
 	case strings.HasSuffix(p, MigratePath):
 		kitError(w, http.StatusNotImplemented, "", "this server does not migrate sessions")
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if s.cfg.Authorize == nil {
+		return true
+	}
+	if err := s.cfg.Authorize(r); err != nil {
+		kitError(w, http.StatusUnauthorized, "", err.Error())
+		return false
+	}
+	return true
+}
+
+// status answers /tool_call_status: alive while the call runs, false for
+// any call it does not track. It never changes a call's state.
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	var b ToolCallStatus
+	if !readBody(w, r, &b) {
+		return
+	}
+	for _, f := range []struct{ name, v string }{{"thread_id", b.ThreadID}, {"tool_call_id", b.ToolCallID}} {
+		if err := checkID(f.name, f.v); err != nil {
+			fe := err.(*FieldError)
+			kitError(w, http.StatusBadRequest, fe.Field, fe.Reason)
+			return
+		}
+	}
+	s.mu.Lock()
+	alive := s.running[callKey(b.ThreadID, b.ToolCallID)] != nil
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(ToolCallStatusResponse{Alive: alive})
 }
 
 func requestBase(r *http.Request, prefix string) string {
@@ -242,14 +289,13 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		kitError(w, http.StatusBadRequest, fe.Field, fe.Reason)
 		return
 	}
+	// A bad operation or bad arguments are acknowledged and answered with
+	// an error result, through the same path as a tool that fails.
 	tool := s.tools[inv.Operation]
 	if tool == nil {
-		kitError(w, http.StatusBadRequest, "operation", fmt.Sprintf("unknown operation %.140q", inv.Operation))
-		return
-	}
-	if err := s.schemas[inv.Operation].Validate(inv.Arguments); err != nil {
-		kitError(w, http.StatusBadRequest, "arguments", err.Error())
-		return
+		tool = failingTool(inv.Operation, fmt.Errorf("unknown operation %.140q (this server offers %s)", inv.Operation, s.names()))
+	} else if err := s.schemas[inv.Operation].Validate(inv.Arguments); err != nil {
+		tool = failingTool(inv.Operation, fmt.Errorf("invalid arguments for %s: %w", inv.Operation, err))
 	}
 	key := callKey(inv.GroupID, inv.ID)
 	s.mu.Lock()
@@ -280,6 +326,18 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	c := &Call{Invocation: inv, srv: s}
 	go s.run(ctx, cancel, key, tool, c)
 	kitOK(w)
+}
+
+func failingTool(name string, err error) *Tool {
+	return &Tool{Name: name, Run: func(context.Context, *Call) error { return err }}
+}
+
+func (s *Server) names() string {
+	names := make([]string, 0, len(s.cfg.Tools))
+	for _, t := range s.cfg.Tools {
+		names = append(names, t.Name)
+	}
+	return strings.Join(names, ", ")
 }
 
 func validateInvocation(inv *Invocation) *FieldError {
@@ -414,6 +472,12 @@ func (c *Call) ResultContent(ctx context.Context, items []ContentItem) error {
 	return c.result(ctx, &ToolResult{Content: items})
 }
 
+// ResultDisplay sends the call's text result with display_as segments for
+// UIs (TextSegment, DiffSegment, ImageSegment); the model gets text.
+func (c *Call) ResultDisplay(ctx context.Context, text string, display ...DisplaySegment) error {
+	return c.result(ctx, &ToolResult{Text: &text, DisplayAs: display})
+}
+
 // Subscribe sends the call's result and marks it as the start of a
 // subscription: events (Event) follow until one is final.
 func (c *Call) Subscribe(ctx context.Context, text string) error {
@@ -421,7 +485,7 @@ func (c *Call) Subscribe(ctx context.Context, text string) error {
 }
 
 func (c *Call) result(ctx context.Context, r *ToolResult) error {
-	r.Type, r.GroupID, r.ID = TypeToolResult, c.GroupID, c.ID
+	r.Type, r.GroupID, r.ID, r.CallID = TypeToolResult, c.GroupID, c.ID, c.CallID
 	err := c.Post(ctx, r)
 	var se *StatusError
 	if err == nil || errors.As(err, &se) {
@@ -442,13 +506,13 @@ func (c *Call) Event(ctx context.Context, text string, associative, final bool) 
 
 // OAuth asks the user to authorize at authURL; the call stays pending.
 func (c *Call) OAuth(ctx context.Context, authURL string) error {
-	return c.Post(ctx, &OAuth{Type: TypeOAuth, GroupID: c.GroupID, ID: c.ID, AuthURL: authURL})
+	return c.Post(ctx, &OAuth{Type: TypeOAuth, GroupID: c.GroupID, ID: c.ID, CallID: c.CallID, AuthURL: authURL})
 }
 
 // Choice asks the user to pick one of choices; the answer ({id, selected})
 // is POSTed to responseURL, which the tool serves.
 func (c *Call) Choice(ctx context.Context, prompt string, choices []string, def int, responseURL string) error {
-	return c.Post(ctx, &UserChoice{Type: TypeUserChoice, GroupID: c.GroupID, ID: c.ID, Prompt: prompt,
+	return c.Post(ctx, &UserChoice{Type: TypeUserChoice, GroupID: c.GroupID, ID: c.ID, CallID: c.CallID, Prompt: prompt,
 		Choices: choices, Default: &def, ResponseURL: responseURL})
 }
 

@@ -33,11 +33,19 @@ type LoaderConfig struct {
 	// MaxRoots bounds how many root threads' toolsets are cached (least
 	// recently used first out). Default 10000.
 	MaxRoots int
-	// RetryIncomplete is how long a toolset that missed an unreachable
-	// server is kept before the next slice fetches again. Default 30s.
+	// RetryIncomplete is how long a root's toolset that missed a server
+	// (unreachable, or serving an invalid toolset) is kept before a later
+	// slice fetches again; it doubles with each failed fetch of that root,
+	// up to MaxRetryIncomplete. Default 30s.
 	RetryIncomplete time.Duration
-	Now             func() time.Time
-	Logger          *slog.Logger
+	// MaxRetryIncomplete caps that backoff. Default 30 minutes.
+	MaxRetryIncomplete time.Duration
+	// Deadlines overrides, per server base URL, how long a call to that
+	// server's tools may stay pending (see runtime.Liveness); servers not
+	// listed get the engine's default.
+	Deadlines map[string]time.Duration
+	Now       func() time.Time
+	Logger    *slog.Logger
 }
 
 // Loader implements runtime.ToolSource for RAP: it loads the configured
@@ -61,6 +69,8 @@ type rootEntry struct {
 	ready   chan struct{} // closed when set is filled (or the load was abandoned)
 	set     *Set
 	expires time.Time // zero: never
+	// failures counts consecutive loads of this root that missed a server.
+	failures int
 }
 
 var _ runtime.ToolSource = (*Loader)(nil)
@@ -77,6 +87,13 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 		}
 		cfg.Servers[i] = strings.TrimRight(s, "/")
 	}
+	if len(cfg.Deadlines) > 0 {
+		d := make(map[string]time.Duration, len(cfg.Deadlines))
+		for k, v := range cfg.Deadlines {
+			d[strings.TrimRight(k, "/")] = v
+		}
+		cfg.Deadlines = d
+	}
 	if cfg.Client == nil {
 		cfg.Client = cfg.Dispatcher.client
 	}
@@ -91,6 +108,9 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 	}
 	if cfg.RetryIncomplete <= 0 {
 		cfg.RetryIncomplete = 30 * time.Second
+	}
+	if cfg.MaxRetryIncomplete <= 0 {
+		cfg.MaxRetryIncomplete = 30 * time.Minute
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -126,6 +146,7 @@ func (l *Loader) SetFor(ctx context.Context, root string) (*Set, error) {
 	for {
 		l.mu.Lock()
 		now := l.cfg.Now()
+		failures := 0
 		if el, ok := l.roots[root]; ok {
 			e := el.Value.(*rootEntry)
 			select {
@@ -135,6 +156,7 @@ func (l *Loader) SetFor(ctx context.Context, root string) (*Set, error) {
 					l.mu.Unlock()
 					return e.set, nil
 				}
+				failures = e.failures
 				l.removeLocked(el) // expired or abandoned: load again
 			default:
 				l.mu.Unlock()
@@ -146,7 +168,7 @@ func (l *Loader) SetFor(ctx context.Context, root string) (*Set, error) {
 				}
 			}
 		}
-		e := &rootEntry{root: root, ready: make(chan struct{})}
+		e := &rootEntry{root: root, ready: make(chan struct{}), failures: failures}
 		el := l.lru.PushFront(e)
 		l.roots[root] = el
 		for l.lru.Len() > l.cfg.MaxRoots {
@@ -167,12 +189,25 @@ func (l *Loader) SetFor(ctx context.Context, root string) (*Set, error) {
 		}
 		e.set = set
 		if set.incomplete {
-			e.expires = l.cfg.Now().Add(l.cfg.RetryIncomplete)
+			e.failures++
+			e.expires = l.cfg.Now().Add(l.retryAfter(e.failures))
+		} else {
+			e.failures = 0
 		}
 		close(e.ready)
 		l.mu.Unlock()
 		return set, nil
 	}
+}
+
+// retryAfter is how long a toolset that missed a server is kept after the
+// n-th failed load in a row: RetryIncomplete doubling, capped.
+func (l *Loader) retryAfter(n int) time.Duration {
+	d := l.cfg.RetryIncomplete
+	for i := 1; i < n && d < l.cfg.MaxRetryIncomplete; i++ {
+		d *= 2
+	}
+	return min(d, l.cfg.MaxRetryIncomplete)
 }
 
 func (l *Loader) removeLocked(el *list.Element) {
@@ -221,16 +256,16 @@ func (l *Loader) Load(ctx context.Context) *Set {
 	incomplete := false
 	for i := range sets {
 		if errs[i] != nil {
+			// Unreachable or invalid: either may be fixed on the server
+			// side, so the root fetches again later (with backoff), and is
+			// never locked out for its life.
 			problems = append(problems, errs[i])
-			var te *ToolsetError
-			if errors.As(errs[i], &te) && te.Transient {
-				incomplete = true
-			}
+			incomplete = true
 			continue
 		}
 		ok = append(ok, sets[i])
 	}
-	set := buildSet(l.cfg.Base, l.cfg.Dispatcher, ok, problems)
+	set := buildSet(l.cfg.Base, l.cfg.Dispatcher, l.cfg.Servers, ok, problems)
 	set.incomplete = incomplete
 	for _, p := range set.problems {
 		l.cfg.Logger.WarnContext(ctx, "rap: tools left out", "problem", p.Error())
@@ -260,6 +295,7 @@ func (l *Loader) fetch(ctx context.Context, base string) (*loadedToolset, error)
 	if err != nil {
 		return nil, &ToolsetError{Server: base, Err: fmt.Errorf("rejected whole: %w", err)}
 	}
+	ls.deadline = l.cfg.Deadlines[base]
 	l.mu.Lock()
 	if len(l.parsed) >= 1024 {
 		clear(l.parsed) // a bound, not a policy: the documents are re-parsed on demand

@@ -268,3 +268,45 @@ func TestNewLoaderChecksServers(t *testing.T) {
 		t.Error("a loader without a dispatcher was built")
 	}
 }
+
+// TestLoaderRefetchesFailedToolsetWithBackoff: a toolset that was invalid
+// (or unreachable) when a root thread started is fetched again on a later
+// slice, after RetryIncomplete doubling with each failure, and offered
+// once fixed: the thread is never locked out for its life.
+func TestLoaderRefetchesFailedToolsetWithBackoff(t *testing.T) {
+	t.Parallel()
+	a := newToolsetServer(t, `{"name":"alpha","endpoint":"/invoke","tools":[{"name":"one"}]}`) // no description: invalid
+	now := time.Unix(1_800_000_000, 0)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	l := newTestLoader(t, LoaderConfig{Now: clock, RetryIncomplete: time.Minute, MaxRetryIncomplete: 3 * time.Minute}, a)
+	ctx := context.Background()
+	if s, _ := l.SetFor(ctx, "root"); specNames(s) != "" || len(s.Problems()) != 1 {
+		t.Fatalf("invalid toolset offered %q, problems %v", specNames(s), s.Problems())
+	}
+	// Failures 1, 2, 3, 4 keep the set 1, 2, 3 (capped), 3 minutes.
+	for i, wait := range []time.Duration{time.Minute, 2 * time.Minute, 3 * time.Minute} {
+		before := a.gets.get()
+		advance(wait - time.Second)
+		_, _ = l.SetFor(ctx, "root")
+		if a.gets.get() != before {
+			t.Fatalf("failure %d: refetched before %v passed", i+1, wait)
+		}
+		advance(time.Second)
+		_, _ = l.SetFor(ctx, "root")
+		if a.gets.get() != before+1 {
+			t.Fatalf("failure %d: not refetched after %v", i+1, wait)
+		}
+	}
+	a.doc.Store(toolsetDoc("alpha", "one"))
+	advance(3 * time.Minute)
+	if s, _ := l.SetFor(ctx, "root"); specNames(s) != "one" {
+		t.Fatalf("fixed toolset not offered: %q", specNames(s))
+	}
+	n := a.gets.get()
+	advance(time.Hour)
+	if _, _ = l.SetFor(ctx, "root"); a.gets.get() != n {
+		t.Fatal("a complete toolset was fetched again within its root's life")
+	}
+}

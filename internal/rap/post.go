@@ -79,11 +79,23 @@ func (e *UnavailableError) Unwrap() error { return e.Last }
 // any 2xx, a *StatusError for a final non-retryable status, an
 // *UnavailableError when retries ran out, or the context's error.
 func postJSON(ctx context.Context, client *http.Client, url string, v any, policy RetryPolicy) error {
-	body, err := json.Marshal(v)
+	body, err := encodeJSON(v)
 	if err != nil {
 		return fmt.Errorf("encoding body for %s: %w", url, err)
 	}
 	return postBytes(ctx, client, url, body, policy)
+}
+
+// encodeJSON encodes v without HTML escaping: a result of markup keeps one
+// byte per <, > and & instead of six.
+func encodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 func postBytes(ctx context.Context, client *http.Client, url string, body []byte, policy RetryPolicy) error {

@@ -2,6 +2,8 @@ package rap
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,7 +54,8 @@ type ReceiverConfig struct {
 	// Calls, when set, rejects callbacks for unknown calls early.
 	Calls CallChecker
 	// Output, when set, is told about view updates (Kind "view", Text the
-	// JSON {"view_type":..., "content":...}).
+	// JSON {"view_type":..., "content":...}) and about the display segment
+	// of each accepted tool result (Kind "display", see Receiver.display).
 	Output runtime.Output
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -62,8 +65,11 @@ type ReceiverConfig struct {
 // callback only if the URL's signature is valid and unexpired and the body is
 // valid and belongs to the signed thread and call; then it enqueues one
 // runtime.Message (view updates are stored instead) and answers 200.
-// Anything else gets a 4xx with {"error": "..."} naming the field, and
-// nothing is enqueued. A failure to enqueue answers 503 so the tool retries.
+// Anything else gets a 4xx with {"error": "..."} naming the field. A body
+// that is authentic (signed URL) but unusable (malformed, the wrong shape)
+// also puts an error result in the thread so the model goes on; a result too
+// large for a queue message is truncated with a note to the model (see
+// fit.go). A transient failure to enqueue answers 503 so the tool retries.
 type Receiver struct {
 	cfg ReceiverConfig
 }
@@ -104,14 +110,11 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &CallbackError{Status: http.StatusMethodNotAllowed, Err: errors.New("callbacks are POSTed")})
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxCallbackBody))
+	// One byte more than the limit is read, so that Accept sees an
+	// oversized body and answers it (413 and an error result).
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxCallbackBody+1))
 	if err != nil {
-		var mb *http.MaxBytesError
-		status := http.StatusBadRequest
-		if errors.As(err, &mb) {
-			status = http.StatusRequestEntityTooLarge
-		}
-		writeError(w, &CallbackError{Status: status, Err: fmt.Errorf("reading the body: %w", err)})
+		writeError(w, &CallbackError{Status: http.StatusBadRequest, Err: fmt.Errorf("reading the body: %w", err)})
 		return
 	}
 	if err := rc.Accept(r.Context(), r.URL.Query(), body); err != nil {
@@ -154,11 +157,15 @@ func (rc *Receiver) Accept(ctx context.Context, query map[string][]string, body 
 	}
 	cb, err := DecodeCallback(body)
 	if err != nil {
+		ce := &CallbackError{Status: http.StatusBadRequest, Err: err}
 		var fe *FieldError
 		if errors.As(err, &fe) {
-			return &CallbackError{Status: http.StatusBadRequest, Field: fe.Field, Err: errors.New(fe.Reason)}
+			ce = &CallbackError{Status: http.StatusBadRequest, Field: fe.Field, Err: errors.New(fe.Reason)}
 		}
-		return &CallbackError{Status: http.StatusBadRequest, Err: err}
+		if len(body) > MaxCallbackBody {
+			ce.Status = http.StatusRequestEntityTooLarge
+		}
+		return rc.unusable(ctx, capa, body, ce)
 	}
 	if g := cb.GroupID(); g != capa.ThreadID {
 		return &CallbackError{Status: http.StatusForbidden, Field: "group_id",
@@ -171,13 +178,8 @@ func (rc *Receiver) Accept(ctx context.Context, query map[string][]string, body 
 	if cb.Type == TypeViewUpdate {
 		return rc.view(ctx, capa, cb.ViewUpdate)
 	}
-	if rc.cfg.Calls != nil {
-		if err := rc.cfg.Calls.CheckCall(ctx, capa.ThreadID, capa.CallID, cb.Type); err != nil {
-			if errors.Is(err, ErrUnknownCall) {
-				return &CallbackError{Status: http.StatusNotFound, Err: err}
-			}
-			return fmt.Errorf("rap: checking call %s of thread %s: %w", capa.CallID, capa.ThreadID, err)
-		}
+	if err := rc.checkCall(ctx, capa, cb.Type); err != nil {
+		return err
 	}
 	if cb.Type == TypeUserChoice {
 		if err := rc.cfg.Choices.PutChoice(ctx, capa.ThreadID, *cb.UserChoice); err != nil {
@@ -185,17 +187,112 @@ func (rc *Receiver) Accept(ctx context.Context, query map[string][]string, body 
 		}
 	}
 	msg := MessageFor(capa.ThreadID, capa.CallID, cb)
-	if err := rc.cfg.Queue.Send(ctx, msg); err != nil {
-		var bm *runtime.BadMessageError
+	err = rc.cfg.Queue.Send(ctx, msg)
+	// A message the queue refuses for good (too large for its own limit,
+	// say) is fitted again with half the budget, then replaced by an error
+	// result: never answered 5xx, which would make the tool retry forever.
+	for budget, n := fitBudget/2, 0; err != nil && runtime.IsPermanent(err) && !errors.Is(err, runtime.ErrClosed) &&
+		(msg.Kind == runtime.KindToolResult || msg.Kind == runtime.KindEvent) && n < fitAttempts; budget, n = budget/2, n+1 {
+		fitMessage(&msg, budget)
+		err = rc.cfg.Queue.Send(ctx, msg)
+	}
+	if err != nil {
 		switch {
-		case errors.As(err, &bm):
-			return &CallbackError{Status: http.StatusBadRequest, Field: bm.Field, Err: errors.New(bm.Reason)}
 		case errors.Is(err, runtime.ErrClosed):
 			return &CallbackError{Status: http.StatusGone, Err: err}
+		case runtime.IsPermanent(err):
+			return rc.unusable(ctx, capa, body, &CallbackError{Status: http.StatusRequestEntityTooLarge,
+				Err: fmt.Errorf("the queue refused the %s: %w", cb.Type, err)})
 		}
 		return fmt.Errorf("rap: enqueueing %s for thread %s: %w", msg.ID, capa.ThreadID, err)
 	}
+	if cb.Type == TypeToolResult {
+		rc.display(ctx, capa, cb.ToolResult)
+	}
 	return nil
+}
+
+// display forwards, best effort, the display segment a UI should render
+// for a result (see ToolResult.Display) as an output event of kind
+// "display" whose Text is {"call_id":..., "display":{...}}. The model never
+// sees it; a result with nothing renderable publishes nothing (UIs show the
+// text).
+func (rc *Receiver) display(ctx context.Context, capa Capability, r *ToolResult) {
+	d, ok := r.Display()
+	if rc.cfg.Output == nil || !ok {
+		return
+	}
+	text, _ := json.Marshal(struct {
+		CallID  string  `json:"call_id"`
+		Display Display `json:"display"`
+	}{capa.CallID, d})
+	ev := runtime.OutputEvent{ID: runtime.DeriveID("disp_", capa.ThreadID, capa.CallID),
+		ThreadID: capa.ThreadID, Kind: "display", Text: string(text)}
+	if err := rc.cfg.Output.Publish(ctx, ev); err != nil {
+		rc.cfg.Logger.WarnContext(ctx, "rap: display segment not forwarded (best effort)", "thread", capa.ThreadID, "call", capa.CallID, "error", err)
+	}
+}
+
+// checkCall asks the CallChecker, if any, whether the thread still waits
+// on the call: ErrUnknownCall answers 404, other errors are transient.
+func (rc *Receiver) checkCall(ctx context.Context, capa Capability, t CallbackType) error {
+	if rc.cfg.Calls == nil {
+		return nil
+	}
+	if err := rc.cfg.Calls.CheckCall(ctx, capa.ThreadID, capa.CallID, t); err != nil {
+		if errors.Is(err, ErrUnknownCall) {
+			return &CallbackError{Status: http.StatusNotFound, Err: err}
+		}
+		return fmt.Errorf("rap: checking call %s of thread %s: %w", capa.CallID, capa.ThreadID, err)
+	}
+	return nil
+}
+
+// unusable handles an authentic callback (its URL's signature checked out)
+// whose body cannot be used: malformed, too large, the wrong shape. The
+// tool gets ce (a 4xx: retrying the same body cannot help) and the thread
+// gets an error result for the signed call, so the model goes on instead of
+// waiting for a result that will never come. The error result's ID is
+// derived from the body, so a retried POST is deduplicated, and differs
+// from a real result's, so a later valid result still arrives (as a late
+// result, injected as an event). If the error result cannot be enqueued
+// the answer is 503, so the tool retries and nothing is lost.
+func (rc *Receiver) unusable(ctx context.Context, capa Capability, body []byte, ce *CallbackError) error {
+	if err := rc.checkCall(ctx, capa, TypeToolResult); err != nil {
+		return ce // the thread does not wait on this call: nothing to unblock
+	}
+	m := UnusableResult(capa.ThreadID, capa.CallID, body, ce.Status, ce.Error())
+	if err := rc.cfg.Queue.Send(ctx, m); err != nil {
+		if errors.Is(err, runtime.ErrClosed) {
+			return &CallbackError{Status: http.StatusGone, Err: err}
+		}
+		if runtime.IsPermanent(err) {
+			// A queue that refuses a short error result is misconfigured;
+			// retrying cannot help, so say so loudly and answer 4xx.
+			rc.cfg.Logger.ErrorContext(ctx, "rap: the queue refused the error result of an unusable callback", "thread", capa.ThreadID,
+				"call", capa.CallID, "error", err)
+			return ce
+		}
+		return fmt.Errorf("rap: enqueueing the error result for unusable callback %s of thread %s: %w", capa.CallID, capa.ThreadID, err)
+	}
+	rc.cfg.Logger.InfoContext(ctx, "rap: unusable callback answered with an error result", "thread", capa.ThreadID,
+		"call", capa.CallID, "status", ce.Status, "error", ce.Error())
+	return &CallbackError{Status: ce.Status, Field: ce.Field,
+		Err: fmt.Errorf("%w (an error result was delivered to the thread instead)", ce.Err)}
+}
+
+// UnusableResult is the error result a thread gets for an authentic
+// callback it could not use (see Receiver.unusable).
+func UnusableResult(threadID, callID string, body []byte, status int, reason string) runtime.Message {
+	sum := sha256.Sum256(body)
+	if len(reason) > 2000 {
+		reason = reason[:2000]
+	}
+	reason = strings.ToValidUTF8(reason, "?")
+	return runtime.Message{V: runtime.MessageVersion, ID: runtime.DeriveID("bad_", threadID, callID, hex.EncodeToString(sum[:])),
+		ThreadID: threadID, Kind: runtime.KindToolResult, ToolCallID: callID, IsError: true,
+		Text: fmt.Sprintf("error: the tool sent a reply this runtime could not use (answered HTTP %d): %s. "+
+			"The call is over; try again, differently, or go on without it.", status, reason)}
 }
 
 func (rc *Receiver) view(ctx context.Context, capa Capability, v *ViewUpdate) error {
@@ -238,6 +335,7 @@ func MessageFor(threadID, callID string, cb *Callback) runtime.Message {
 			m.Text = *r.Text
 		}
 		m.Subscription = r.Subscription
+		fitMessage(&m, fitBudget)
 	case TypeSubscriptionEvent:
 		e := cb.SubscriptionEvent
 		text := ""
@@ -256,6 +354,7 @@ func MessageFor(threadID, callID string, cb *Callback) runtime.Message {
 		m.Text = text
 		m.Associative = e.Associative
 		m.Final = e.Final
+		fitMessage(&m, fitBudget)
 	case TypeOAuth:
 		m.ID = runtime.DeriveID("oauth_", threadID, callID, cb.OAuth.AuthURL)
 		m.Kind = runtime.KindNotice

@@ -2,10 +2,13 @@ package rap
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -152,8 +155,19 @@ func TestReceiverRejects(t *testing.T) {
 	if status != http.StatusRequestEntityTooLarge {
 		t.Errorf("oversize body: status %d, want 413", status)
 	}
-	if n := rig.q.count(); n != 0 {
-		t.Fatalf("%d messages enqueued from rejected callbacks", n)
+	// The authentic but unusable bodies (malformed JSON, missing text, bad
+	// image, bad default, unknown type, oversize) each put one error result
+	// in the signed thread, so the model goes on; the forged, expired and
+	// cross-thread ones put nothing anywhere.
+	if n := rig.q.count(); n != 6 {
+		t.Fatalf("%d messages enqueued from rejected callbacks, want 6 error results", n)
+	}
+	for range 6 {
+		m := rig.q.next(t)
+		if m.ThreadID != "thr_1" || m.ToolCallID != "call_1" || m.Kind != runtime.KindToolResult || !m.IsError ||
+			!strings.HasPrefix(m.ID, "bad_") || !strings.Contains(m.Text, "could not use") {
+			t.Fatalf("unexpected message for an unusable callback: %+v", m)
+		}
 	}
 	if _, ok, _ := rig.rcv.Views().View(context.Background(), "thr_2", "v"); ok {
 		t.Fatal("a rejected view update was stored")
@@ -233,6 +247,64 @@ func TestKeyringConfig(t *testing.T) {
 	for _, bad := range []string{"", "nokey", "k:short", "k:" + secret + ",k:" + secret, "bad id:" + secret} {
 		if _, err := ParseKeyring(bad); err == nil {
 			t.Errorf("ParseKeyring(%q) accepted", bad)
+		}
+	}
+}
+
+// recordingOutput is a runtime.Output that records events.
+type recordingOutput struct {
+	mu  sync.Mutex
+	evs []runtime.OutputEvent
+}
+
+func (o *recordingOutput) Publish(_ context.Context, ev runtime.OutputEvent) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.evs = append(o.evs, ev)
+	return nil
+}
+
+func (o *recordingOutput) events() []runtime.OutputEvent {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]runtime.OutputEvent(nil), o.evs...)
+}
+
+// TestReceiverSpecDisplaySegments posts the spec's display_as examples: a
+// diff or image segment is accepted (it used to get a 400 and strand the
+// call), the model's message carries the full text, and the segment a UI
+// should render is published as a "display" output event.
+func TestReceiverSpecDisplaySegments(t *testing.T) {
+	t.Parallel()
+	out := &recordingOutput{}
+	rig := newCallbackRig(t, func(c *ReceiverConfig) { c.Output = out })
+	for i, tc := range []struct{ file, wantType string }{
+		{"tool_result_display_text.json", "text"},
+		{"tool_result_display_diff.json", "diff"},
+		{"tool_result_display_image.json", "image"},
+		{"tool_result_display_unknown.json", "text"},
+	} {
+		call := "call_abc123"
+		thread := fmt.Sprintf("thread_%d", i)
+		body := strings.ReplaceAll(string(readTestdata(t, "callbacks", tc.file)), "thread_xyz", thread)
+		if status, msg := post(t, rig.url(t, thread, call), body); status != http.StatusOK {
+			t.Fatalf("%s: status %d (%s)", tc.file, status, msg)
+		}
+		if m := rig.q.next(t); m.Kind != runtime.KindToolResult || m.Text == "" {
+			t.Fatalf("%s: message %+v", tc.file, m)
+		}
+		evs := out.events()
+		if len(evs) != i+1 {
+			t.Fatalf("%s: %d display events, want %d", tc.file, len(evs), i+1)
+		}
+		var got struct {
+			CallID  string  `json:"call_id"`
+			Display Display `json:"display"`
+		}
+		ev := evs[i]
+		if err := json.Unmarshal([]byte(ev.Text), &got); err != nil || ev.Kind != "display" || ev.ThreadID != thread ||
+			got.CallID != call || got.Display.Type != tc.wantType {
+			t.Fatalf("%s: display event %+v (%v)", tc.file, ev, err)
 		}
 	}
 }

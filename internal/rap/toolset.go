@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -78,8 +79,8 @@ func DecodeToolset(b []byte) (*Toolset, []*Schema, error) {
 	if raw.NeedsMigration != nil {
 		ts.NeedsMigration = *raw.NeedsMigration
 	}
-	if raw.Tools == nil {
-		return nil, nil, fieldErr("tools", "missing (an empty toolset has \"tools\": [])")
+	if len(raw.Tools) == 0 {
+		return nil, nil, fieldErr("tools", "missing or empty (a toolset must offer at least one tool)")
 	}
 	schemas := make([]*Schema, 0, len(raw.Tools))
 	seen := map[string]int{}
@@ -195,6 +196,7 @@ type loadedToolset struct {
 	endpoint string // absolute
 	doc      *Toolset
 	schemas  []*Schema
+	deadline time.Duration // per-server call deadline override; 0: the engine's default
 }
 
 func newLoadedToolset(base string, doc *Toolset, schemas []*Schema) (*loadedToolset, error) {
@@ -220,8 +222,8 @@ type Set struct {
 	entries  map[string]runtime.ToolEntry
 	specs    []runtime.ToolSpec
 	problems []error
-	// incomplete is set when a server could not be reached; the Loader
-	// fetches again sooner.
+	// incomplete is set when a server could not be reached or served an
+	// invalid toolset; the Loader fetches again later, with backoff.
 	incomplete bool
 }
 
@@ -242,7 +244,10 @@ func (s *Set) Problems() []error { return s.problems }
 
 // buildSet merges base and the loaded toolsets. A name offered twice disables
 // every RAP tool of that name (a built-in keeps it).
-func buildSet(base runtime.Toolset, d *Dispatcher, sets []*loadedToolset, problems []error) *Set {
+//
+// servers are every configured server's base URL: a cancellation goes to
+// all of them (the spec's SHOULD), not only to the server of the tool.
+func buildSet(base runtime.Toolset, d *Dispatcher, servers []string, sets []*loadedToolset, problems []error) *Set {
 	s := &Set{entries: map[string]runtime.ToolEntry{}, problems: problems}
 	owners := map[string][]string{}
 	builtin := map[string]bool{}
@@ -284,7 +289,7 @@ func buildSet(base runtime.Toolset, d *Dispatcher, sets []*loadedToolset, proble
 				continue
 			}
 			spec := runtime.ToolSpec{Name: td.Name, Description: td.Description, InputSchema: td.InputSchema}
-			s.entries[td.Name] = runtime.ToolEntry{Spec: spec, Toolset: ls.doc.Name, Async: &remoteTool{d: d, set: ls, def: td, schema: ls.schemas[i]}}
+			s.entries[td.Name] = runtime.ToolEntry{Spec: spec, Toolset: ls.doc.Name, Async: &remoteTool{d: d, set: ls, def: td, schema: ls.schemas[i], servers: servers}}
 			s.specs = append(s.specs, spec)
 		}
 	}

@@ -14,16 +14,18 @@ const (
 	CloseThreadPath    = "/close_thread"
 	CancelToolCallPath = "/cancel_tool_call"
 	MigratePath        = "/migrate"
+	ToolCallStatusPath = "/tool_call_status"
 )
 
 // Limits on what this package accepts from the outside.
 const (
 	MaxNameLen      = 128
 	MaxToolsetBytes = 4 << 20 // a toolset document
-	MaxCallbackBody = 1 << 20 // one callback body
+	// MaxCallbackBody bounds one callback body. A result larger than a
+	// queue message is truncated with a note to the model (see fit.go).
+	MaxCallbackBody = 4 << 20
 	MaxIDLen        = 256     // thread and call IDs
 	maxURLLen       = 8 << 10 // callback, auth and response URLs
-	maxTextBytes    = 900 << 10
 )
 
 // FieldError reports a malformed document, naming the JSON field at fault
@@ -65,10 +67,14 @@ type ToolDef struct {
 	DisplayScript string `json:"displayScript,omitempty"`
 }
 
-// Annotations are hints about a tool. Custom keys must start with "x-" and
-// are kept verbatim in Custom.
+// Annotations are hints about a tool (informational: they never change how
+// a call is dispatched). RequiresAuth names the auth provider the tool may
+// start an OAuth flow for. Any other key is accepted and kept verbatim in
+// Custom (the spec asks custom keys to be namespaced, e.g. "x-team", but an
+// unprefixed one is no reason to refuse a toolset). A known key whose value
+// has the wrong type is kept in Custom too and otherwise ignored.
 type Annotations struct {
-	RequiresAuth bool                       `json:"requiresAuth,omitempty"`
+	RequiresAuth string                     `json:"requiresAuth,omitempty"`
 	ReadOnly     bool                       `json:"readOnly,omitempty"`
 	Destructive  bool                       `json:"destructive,omitempty"`
 	Idempotent   bool                       `json:"idempotent,omitempty"`
@@ -76,56 +82,56 @@ type Annotations struct {
 	Custom       map[string]json.RawMessage `json:"-"`
 }
 
-var annotationKeys = map[string]bool{
-	"requiresAuth": true, "readOnly": true, "destructive": true, "idempotent": true, "longRunning": true,
-}
-
-// UnmarshalJSON decodes annotations, refusing unknown keys that do not start
-// with "x-" and non-boolean values for the known ones.
+// UnmarshalJSON decodes annotations. Only a non-object refuses them.
 func (a *Annotations) UnmarshalJSON(b []byte) error {
 	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return fieldErr("", "annotations must be an object: %v", err)
+	if err := json.Unmarshal(b, &raw); err != nil || raw == nil {
+		return fieldErr("", "annotations must be an object")
 	}
 	*a = Annotations{}
+	keep := func(k string, v json.RawMessage) {
+		if a.Custom == nil {
+			a.Custom = map[string]json.RawMessage{}
+		}
+		a.Custom[k] = v
+	}
 	for k, v := range raw {
-		if !annotationKeys[k] {
-			if len(k) < 3 || k[:2] != "x-" {
-				return fieldErr(k, "unknown annotation (custom annotations must start with \"x-\")")
-			}
-			if a.Custom == nil {
-				a.Custom = map[string]json.RawMessage{}
-			}
-			a.Custom[k] = v
-			continue
-		}
-		var flag bool
-		if err := json.Unmarshal(v, &flag); err != nil {
-			return fieldErr(k, "must be a boolean")
-		}
+		var flag *bool
 		switch k {
 		case "requiresAuth":
-			a.RequiresAuth = flag
+			if err := json.Unmarshal(v, &a.RequiresAuth); err != nil {
+				keep(k, v)
+			}
+			continue
 		case "readOnly":
-			a.ReadOnly = flag
+			flag = &a.ReadOnly
 		case "destructive":
-			a.Destructive = flag
+			flag = &a.Destructive
 		case "idempotent":
-			a.Idempotent = flag
+			flag = &a.Idempotent
 		case "longRunning":
-			a.LongRunning = flag
+			flag = &a.LongRunning
+		default:
+			keep(k, v)
+			continue
+		}
+		if err := json.Unmarshal(v, flag); err != nil {
+			keep(k, v)
 		}
 	}
 	return nil
 }
 
-// MarshalJSON encodes the known flags that are set and the custom keys.
+// MarshalJSON encodes the known annotations that are set and the custom keys.
 func (a Annotations) MarshalJSON() ([]byte, error) {
 	m := make(map[string]any, len(a.Custom)+5)
 	for k, v := range a.Custom {
 		m[k] = v
 	}
-	for k, v := range map[string]bool{"requiresAuth": a.RequiresAuth, "readOnly": a.ReadOnly,
+	if a.RequiresAuth != "" {
+		m["requiresAuth"] = a.RequiresAuth
+	}
+	for k, v := range map[string]bool{"readOnly": a.ReadOnly,
 		"destructive": a.Destructive, "idempotent": a.Idempotent, "longRunning": a.LongRunning} {
 		if v {
 			m[k] = true
@@ -155,6 +161,18 @@ type CloseThread struct {
 type CancelToolCall struct {
 	ThreadID   string `json:"thread_id"`
 	ToolCallID string `json:"tool_call_id"`
+}
+
+// ToolCallStatus is the body of a POST to {base}/tool_call_status: is the
+// call (or the subscription it started) still tracked by the server?
+type ToolCallStatus struct {
+	ThreadID   string `json:"thread_id"`
+	ToolCallID string `json:"tool_call_id"`
+}
+
+// ToolCallStatusResponse is a tool server's answer to ToolCallStatus.
+type ToolCallStatusResponse struct {
+	Alive bool `json:"alive"`
 }
 
 // Migrate is the body of a POST to {base}/migrate.

@@ -66,6 +66,9 @@ type Engine struct {
 	// Faults injects crashes at step boundaries. Tests only: nil in
 	// production.
 	Faults FaultInjector
+	// Liveness, when set, gives every dispatched call a deadline and
+	// status checks (liveness.go).
+	Liveness *Liveness
 }
 
 // SliceInput is one slice's work: a batch of messages for one thread, in
@@ -164,6 +167,9 @@ type slice struct {
 	mcancel context.CancelFunc
 	buf     turnBuffer
 	agent   agentState // the thread's agent (agent_slice.go)
+	// foldErr is a transient failure while folding (arming a liveness
+	// check): the slice is retried.
+	foldErr error
 }
 
 func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
@@ -246,6 +252,9 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 		if s.fold(ctx, m) {
 			wake = true
 		}
+	}
+	if s.foldErr != nil {
+		return s.res, s.foldErr
 	}
 	if chaosmutant == MutantDedupBeforeCommit && s.e.Dedup != nil && len(s.inputs) > 0 {
 		_ = s.e.Dedup.Mark(ctx, s.threadID, s.inputs)
@@ -553,6 +562,9 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 	}
 	pp := *p
 	pp.Dispatched = true
+	if pp.Deadline, err = s.armLiveness(ctx, p, entry); err != nil {
+		return false, err
+	}
 	s.st.Pending = &pp
 	s.dirty = true
 	return false, nil

@@ -58,6 +58,8 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 		return false
 	case KindToolResult, KindWake:
 		return s.foldResult(ctx, m)
+	case KindCheck:
+		return s.foldCheck(ctx, m)
 	case KindNotice:
 		if s.st.Pending == nil || s.st.Pending.ID != m.ToolCallID {
 			s.reject(ctx, m.ID, &BadMessageError{ID: m.ID, Field: "tool_call_id",

@@ -33,17 +33,18 @@ const (
 	KindNotice     Kind = "notice"      // oauth / user-choice notice about a pending call
 	KindContinue   Kind = "continue"    // continuation after a slice hit its cap or deadline
 	KindSummary    Kind = "summary"     // a compaction child's summary for its parent
+	KindCheck      Kind = "check"       // a liveness check of a pending call or subscription (liveness.go)
 )
 
 var knownKinds = map[Kind]bool{
 	KindUser: true, KindToolResult: true, KindEvent: true, KindWake: true,
 	KindReport: true, KindParent: true, KindStart: true, KindNotice: true,
-	KindContinue: true, KindSummary: true,
+	KindContinue: true, KindSummary: true, KindCheck: true,
 }
 
 // needsCallID lists the kinds that refer to a tool call.
 var needsCallID = map[Kind]bool{
-	KindToolResult: true, KindEvent: true, KindWake: true, KindReport: true, KindNotice: true,
+	KindToolResult: true, KindEvent: true, KindWake: true, KindReport: true, KindNotice: true, KindCheck: true,
 }
 
 // Content is one part of a tool result: text or a base64 image.
@@ -186,10 +187,18 @@ func DecodeMessage(b []byte) (Message, error) {
 }
 
 // EncodeMessage returns the JSON encoding of m, with V set to MessageVersion
-// when it was zero.
+// when it was zero. It does not escape <, > and & (json.Marshal would write
+// each as six bytes: a tool result of markup would triple in size and no
+// longer fit a queue message).
 func EncodeMessage(m Message) ([]byte, error) {
 	if m.V == 0 {
 		m.V = MessageVersion
 	}
-	return json.Marshal(m)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

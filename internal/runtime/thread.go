@@ -1,5 +1,7 @@
 package runtime
 
+import "time"
+
 // Thread is everything a slice needs of one thread, as one load returns it.
 type Thread struct {
 	ID    string
@@ -94,6 +96,8 @@ type PendingCall struct {
 	// Dispatched is false until the call has been sent successfully; a slice
 	// that loads a thread with an undispatched call sends it first.
 	Dispatched bool `json:"dispatched,omitempty"`
+	// Deadline is when the call is given up on (see Liveness); zero: never.
+	Deadline time.Time `json:"deadline,omitzero"`
 }
 
 // Subscription is an active subscription started by a tool call.

@@ -68,7 +68,7 @@ func TestBadAgentConfig(t *testing.T) {
 // naming the field, and nothing stays running (goleak checks in TestMain).
 func TestAgentToolsetCheckedAtStart(t *testing.T) {
 	t.Parallel()
-	cfg := Config{Listen: "127.0.0.1:0", ToolServers: []string{"http://127.0.0.1:1"},
+	cfg := Config{Listen: "127.0.0.1:0", ToolServers: []string{"http://127.0.0.1:1"}, Data: t.TempDir(),
 		Agents: []AgentConfig{{Agent: runtime.Agent{Name: "rev", Instructions: "x", Tools: []string{"github"}}}}}
 	srv, err := New(t.Context(), cfg, Options{Logger: quietLogger(), Getenv: func(string) string { return "" }})
 	if err != nil {

@@ -64,6 +64,14 @@ type Config struct {
 	// CallbackTTL is how long a callback URL stays valid. Default 720h.
 	CallbackTTL string `json:"callback_ttl,omitempty"`
 
+	// Store is where threads live: sqlite (default: durable, under Data),
+	// memory (lost at exit) or postgres (history in PostgreSQL at DSN).
+	Store string `json:"store,omitempty"`
+	// Data is the data directory of the sqlite store (default
+	// DefaultDataDir). Relative to the working directory.
+	Data string `json:"data,omitempty"`
+	// DSN is the postgres://… URL of the postgres store.
+	DSN string `json:"dsn,omitempty"`
 	// Agents are the agent definitions threads run as (see runtime.Agent);
 	// DefaultAgent names the one used when a thread's first message names
 	// none (optional with a single agent). Without agents, threads run
@@ -301,6 +309,7 @@ type settings struct {
 	maxBody           int64
 	eventBuffer       int
 	maxListed         int
+	store             storeSettings
 	// agents are the definitions with their instructions read;
 	// remoteToolsets maps toolset names agents allow that only a tool
 	// server can announce to the field naming them (checked at Start).
@@ -381,6 +390,9 @@ func (c *Config) resolve() (*settings, error) {
 		}
 	}
 
+	if s.store, err = c.resolveStore(); err != nil {
+		return nil, err
+	}
 	if err := c.resolveAgents(s); err != nil {
 		return nil, err
 	}

@@ -159,7 +159,7 @@ func TestStartFailsOnBusyAddress(t *testing.T) {
 	t.Parallel()
 	first := startServer(t, Config{})
 	addr := strings.TrimPrefix(first.URL(), "http://")
-	srv, err := New(context.Background(), Config{Listen: addr}, Options{Logger: quietLogger()})
+	srv, err := New(context.Background(), Config{Listen: addr, Data: t.TempDir()}, Options{Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

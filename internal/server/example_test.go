@@ -24,7 +24,7 @@ func ExampleDecodeConfig() {
 // Run a server, watch a thread's events, and send it a message.
 func ExampleServer() {
 	ctx := context.Background()
-	srv, err := server.New(ctx, server.Config{Listen: "127.0.0.1:0", Script: "testdata/hello_script.json"},
+	srv, err := server.New(ctx, server.Config{Listen: "127.0.0.1:0", Script: "testdata/hello_script.json", Store: server.StoreMemory},
 		server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		fmt.Println(err)

@@ -55,6 +55,9 @@ func startServer(t *testing.T, cfg Config) *Server {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:0"
 	}
+	if cfg.Store == "" && cfg.Data == "" {
+		cfg.Data = t.TempDir() // the default sqlite store, in a directory of its own
+	}
 	logs := &logBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	retry := rap.RetryPolicy{Attempts: 5, Base: time.Millisecond, Max: 20 * time.Millisecond, Total: 10 * time.Second}

@@ -13,6 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentslice/agentslice/internal/disk"
 	"github.com/agentslice/agentslice/internal/local"
 	"github.com/agentslice/agentslice/internal/mcp"
 	"github.com/agentslice/agentslice/internal/model"
@@ -37,6 +40,10 @@ type Options struct {
 	// RAPRetry, when set, replaces the retry policy of invocations and of
 	// the in-process tool servers' callbacks (tests shorten it).
 	RAPRetry *rap.RetryPolicy
+	// PendingCalls, when set, is asked at start about each call to an
+	// external tool server that was dispatched before a restart and has no
+	// result yet (see PendingCallChecker).
+	PendingCalls PendingCallChecker
 }
 
 // service is an in-process tool server mounted under ToolsPrefix.
@@ -66,9 +73,12 @@ type Server struct {
 	ln       net.Listener
 	url      string
 	client   *http.Client
-	store    *local.HistoryStore
+	store    threadStore
+	db       *disk.DB      // the sqlite store's data directory, else nil
+	pool     *pgxpool.Pool // the postgres store's pool, else nil
+	inbox    local.Inbox   // durable inbox, else nil
 	sys      *local.System
-	timers   *local.Timers
+	timers   serveTimers
 	disp     *rap.Dispatcher
 	loader   *rap.Loader
 	receiver *rap.Receiver
@@ -136,6 +146,12 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 		if s.keys, err = rap.ParseKeyring(spec); err != nil {
 			return nil, &ConfigError{Field: field, Reason: err.Error()}
 		}
+	} else if key, ok, err := s.persistentKey(); err != nil {
+		return nil, err
+	} else if ok {
+		if s.keys, err = rap.NewKeyring(key); err != nil {
+			return nil, fmt.Errorf("server: loading the callback key: %w", err)
+		}
 	} else {
 		secret := make([]byte, rap.MinKeyLen)
 		_, _ = rand.Read(secret) // never fails (crypto/rand)
@@ -183,13 +199,14 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		s.url = "http://" + reachable(s.ln.Addr())
 	}
 	s.client = &http.Client{Timeout: 30 * time.Second}
-	s.store = local.NewHistoryStore()
+	if err := s.openStore(ctx); err != nil {
+		return err
+	}
 	s.events = NewBroadcaster(s.set.eventBuffer, s.log)
 
 	// The sleep tools need the timers when the toolbox is built, and the
 	// timers need the system as their queue: build the timers first and
 	// give them the system once it exists (before anything can schedule).
-	s.timers = local.NewTimers(nil)
 	box := runtime.NewToolbox()
 	for _, e := range append(runtime.ThreadTools(), runtime.SleepTools(s.timers, nil)...) {
 		if err := box.Add(e); err != nil {
@@ -226,12 +243,15 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	s.sys, err = local.New(local.Config{
 		Model: s.model, Tools: s.loader, History: s.store, Output: s.events, Logger: s.log,
 		Limits:        runtime.Limits{MaxCompletions: l.MaxCompletions, ModelAttempts: l.ModelAttempts},
-		SliceAttempts: l.SliceAttempts, Compaction: compaction, Agents: agents,
+		SliceAttempts: l.SliceAttempts, Compaction: compaction, Agents: agents, Inbox: s.inbox,
 	})
 	if err != nil {
 		return fmt.Errorf("server: building the embedded system: %w", err)
 	}
-	s.timers.Queue = s.sys
+	s.timers.setQueue(s.sys)
+	// Every dispatched call gets a deadline and status checks, armed
+	// through the same timers as the sleeps (runtime/liveness.go).
+	s.sys.Engine().Liveness = &runtime.Liveness{Timers: s.timers}
 	if s.receiver, err = rap.NewReceiver(rap.ReceiverConfig{Keys: s.keys, Queue: s.sys, Output: s.events, Logger: s.log}); err != nil {
 		return fmt.Errorf("server: building the callback receiver: %w", err)
 	}
@@ -243,6 +263,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	}
 	if err := s.sys.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("server: starting the embedded system: %w", err)
+	}
+	if err := s.recoverDurable(ctx); err != nil {
+		return err
 	}
 	s.httpSrv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
@@ -370,6 +393,7 @@ func (s *Server) Stop() {
 		for _, m := range s.services {
 			m.svc.Stop()
 		}
+		s.closeStore()
 		if s.disp != nil {
 			s.disp.Close()
 		}

@@ -153,6 +153,9 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 		Now:        opts.Now,
 		Compaction: compaction,
 		Agents:     agents,
+		// Per-call deadlines and status checks, through the same timers
+		// as the sleeps (runtime/liveness.go).
+		Liveness: &runtime.Liveness{Timers: tm},
 	}
 	f.Handler = &Handler{Slices: f.Engine, DeadLetters: dlq, Logger: opts.Logger,
 		Metrics: &lambdafn.Metrics{W: opts.Stdout, Now: opts.Now}, Margin: cfg.Margin, Now: opts.Now}

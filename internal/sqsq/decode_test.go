@@ -185,7 +185,7 @@ func TestEncodeBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.ContainsAny(body, "\uFFFE\uFFFF😀") || !strings.Contains(body, `a\ufffeb\uffffc\u003ctag\u003e \ud83d\ude00 é`) {
+	if strings.ContainsAny(body, "\uFFFE\uFFFF😀") || !strings.Contains(body, `a\ufffeb\uffffc<tag> \ud83d\ude00 é`) {
 		t.Fatalf("body %q still holds characters SQS refuses", body)
 	}
 	back, err := runtime.DecodeMessage([]byte(body))
@@ -196,6 +196,36 @@ func TestEncodeBody(t *testing.T) {
 	var bad *runtime.BadMessageError
 	if !errors.As(err, &bad) || bad.Field != "text" {
 		t.Fatalf("empty user message: %v", err)
+	}
+}
+
+// TestBodiesDoNotGrowByEscaping: a tool result of markup (the issue's 300
+// KB example) costs one byte per byte in a queue body, message or output
+// event; json.Marshal's HTML escaping made it 1.3 MB and unsendable.
+func TestBodiesDoNotGrowByEscaping(t *testing.T) {
+	markup := strings.Repeat("<div class=\"a&b\"><p>x</p></div>\n", 300<<10/32)
+	m := runtime.Message{ID: "r", ThreadID: "t", Kind: runtime.KindToolResult, ToolCallID: "c", Text: markup}
+	body, err := sqsq.EncodeBody(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only the quotes and newlines are escaped (2 bytes each).
+	want := len(markup) + strings.Count(markup, `"`) + strings.Count(markup, "\n")
+	if len(body) > want+200 || strings.Contains(body, `\u003c`) {
+		t.Fatalf("message body is %d bytes for %d bytes of markup (want about %d)", len(body), len(markup), want)
+	}
+	if back, err := runtime.DecodeMessage([]byte(body)); err != nil || back.Text != markup {
+		t.Fatalf("round trip: %v", err)
+	}
+	out, err := sqsq.EncodeOutput(runtime.OutputEvent{ID: "o", ThreadID: "t", Kind: "reply", Text: markup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) > want+200 || strings.Contains(out, `\u003c`) {
+		t.Fatalf("output body is %d bytes for %d bytes of markup", len(out), len(markup))
+	}
+	if back, err := sqsq.DecodeOutput(out); err != nil || back.Text != markup {
+		t.Fatalf("output round trip: %v", err)
 	}
 }
 

@@ -93,11 +93,15 @@ func EncodeOutput(ev runtime.OutputEvent) (string, error) {
 	if err := rec.validate(); err != nil {
 		return "", runtime.Permanent(err)
 	}
-	b, err := json.Marshal(rec)
-	if err != nil {
+	// No HTML escaping: <, > and & stay one byte each (see
+	// runtime.EncodeMessage).
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(rec); err != nil {
 		return "", runtime.Permanent(fmt.Errorf("sqsq: encoding output event %s: %w", ev.ID, err))
 	}
-	return escapeForSQS(b), nil
+	return escapeForSQS(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
 }
 
 func (r *OutputRecord) validate() error {

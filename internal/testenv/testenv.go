@@ -51,6 +51,22 @@ func Need(t testing.TB, envVar string) string {
 	return ""
 }
 
+// Node returns the path of the node binary for tests that run a Node
+// script of their own. When node is missing the test is skipped, or fails
+// when AGENTSLICE_REQUIRE_SERVICES=1.
+func Node(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("node")
+	if err != nil {
+		msg := "node is not on PATH (install Node.js 20 or later)"
+		if os.Getenv(RequireVar) == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return p
+}
+
 // NodeModule returns the path of a file installed by npm at the repository
 // root (node_modules/<rel>), for tests that run a real Node server. When
 // node or the file is missing the test is skipped, or fails when

@@ -45,6 +45,7 @@ type config struct {
 	progress            bool
 	cpuProfile          string
 	memProfile          string
+	store, data         string
 }
 
 func envInt(name string, def int) int {
@@ -67,6 +68,8 @@ func envStr(name, def string) string {
 func main() {
 	var c config
 	flag.IntVar(&c.agents, "agents", envInt("AGENTS", 10000), "number of agents (env AGENTS)")
+	flag.StringVar(&c.store, "store", envStr("STORE", "memory"), "memory, or sqlite: the durable store of serve (env STORE)")
+	flag.StringVar(&c.data, "data", "", "data directory of -store sqlite (default: a temporary one, removed at the end)")
 	flag.IntVar(&c.turns, "turns", envInt("TURNS", 20), "turns per agent (env TURNS)")
 	flag.IntVar(&c.wave, "wave", envInt("WAVE", 500), "agents launched per wave (env WAVE)")
 	flag.StringVar(&c.profile, "profile", envStr("PROFILE", "infinity"), "infinity or unique (env PROFILE)")
@@ -104,6 +107,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-wave must be positive, got %d", c.wave)
 	case c.profile != "infinity" && c.profile != "unique":
 		return fmt.Errorf("-profile must be infinity or unique, got %q", c.profile)
+	case c.store != "" && c.store != "memory" && c.store != "sqlite":
+		return fmt.Errorf("-store must be memory or sqlite, got %q", c.store)
 	}
 	if c.baselineAgents == 0 {
 		c.baselineAgents = min(c.agents, 10000)
@@ -128,6 +133,8 @@ type Result struct {
 	BytesPerIdleAgent       int64   `json:"bytes_per_idle_agent"`
 	HistoryBytesPerAgentRaw int64   `json:"history_bytes_per_agent_raw"`
 	StoredBytesPerAgent     int64   `json:"stored_bytes_per_agent"`
+	Store                   string  `json:"store"`
+	DiskBytesPerAgent       int64   `json:"disk_bytes_per_agent,omitempty"`
 	AgentHistoryZstdRatio   float64 `json:"agent_history_zstd_ratio"`
 	ConventionalBytesPerAgt int64   `json:"conventional_bytes_per_waiting_agent,omitempty"`
 	ConventionalRatio       float64 `json:"conventional_over_agentslice,omitempty"`
@@ -147,7 +154,12 @@ type sample struct {
 
 func run(c config) error {
 	w := newWorkload(c.profile)
-	store := local.NewHistoryStore()
+	opened, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	defer opened.close()
+	store := opened.store
 	var completions atomic.Int64
 	d := &driver{w: w, turns: c.turns, done: make(chan struct{}, 1)}
 	tb := runtime.NewToolbox()
@@ -157,6 +169,7 @@ func run(c config) error {
 		History:  store,
 		Output:   local.OutputFunc(d.publish),
 		Observer: countObserver{&completions},
+		Inbox:    opened.inbox,
 		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
@@ -186,8 +199,8 @@ func run(c config) error {
 	goruntime.ReadMemStats(&heap0)
 	total := int64(c.agents) * int64(c.turns) * 2
 	stopBar := startBar(c.progress, total, &completions)
-	fmt.Printf("# agentslice density: profile=%s agents=%d turns=%d wave=%d (%d completions); %s\n",
-		c.profile, c.agents, c.turns, c.wave, total, machine())
+	fmt.Printf("# agentslice density: profile=%s store=%s agents=%d turns=%d wave=%d (%d completions); %s\n",
+		c.profile, c.store, c.agents, c.turns, c.wave, total, machine())
 	fmt.Println("agents,rss_bytes")
 	var samples []sample
 	var busy, freeze, cpu time.Duration
@@ -226,6 +239,8 @@ func run(c config) error {
 	st := store.Stats()
 	res.HistoryBytesPerAgentRaw = int64(st.RawBytes) / int64(c.agents)
 	res.StoredBytesPerAgent = int64(st.ColdBytes+st.HotBytes) / int64(c.agents)
+	res.Store = c.store
+	res.DiskBytesPerAgent = opened.diskBytes() / int64(c.agents)
 	res.Goroutines = goruntime.NumGoroutine()
 	var ms goruntime.MemStats
 	goruntime.ReadMemStats(&ms)
@@ -382,7 +397,7 @@ func startBar(show bool, total int64, n *atomic.Int64) (stop func()) {
 // checks every item against what the workload sent and streamed: the
 // compact idle form must be lossless. It returns the zstd ratio of the first
 // agent's history as JSON.
-func verify(store *local.HistoryStore, w *workload, c config) (float64, error) {
+func verify(store runtime.HistoryStore, w *workload, c config) (float64, error) {
 	var ratio float64
 	for _, i := range []int{0, c.agents - 1} {
 		name := agentName(i)
@@ -424,6 +439,10 @@ func summary(out io.Writer, r *Result) {
 		r.HeapLivePerAgent, r.HeapSpanPerAgent)
 	fmt.Fprintf(out, "# history per agent: %d bytes raw, %d bytes stored; one agent's history compresses %.1fx with zstd\n",
 		r.HistoryBytesPerAgentRaw, r.StoredBytesPerAgent, r.AgentHistoryZstdRatio)
+	if r.DiskBytesPerAgent > 0 {
+		fmt.Fprintf(out, "# store %s: %d bytes on disk per agent (database and WAL after a checkpoint); every commit and accepted message fsynced (group commit)\n",
+			r.Store, r.DiskBytesPerAgent)
+	}
 	if r.ConventionalBytesPerAgt > 0 {
 		fmt.Fprintf(out, "# conventional design (goroutine per agent, history in a slice): %d bytes per waiting agent, %.1fx ours\n",
 			r.ConventionalBytesPerAgt, r.ConventionalRatio)

@@ -1,0 +1,267 @@
+package disk
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// FileName is the database file inside the data directory.
+const FileName = "agentslice.db"
+
+// LockName is the lock file inside the data directory.
+const LockName = "LOCK"
+
+// Options configure Open. The zero value is usable.
+type Options struct {
+	// MaxGroup bounds how many writes one transaction carries. Default 512.
+	MaxGroup int
+	// Readers is the number of read connections. Default 4.
+	Readers int
+	// DedupTTL is how long a processed message ID is remembered. Default 24h.
+	DedupTTL time.Duration
+	// NoSync turns synchronous=FULL into synchronous=OFF: commits are not
+	// fsynced (tests that kill nothing and benchmarks that say so).
+	NoSync bool
+	Logger *slog.Logger
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// WithDefaults fills in the defaults.
+func (o Options) WithDefaults() Options {
+	if o.MaxGroup <= 0 {
+		o.MaxGroup = 512
+	}
+	if o.Readers <= 0 {
+		o.Readers = 4
+	}
+	if o.DedupTTL <= 0 {
+		o.DedupTTL = 24 * time.Hour
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// DB is an open data directory: the database, its lock and its writer.
+// Its stores (History, Dedup, Inbox, Timers) share it. Close it when done.
+type DB struct {
+	dir  string
+	opts Options
+	lock *os.File
+	rdb  *sql.DB  // read connections
+	wdb  *sql.DB  // the one write connection
+	w    *writer  // group commit
+	hist *History // built by Open
+	mu   sync.Mutex
+	shut bool
+}
+
+// ErrLocked is returned by Open when another process holds the directory.
+var ErrLocked = errors.New("disk: data directory is in use by another process")
+
+// ErrNewerVersion is returned by Open for a database written by a newer
+// agentslice.
+var ErrNewerVersion = errors.New("disk: database written by a newer agentslice")
+
+// ErrNotOurs is returned by Open for a file that is not an agentslice
+// database (corrupt, or something else).
+var ErrNotOurs = errors.New("disk: not an agentslice database")
+
+// Open opens (creating if needed) the data directory dir, takes its lock,
+// and brings the schema up to date. Nothing is written to a file that is
+// not an agentslice database or comes from a newer version.
+func Open(ctx context.Context, dir string, opts Options) (*DB, error) {
+	opts = opts.WithDefaults()
+	if dir == "" {
+		return nil, errors.New("disk: no data directory given")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("disk: creating data directory %s: %w", dir, err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	d := &DB{dir: dir, opts: opts, lock: lock}
+	if err := d.open(ctx); err != nil {
+		d.closeFiles()
+		return nil, err
+	}
+	d.w = newWriter(d.wdb, opts.MaxGroup, opts.Logger)
+	d.hist = newHistory(d)
+	return d, nil
+}
+
+// lockDir takes an exclusive, non-blocking flock on dir/LOCK and writes the
+// holder's pid into it.
+func lockDir(dir string) (*os.File, error) {
+	path := filepath.Join(dir, LockName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("disk: data directory %s is not writable: %w", dir, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			pid := strings.TrimSpace(string(holder))
+			if pid == "" {
+				pid = "unknown"
+			}
+			return nil, fmt.Errorf("%w: %s is locked by process %s (stop it, or use another -data directory)", ErrLocked, dir, pid)
+		}
+		return nil, fmt.Errorf("disk: locking data directory %s: %w", dir, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, nil
+}
+
+func (d *DB) dsn(sync bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	if sync {
+		if d.opts.NoSync {
+			q.Add("_pragma", "synchronous(OFF)")
+		} else {
+			q.Add("_pragma", "synchronous(FULL)")
+		}
+	}
+	return "file:" + filepath.Join(d.dir, FileName) + "?" + q.Encode()
+}
+
+func (d *DB) open(ctx context.Context) error {
+	path := filepath.Join(d.dir, FileName)
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+		if err := checkHeader(path); err != nil {
+			return err
+		}
+	}
+	var err error
+	if d.wdb, err = sql.Open("sqlite", d.dsn(true)); err != nil {
+		return fmt.Errorf("disk: opening %s: %w", path, err)
+	}
+	d.wdb.SetMaxOpenConns(1)
+	d.wdb.SetMaxIdleConns(1)
+	d.wdb.SetConnMaxLifetime(0)
+	if err := migrate(ctx, d.wdb, path); err != nil {
+		return err
+	}
+	if d.rdb, err = sql.Open("sqlite", d.dsn(false)); err != nil {
+		return fmt.Errorf("disk: opening %s for reading: %w", path, err)
+	}
+	d.rdb.SetMaxOpenConns(d.opts.Readers)
+	d.rdb.SetMaxIdleConns(d.opts.Readers)
+	return nil
+}
+
+// checkHeader refuses a file that does not start like an SQLite database,
+// before SQLite gets a chance to write anything to it.
+func checkHeader(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("disk: reading %s: %w", path, err)
+	}
+	defer f.Close()
+	hdr := make([]byte, 16)
+	if _, err := f.ReadAt(hdr, 0); err != nil || string(hdr) != "SQLite format 3\x00" {
+		return fmt.Errorf("%w: %s does not start with an SQLite header (corrupt or another kind of file); it was left as it is", ErrNotOurs, path)
+	}
+	return nil
+}
+
+// Dir returns the data directory.
+func (d *DB) Dir() string { return d.dir }
+
+// History returns the history store.
+func (d *DB) History() *History { return d.hist }
+
+// Dedup returns a dedup store on this database.
+func (d *DB) Dedup() *Dedup { return &Dedup{d: d} }
+
+// Inbox returns the inbox of accepted messages.
+func (d *DB) Inbox() *Inbox { return &Inbox{d: d} }
+
+// Close stops the writer (waiting for writes in flight), closes the
+// database and releases the lock. Safe to call twice.
+func (d *DB) Close() error {
+	d.mu.Lock()
+	if d.shut {
+		d.mu.Unlock()
+		return nil
+	}
+	d.shut = true
+	d.mu.Unlock()
+	if d.w != nil {
+		d.w.close()
+	}
+	return d.closeFiles()
+}
+
+func (d *DB) closeFiles() error {
+	var errs []error
+	if d.rdb != nil {
+		errs = append(errs, d.rdb.Close())
+	}
+	if d.wdb != nil {
+		errs = append(errs, d.wdb.Close())
+	}
+	if d.lock != nil {
+		errs = append(errs, d.lock.Close()) // releases the flock
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("disk: closing %s: %w", d.dir, err)
+	}
+	return nil
+}
+
+// Backup writes a consistent copy of the database to path (VACUUM INTO)
+// while the database is in use. path must not exist.
+func (d *DB) Backup(ctx context.Context, path string) error {
+	if _, err := d.rdb.ExecContext(ctx, "VACUUM INTO ?", path); err != nil {
+		return fmt.Errorf("disk: backing up to %s: %w", path, err)
+	}
+	return nil
+}
+
+// DiskBytes is the size of the database files (database, WAL).
+func (d *DB) DiskBytes() int64 {
+	var n int64
+	for _, suffix := range []string{"", "-wal"} {
+		if fi, err := os.Stat(filepath.Join(d.dir, FileName+suffix)); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// Checkpoint copies the WAL into the database file and truncates it.
+func (d *DB) Checkpoint(ctx context.Context) error {
+	return d.w.do(ctx, &wreq{fn: func(c *wconn) error {
+		c.checkpoint = true
+		return nil
+	}})
+}
+
+var _ runtime.HistoryStore = (*History)(nil)

@@ -1,0 +1,134 @@
+package disk
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations[i] brings the schema from version i to i+1. They only ever
+// get appended to: a released migration is never edited.
+var migrations = []struct {
+	name string
+	sql  []string
+}{
+	{"threads, items, dedup, inbox, timers", []string{
+		`CREATE TABLE threads (
+			id         TEXT PRIMARY KEY,
+			parent     TEXT NOT NULL DEFAULT '',
+			spawn_at   INTEGER NOT NULL DEFAULT 0,
+			version    INTEGER NOT NULL,
+			length     INTEGER NOT NULL,
+			state      BLOB NOT NULL,
+			frozen     BLOB,
+			frozen_len INTEGER NOT NULL DEFAULT 0
+		) WITHOUT ROWID`,
+		`CREATE TABLE items (
+			thread TEXT NOT NULL,
+			pos    INTEGER NOT NULL,
+			data   BLOB NOT NULL,
+			PRIMARY KEY (thread, pos)
+		) WITHOUT ROWID`,
+		`CREATE TABLE dedup (
+			thread  TEXT NOT NULL,
+			id      TEXT NOT NULL,
+			expires INTEGER NOT NULL,
+			PRIMARY KEY (thread, id)
+		) WITHOUT ROWID`,
+		`CREATE TABLE inbox (
+			seq    INTEGER PRIMARY KEY AUTOINCREMENT,
+			thread TEXT NOT NULL,
+			id     TEXT NOT NULL,
+			body   BLOB NOT NULL,
+			UNIQUE (thread, id)
+		)`,
+		`CREATE TABLE timers (
+			thread TEXT NOT NULL,
+			call   TEXT NOT NULL,
+			at     INTEGER NOT NULL,
+			body   BLOB NOT NULL,
+			PRIMARY KEY (thread, call)
+		) WITHOUT ROWID`,
+	}},
+	{"threads.attention: what recovery must do for a thread", []string{
+		`ALTER TABLE threads ADD COLUMN attention INTEGER NOT NULL DEFAULT 0`,
+		`UPDATE threads SET attention = CASE
+			WHEN coalesce(json_array_length(state, '$.outbox'), 0) > 0
+			  OR (json_type(state, '$.pending') = 'object'
+			      AND coalesce(json_extract(state, '$.pending.dispatched'), 0) = 0) THEN 1
+			WHEN json_type(state, '$.pending') = 'object' THEN 2
+			ELSE 0 END`,
+		`CREATE INDEX threads_attention ON threads (attention, id) WHERE attention > 0`,
+	}},
+	{"items in insertion order: a group commit appends its rows to the same pages", []string{
+		`CREATE TABLE items_v3 (
+			seq    INTEGER PRIMARY KEY,
+			thread TEXT NOT NULL,
+			pos    INTEGER NOT NULL,
+			data   BLOB NOT NULL
+		)`,
+		`INSERT INTO items_v3 (thread, pos, data) SELECT thread, pos, data FROM items ORDER BY thread, pos`,
+		`DROP TABLE items`,
+		`ALTER TABLE items_v3 RENAME TO items`,
+		`CREATE UNIQUE INDEX items_thread_pos ON items (thread, pos)`,
+	}},
+}
+
+// SchemaVersion is the schema version this build writes.
+func SchemaVersion() int { return len(migrations) }
+
+// migrate brings the database at path up to SchemaVersion, each step in a
+// transaction of its own. A database of a newer version, or one that has
+// tables but no version (not ours), is refused untouched.
+func migrate(ctx context.Context, db *sql.DB, path string) error {
+	return migrateTo(ctx, db, path, len(migrations))
+}
+
+func migrateTo(ctx context.Context, db *sql.DB, path string, target int) error {
+	var v, tables int
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("%w: reading the schema version of %s: %v (it was left as it is)", ErrNotOurs, path, err)
+	}
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&tables); err != nil {
+		return fmt.Errorf("%w: reading the tables of %s: %v (it was left as it is)", ErrNotOurs, path, err)
+	}
+	switch {
+	case v > len(migrations):
+		return fmt.Errorf("%w: %s has schema version %d, this build knows up to %d; upgrade agentslice (the file was left as it is)",
+			ErrNewerVersion, path, v, len(migrations))
+	case v == 0 && tables > 0:
+		return fmt.Errorf("%w: %s has tables but no agentslice schema version (it was left as it is)", ErrNotOurs, path)
+	}
+	if v == 0 {
+		// Only takes effect before the first table exists: freed pages
+		// (item rows merged into frozen frames) can then be given back to
+		// the file system (Checkpoint runs incremental_vacuum).
+		if _, err := db.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
+			return fmt.Errorf("disk: setting auto_vacuum on %s: %w", path, err)
+		}
+	}
+	if _, err := db.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
+		return fmt.Errorf("disk: switching %s to WAL: %w", path, err)
+	}
+	for ; v < target; v++ {
+		m := migrations[v]
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("disk: migrating %s to version %d: %w", path, v+1, err)
+		}
+		for _, q := range m.sql {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("disk: migrating %s to version %d (%s): %w", path, v+1, m.name, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("disk: recording schema version %d in %s: %w", v+1, path, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("disk: migrating %s to version %d: %w", path, v+1, err)
+		}
+	}
+	return nil
+}

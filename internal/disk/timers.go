@@ -1,0 +1,123 @@
+package disk
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/agentslice/agentslice/internal/local"
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// Timers is the durable runtime.Timers: an armed sleep is a row (thread,
+// call, wake time, wake-up message) as well as an in-process timer. A timer
+// that fires sends its message through Queue and then removes its row; Rearm
+// arms every stored row again after a restart (one whose time has passed
+// fires at once).
+type Timers struct {
+	d     *DB
+	inner *local.Timers
+	// Queue receives wake-ups. Set it before anything is scheduled.
+	Queue runtime.Queue
+}
+
+var _ runtime.Timers = (*Timers)(nil)
+
+// Timers returns durable timers delivering to q (which may be set later
+// through the Queue field).
+func (d *DB) Timers(q runtime.Queue) *Timers {
+	t := &Timers{d: d, Queue: q}
+	t.inner = local.NewTimers(fireQueue{t})
+	return t
+}
+
+// fireQueue delivers a fired wake-up, then forgets its row.
+type fireQueue struct{ t *Timers }
+
+func (f fireQueue) Send(ctx context.Context, msgs ...runtime.Message) error {
+	if err := f.t.Queue.Send(ctx, msgs...); err != nil {
+		return err // the row stays: the next start re-arms it
+	}
+	for _, m := range msgs {
+		thread, call := m.ThreadID, m.ToolCallID
+		_ = f.t.d.w.submit(&wreq{fn: func(w *wconn) error {
+			_, err := w.exec(`DELETE FROM timers WHERE thread = ? AND call = ?`, thread, call)
+			return err
+		}})
+	}
+	return nil
+}
+
+// Schedule stores the timer durably, then arms it.
+func (t *Timers) Schedule(ctx context.Context, tm runtime.Timer) error {
+	body, err := json.Marshal(&tm.Message)
+	if err != nil {
+		return fmt.Errorf("disk: encoding the wake-up of %s/%s: %w", tm.ThreadID, tm.CallID, err)
+	}
+	err = t.d.w.do(ctx, &wreq{fn: func(w *wconn) error {
+		_, err := w.exec(`INSERT INTO timers (thread, call, at, body) VALUES (?, ?, ?, ?)
+			ON CONFLICT (thread, call) DO UPDATE SET at = excluded.at, body = excluded.body`, tm.ThreadID, tm.CallID, tm.At.UnixNano(), body)
+		return err
+	}})
+	if err != nil {
+		return fmt.Errorf("disk: storing the timer of %s/%s: %w", tm.ThreadID, tm.CallID, err)
+	}
+	return t.inner.Schedule(ctx, tm)
+}
+
+// Cancel disarms the timer and forgets it.
+func (t *Timers) Cancel(ctx context.Context, threadID, callID string) error {
+	if err := t.inner.Cancel(ctx, threadID, callID); err != nil {
+		return err
+	}
+	err := t.d.w.do(ctx, &wreq{fn: func(w *wconn) error {
+		_, err := w.exec(`DELETE FROM timers WHERE thread = ? AND call = ?`, threadID, callID)
+		return err
+	}})
+	if err != nil {
+		return fmt.Errorf("disk: forgetting the timer of %s/%s: %w", threadID, callID, err)
+	}
+	return nil
+}
+
+// Rearm arms every stored timer (after a restart) and returns how many.
+func (t *Timers) Rearm(ctx context.Context) (int, error) {
+	rows, err := t.d.rdb.QueryContext(ctx, `SELECT thread, call, at, body FROM timers ORDER BY at`)
+	if err != nil {
+		return 0, fmt.Errorf("disk: reading stored timers: %w", err)
+	}
+	var tms []runtime.Timer
+	for rows.Next() {
+		var tm runtime.Timer
+		var at int64
+		var body []byte
+		if err := rows.Scan(&tm.ThreadID, &tm.CallID, &at, &body); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("disk: reading stored timers: %w", err)
+		}
+		if err := json.Unmarshal(body, &tm.Message); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("disk: timer %s/%s holds an unreadable message: %w", tm.ThreadID, tm.CallID, err)
+		}
+		tm.At = time.Unix(0, at)
+		tms = append(tms, tm)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("disk: reading stored timers: %w", err)
+	}
+	for _, tm := range tms {
+		if err := t.inner.Schedule(ctx, tm); err != nil {
+			return 0, fmt.Errorf("disk: re-arming the timer of %s/%s: %w", tm.ThreadID, tm.CallID, err)
+		}
+	}
+	return len(tms), nil
+}
+
+// Pending returns the number of armed timers.
+func (t *Timers) Pending() int { return t.inner.Pending() }
+
+// Stop disarms every in-process timer (the rows stay for the next start)
+// and waits for callbacks already running.
+func (t *Timers) Stop() { t.inner.Stop() }
