@@ -14,7 +14,7 @@ AGENTS  ?= 20000
 TURNS   ?= 20
 WAVE    ?= 500
 
-.PHONY: all test test-go e2e loadtest loadtest-full loadtest-storage vet fmt fuzz chaos mutants build synth deploy destroy cdk-deps
+.PHONY: all test test-go e2e loadtest loadtest-full loadtest-scaling loadtest-storage vet fmt fuzz chaos mutants build synth deploy destroy cdk-deps
 
 all: test
 
@@ -48,6 +48,14 @@ loadtest:
 # The full-size run the README reports (80,000 agents x 20 turns).
 loadtest-full:
 	$(MAKE) loadtest AGENTS=80000
+
+# Multi-core scaling: each profile at GOMAXPROCS=1 and at every core (nproc),
+# each in a fresh child process; per profile one JSON line with cps_1, cps_n,
+# scaling and cpu_per_completion_ratio (see the README, "Using every core").
+loadtest-scaling:
+	@for p in $(PROFILE); do \
+	  $(GO) run ./loadtest/density -scaling -profile $$p -agents $(AGENTS) -turns $(TURNS) -wave $(WAVE) -progress=false || exit 1; \
+	done
 
 # Many threads on the real stores (DSQL store on PostgreSQL, DynamoDB dedup
 # on DynamoDB Local): completions/s, slice latency, round trips per slice.

@@ -13,6 +13,8 @@ for s in scripts/services/*.sh; do
 done
 echo "== npm packages and services"
 use_services "${names[@]}"
+echo "== chromium (the console's browser test)"
+bash scripts/chromium.sh
 export AGENTSLICE_REQUIRE_SERVICES=1
 
 echo "== go vet"

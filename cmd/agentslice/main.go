@@ -4,6 +4,7 @@
 //	agentslice send     send a message to a thread of a deployed queue
 //	agentslice tail     print replies from a deployment's output queue
 //	agentslice migrate  create or upgrade the DSQL/PostgreSQL schema
+//	agentslice version  print what this binary was built from
 //
 // Each subcommand reads its flags (and, where it says so, a config file or
 // the environment), validates them, and fails with a message naming what is
@@ -30,6 +31,7 @@ func commands() []command {
 		{"send", "send a message to a thread on a deployed FIFO input queue", runSend},
 		{"tail", "print agent replies from a deployment's output queue", runTail},
 		{"migrate", "create or upgrade the history schema (DSQL or PostgreSQL)", runMigrate},
+		{"version", "print the version, VCS revision and Go version of this binary", runVersion},
 	}
 }
 
@@ -48,6 +50,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "-version" || args[0] == "--version") {
+		args = []string{"version"}
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {

@@ -20,13 +20,16 @@ type Inbox interface {
 // its committed state still has to send (an outbox, an undispatched call).
 // Recovery after a restart uses it.
 func (s *System) Kick(threadIDs ...string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.acceptingLocked(); err != nil {
+	if err := s.accepting(); err != nil {
 		return err
 	}
 	for _, id := range threadIDs {
-		s.boxLocked(id).kick = true
+		sh, box, err := s.lockBox(id)
+		if err != nil {
+			return err
+		}
+		box.kick = true
+		sh.mu.Unlock()
 	}
 	return nil
 }

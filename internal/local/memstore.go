@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	goruntime "runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/klauspost/compress/zstd"
 
 	"github.com/agentslice/agentslice/internal/runtime"
 )
@@ -29,13 +29,13 @@ const viewHeadroom = 8
 // one zstd frame and packed into an arena of slabs; what remains of the
 // thread is a record of a few dozen bytes. The next load or commit thaws the
 // frame back, losslessly. Each byte is encoded and compressed once per idle
-// period, not once per slice.
+// period, not once per slice. The codec and the dictionary it learns are in
+// dict.go.
 type HistoryStore struct {
 	arena  *arena
 	seed   maphash.Seed
 	shards [shardCount]shard
-	enc    *zstd.Encoder
-	dec    *zstd.Decoder
+	codec  *coldCodec
 	now    func() time.Time
 }
 
@@ -68,16 +68,7 @@ type leaseToken struct{ _ byte }
 
 // NewHistoryStore returns an empty store.
 func NewHistoryStore() *HistoryStore {
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(4),
-		zstd.WithLowerEncoderMem(true), zstd.WithZeroFrames(true))
-	if err != nil {
-		panic(fmt.Sprintf("local: zstd encoder: %v", err)) // only on invalid options
-	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(4), zstd.WithDecoderLowmem(true))
-	if err != nil {
-		panic(fmt.Sprintf("local: zstd decoder: %v", err))
-	}
-	s := &HistoryStore{arena: newArena(slabSize), seed: maphash.MakeSeed(), enc: enc, dec: dec, now: time.Now}
+	s := &HistoryStore{arena: newArena(slabSize), seed: maphash.MakeSeed(), codec: newColdCodec(), now: time.Now}
 	for i := range s.shards {
 		s.shards[i].threads = map[string]*record{}
 		s.shards[i].hot = map[string]*record{}
@@ -186,7 +177,7 @@ func (s *HistoryStore) view(threadID string, limit, extra int) ([]runtime.Item, 
 }
 
 func (s *HistoryStore) decodeFrame(id string, f frame, rawLen int32) (runtime.ThreadState, int, []runtime.Item, error) {
-	raw, err := s.dec.DecodeAll(f.bytes(), make([]byte, 0, rawLen))
+	raw, err := s.codec.decode(f.bytes(), make([]byte, 0, rawLen))
 	if err != nil {
 		return runtime.ThreadState{}, 0, nil, fmt.Errorf("local: thawing thread %s: %w", id, err)
 	}
@@ -228,7 +219,8 @@ func (s *HistoryStore) Commit(ctx context.Context, c *runtime.Commit) error {
 	if c.State.Version != c.Expected+1 {
 		return fmt.Errorf("local: commit of %s: state version %d, expected %d", c.ThreadID, c.State.Version, c.Expected+1)
 	}
-	idx := []int{s.shardOf(c.ThreadID)}
+	var idxBuf [4]int
+	idx := append(idxBuf[:0], s.shardOf(c.ThreadID))
 	for _, ch := range c.Children {
 		idx = append(idx, s.shardOf(ch.ID))
 	}
@@ -269,7 +261,10 @@ func (s *HistoryStore) Commit(ctx context.Context, c *runtime.Commit) error {
 	if h.state.Length+len(c.Append) != c.State.Length {
 		return fmt.Errorf("local: commit of %s: state length %d, want %d", c.ThreadID, c.State.Length, h.state.Length+len(c.Append))
 	}
-	switch {
+	switch n := len(h.items); {
+	case len(c.Append) > 0 && cap(h.items) > n && &h.items[:n+1][n] == &c.Append[0] && (h.lease == nil || c.Lease == h.lease):
+		// The leased view appended these very slots: nothing to copy.
+		h.items = h.items[:n+len(c.Append)]
 	case h.lease == nil || c.Lease == h.lease:
 		// No lease, or the committer holds it: its view already holds
 		// these items in the slots past len (or nobody writes there).
@@ -280,68 +275,104 @@ func (s *HistoryStore) Commit(ctx context.Context, c *runtime.Commit) error {
 		h.items = append(h.items[:len(h.items):len(h.items)], c.Append...)
 		h.lease = nil
 	}
-	h.state = c.State.Clone()
+	h.state = keep(c.State)
 	now := s.now().UnixNano()
 	rec.touched = now
 	sh.hot[c.ThreadID] = rec
 	for _, ch := range c.Children {
 		csh := &s.shards[s.shardOf(ch.ID)]
-		crec := &record{hot: &hotRecord{state: ch.State.Clone(), spawnAt: ch.SpawnAt}, touched: now, shard: uint8(s.shardOf(ch.ID))}
+		crec := &record{hot: &hotRecord{state: keep(ch.State), spawnAt: ch.SpawnAt}, touched: now, shard: uint8(s.shardOf(ch.ID))}
 		csh.threads[ch.ID] = crec
 		csh.hot[ch.ID] = crec
 	}
 	return nil
 }
 
+// keep returns a committed state as the store keeps it: without a copy
+// (runtime.Commit allows that), but with every slice's capacity clipped so
+// that nothing appended to the committer's slices can land in the store's.
+// Loads hand out deep copies.
+func keep(st runtime.ThreadState) runtime.ThreadState {
+	st.Stack = slices.Clip(st.Stack)
+	st.Outbox = slices.Clip(st.Outbox)
+	st.Deferred = slices.Clip(st.Deferred)
+	st.Subscriptions = slices.Clip(st.Subscriptions)
+	st.Children = slices.Clip(st.Children)
+	return st
+}
+
 // FreezeIdle freezes every hot thread that has not committed for at least
 // idle and is not lent to a slice. It returns how many threads it froze.
-// Encoding and compression run outside the shard locks; a thread that
-// commits meanwhile stays hot.
+// Encoding and compression run outside the shard locks, on every core
+// (GOMAXPROCS workers, each taking whole shards); a thread that commits
+// meanwhile stays hot.
 func (s *HistoryStore) FreezeIdle(idle time.Duration) int {
 	cutoff := s.now().Add(-idle).UnixNano()
-	frozen := 0
-	var scratch, raw []byte
-	type cand struct {
-		id    string
-		rec   *record
-		h     *hotRecord
-		st    runtime.ThreadState
-		items []runtime.Item
+	workers := min(goruntime.GOMAXPROCS(0), shardCount)
+	var next, frozen atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var f freezer
+			for i := int(next.Add(1) - 1); i < shardCount; i = int(next.Add(1) - 1) {
+				frozen.Add(int64(f.freezeShard(s, &s.shards[i], cutoff)))
+			}
+		}()
 	}
-	var cands []cand
-	for i := range s.shards {
-		sh := &s.shards[i]
+	wg.Wait()
+	s.compact()
+	return int(frozen.Load())
+}
+
+// freezer is one FreezeIdle worker's scratch space.
+type freezer struct {
+	scratch, raw []byte
+	cands        []freezeCand
+}
+
+type freezeCand struct {
+	id    string
+	rec   *record
+	h     *hotRecord
+	st    runtime.ThreadState
+	items []runtime.Item
+}
+
+func (f *freezer) freezeShard(s *HistoryStore, sh *shard, cutoff int64) int {
+	frozen := 0
+	sh.mu.Lock()
+	f.cands = f.cands[:0]
+	for id, rec := range sh.hot {
+		h := rec.hot
+		if h == nil {
+			delete(sh.hot, id)
+			continue
+		}
+		if rec.touched > cutoff || h.lease != nil {
+			continue
+		}
+		f.cands = append(f.cands, freezeCand{id, rec, h, h.state.Clone(), h.items})
+	}
+	sh.mu.Unlock()
+	for i := range f.cands {
+		c := &f.cands[i]
+		var err error
+		// The items up to the snapshot's length never change.
+		if f.raw, err = encodeFrozen(f.raw[:0], c.id, &c.st, c.h.spawnAt, c.items); err != nil {
+			continue // a state that does not encode stays hot
+		}
+		f.scratch = s.codec.encode(f.raw, f.scratch[:0])
 		sh.mu.Lock()
-		cands = cands[:0]
-		for id, rec := range sh.hot {
-			h := rec.hot
-			if h == nil {
-				delete(sh.hot, id)
-				continue
-			}
-			if rec.touched > cutoff || h.lease != nil {
-				continue
-			}
-			cands = append(cands, cand{id, rec, h, h.state.Clone(), h.items})
+		if c.rec.hot == c.h && c.h.state.Version == c.st.Version && c.h.lease == nil {
+			c.rec.cold, c.rec.rawLen, c.rec.hot = s.arena.alloc(f.scratch, c.rec), int32(len(f.raw)), nil
+			delete(sh.hot, c.id)
+			frozen++
 		}
 		sh.mu.Unlock()
-		for _, c := range cands {
-			var err error
-			// The items up to the snapshot's length never change.
-			if raw, err = encodeFrozen(raw[:0], c.id, &c.st, c.h.spawnAt, c.items); err != nil {
-				continue // a state that does not encode stays hot
-			}
-			scratch = s.enc.EncodeAll(raw, scratch[:0])
-			sh.mu.Lock()
-			if c.rec.hot == c.h && c.h.state.Version == c.st.Version && c.h.lease == nil {
-				c.rec.cold, c.rec.rawLen, c.rec.hot = s.arena.alloc(scratch, c.rec), int32(len(raw)), nil
-				delete(sh.hot, c.id)
-				frozen++
-			}
-			sh.mu.Unlock()
-		}
 	}
-	s.compact()
+	clear(f.cands) // drop references to thawed state and items
 	return frozen
 }
 

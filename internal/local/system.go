@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -53,6 +55,8 @@ type DeadLetter struct {
 
 const maxDeadLetters = 10000
 
+var errStopped = errors.New("local: system stopped")
+
 // System is the embedded agent system. It implements runtime.Queue.
 type System struct {
 	engine *runtime.Engine
@@ -63,13 +67,28 @@ type System struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// Mailboxes are sharded by thread so that threads on different cores
+	// do not queue on one lock: a message takes only its shard's lock,
+	// and s.mu is taken only when a thread's goroutine starts or exits.
+	seed    maphash.Seed
+	shards  [mailboxShards]mailboxShard
+	started atomic.Bool
+	stopped atomic.Bool // set under mu
+
 	mu       sync.Mutex
-	boxes    map[string]*mailbox
-	stopped  bool
+	active   int           // threads with a goroutine
 	idle     chan struct{} // closed while no thread has a goroutine
 	dead     []DeadLetter
 	deadSeen int
 	deadIDs  map[string]bool // the IDs in dead, one dead letter per message
+}
+
+const mailboxShards = 64
+
+type mailboxShard struct {
+	mu    sync.Mutex
+	boxes map[string]*mailbox
+	_     [48]byte // one cache line per shard
 }
 
 type mailbox struct {
@@ -106,7 +125,10 @@ func New(cfg Config) (*System, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &System{cfg: cfg, log: cfg.Logger, boxes: map[string]*mailbox{}, idle: make(chan struct{}), deadIDs: map[string]bool{}}
+	s := &System{cfg: cfg, log: cfg.Logger, seed: maphash.MakeSeed(), idle: make(chan struct{}), deadIDs: map[string]bool{}}
+	for i := range s.shards {
+		s.shards[i].boxes = map[string]*mailbox{}
+	}
 	close(s.idle)
 	s.engine = &runtime.Engine{History: cfg.History, Dedup: cfg.Dedup, Queue: s, Output: cfg.Output,
 		Model: cfg.Model, Tools: cfg.Tools, Observer: cfg.Observer, Limits: cfg.Limits, Compaction: cfg.Compaction, Now: cfg.Now,
@@ -125,6 +147,7 @@ func (s *System) Start(ctx context.Context) error {
 		return errors.New("local: system already started")
 	}
 	s.ctx, s.cancel = context.WithCancel(ctx)
+	s.started.Store(true)
 	return nil
 }
 
@@ -132,7 +155,7 @@ func (s *System) Start(ctx context.Context) error {
 // thread goroutine to exit. It is safe to call twice.
 func (s *System) Stop() {
 	s.mu.Lock()
-	s.stopped = true
+	s.stopped.Store(true)
 	cancel := s.cancel
 	s.mu.Unlock()
 	if cancel != nil {
@@ -155,52 +178,78 @@ func (s *System) Send(ctx context.Context, msgs ...runtime.Message) error {
 	if s.cfg.OnSend != nil {
 		s.cfg.OnSend(msgs)
 	}
+	if err := s.accepting(); err != nil {
+		return err
+	}
 	if s.cfg.Inbox != nil {
-		s.mu.Lock()
-		err := s.acceptingLocked()
-		s.mu.Unlock()
-		if err != nil {
-			return err
-		}
 		if err := s.cfg.Inbox.Put(ctx, msgs); err != nil {
 			return fmt.Errorf("local: storing accepted messages: %w", err)
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.acceptingLocked(); err != nil {
-		return err
-	}
 	for _, m := range msgs {
-		box := s.boxLocked(m.ThreadID)
+		sh, box, err := s.lockBox(m.ThreadID)
+		if err != nil {
+			return err
+		}
 		box.msgs = append(box.msgs, m)
+		sh.mu.Unlock()
 	}
 	return nil
 }
 
-func (s *System) acceptingLocked() error {
-	if s.ctx == nil {
+// accepting says why the system takes no messages, if it does not.
+func (s *System) accepting() error {
+	if !s.started.Load() {
 		return errors.New("local: system not started")
 	}
-	if s.stopped {
-		return errors.New("local: system stopped")
+	if s.stopped.Load() {
+		return errStopped
 	}
 	return nil
 }
 
-// boxLocked returns the thread's mailbox, starting its goroutine if needed.
-func (s *System) boxLocked(threadID string) *mailbox {
-	box := s.boxes[threadID]
+// lockBox returns the thread's mailbox, starting its goroutine if needed,
+// with its shard locked; the caller unlocks sh.mu.
+func (s *System) lockBox(threadID string) (sh *mailboxShard, box *mailbox, err error) {
+	sh = &s.shards[maphash.String(s.seed, threadID)%mailboxShards]
+	sh.mu.Lock()
+	box = sh.boxes[threadID]
 	if box == nil {
-		box = &mailbox{}
-		if len(s.boxes) == 0 {
-			s.idle = make(chan struct{})
+		if !s.threadStarts() {
+			sh.mu.Unlock()
+			return nil, nil, errStopped
 		}
-		s.boxes[threadID] = box
-		s.wg.Add(1)
-		go s.drain(threadID, box)
+		box = &mailbox{}
+		sh.boxes[threadID] = box
+		go s.drain(threadID, sh, box)
 	}
-	return box
+	return sh, box, nil
+}
+
+// threadStarts counts a thread goroutine about to start; false when the
+// system is stopped.
+func (s *System) threadStarts() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped.Load() {
+		return false
+	}
+	if s.active == 0 {
+		s.idle = make(chan struct{})
+	}
+	s.active++
+	s.wg.Add(1)
+	return true
+}
+
+// threadEnds counts a thread goroutine that is exiting.
+func (s *System) threadEnds() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active--
+	if s.active == 0 {
+		close(s.idle)
+	}
 }
 
 // Idle returns a channel that is closed when no thread has work. A Send
@@ -215,7 +264,7 @@ func (s *System) Idle() <-chan struct{} {
 func (s *System) Active() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.boxes)
+	return s.active
 }
 
 // DeadLetters returns the messages the system gave up on (the most recent
@@ -228,26 +277,29 @@ func (s *System) DeadLetters() ([]DeadLetter, int) {
 }
 
 // drain runs the thread's slices until its mailbox is empty, then exits.
-func (s *System) drain(threadID string, box *mailbox) {
+func (s *System) drain(threadID string, sh *mailboxShard, box *mailbox) {
 	defer s.wg.Done()
+	// Two batch arrays take turns: one is run while Send appends to the
+	// other (a slice does not keep its input batch).
+	var spare []runtime.Message
 	for {
-		s.mu.Lock()
+		sh.mu.Lock()
 		batch, kick := box.msgs, box.kick
-		box.msgs, box.kick = nil, false
+		box.msgs, box.kick = spare, false
 		if (len(batch) == 0 && !kick) || s.ctx.Err() != nil {
-			delete(s.boxes, threadID)
-			if len(s.boxes) == 0 {
-				close(s.idle)
-			}
-			s.mu.Unlock()
+			delete(sh.boxes, threadID)
+			sh.mu.Unlock()
+			s.threadEnds()
 			return
 		}
-		s.mu.Unlock()
+		sh.mu.Unlock()
 		if s.runBatch(threadID, batch) && s.cfg.Inbox != nil && len(batch) > 0 {
 			if err := s.cfg.Inbox.Done(threadID, ids(batch)); err != nil {
 				s.log.Warn("could not remove consumed messages from the inbox; they will be delivered again", "thread", threadID, "error", err)
 			}
 		}
+		clear(batch)
+		spare = batch[:0]
 	}
 }
 

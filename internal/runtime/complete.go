@@ -52,8 +52,12 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 		return nil, err
 	}
 	hist, inherited := EffectiveView(s.view, s.th.Inherited)
-	req := &CompletionRequest{ThreadID: s.threadID, CompletionID: completionID(s.threadID, s.version, n),
-		History: hist, Inherited: inherited, Turn: CountCompletions(s.view[s.th.Inherited:]), Tools: ts.Specs()}
+	// The request lives in the slice: a model must not keep it past
+	// Complete (see Model).
+	s.req = CompletionRequest{ThreadID: s.threadID, CompletionID: completionID(s.threadID, s.version, n),
+		History: hist, Inherited: inherited, Turn: CountCompletions(s.view[s.th.Inherited:]), Tools: ts.Specs(),
+		Model: s.st.Model}
+	req := &s.req
 	model := s.e.Model
 	if v := s.agent.v; v != nil {
 		req.System, req.Agent, model = v.Agent.Instructions, v.Agent.Name, s.agentModel(v)
@@ -99,7 +103,8 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 	}
 	var up *Usage
 	if usage != (Usage{}) {
-		up = &usage
+		u := usage
+		up = &u
 	}
 	text := string(b.text)
 	if len(b.text) > 0 || len(b.reasoning) > 0 || len(b.blocks) > 0 || b.call == nil {
@@ -132,7 +137,7 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 		call.Args = "{}"
 	}
 	s.appendItem(call)
-	return &s.items[len(s.items)-1], nil
+	return &s.view[len(s.view)-1], nil
 }
 
 // modelContext returns the context model calls run in: bounded by the

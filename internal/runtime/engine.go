@@ -116,7 +116,8 @@ type SliceResult struct {
 // included); permanent problems with single messages are reported in
 // SliceResult.Rejected instead.
 func (e *Engine) RunSlice(ctx context.Context, in SliceInput) (res *SliceResult, err error) {
-	s := &slice{e: e, lim: e.Limits.withDefaults(), threadID: in.ThreadID, res: &SliceResult{}}
+	s := &slice{e: e, lim: e.Limits.withDefaults(), threadID: in.ThreadID}
+	s.res = &s.result
 	start := e.now()
 	defer func() {
 		if r := recover(); r != nil {
@@ -149,12 +150,15 @@ type slice struct {
 	res      *SliceResult
 	deadline time.Time
 
-	th       *Thread
-	version  int64 // committed version
-	length   int   // committed own length
+	th      *Thread
+	version int64 // committed version
+	length  int   // committed own length
+	// view is the thread's view; the items appended since the last commit
+	// are view[mark:] (uncommitted), so that an item is stored once and a
+	// commit hands the store the very slots a leased view appended to.
 	view     []Item
+	mark     int
 	st       ThreadState // working state for the next commit
-	items    []Item      // appended since the last commit
 	children []ChildThread
 	inputs   []string
 	dirty    bool
@@ -170,6 +174,15 @@ type slice struct {
 	// foldErr is a transient failure while folding (arming a liveness
 	// check): the slice is retried.
 	foldErr error
+
+	// Allocated with the slice rather than one by one: its result, the
+	// commit and completion request it hands on (each used by one call at
+	// a time), and room for the inputs of a typical slice.
+	result    SliceResult
+	commitArg Commit
+	req       CompletionRequest
+	inputsBuf [2]string
+	procBuf   [2]string
 }
 
 func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
@@ -186,6 +199,7 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 			s.mcancel()
 		}
 	}()
+	s.inputs, s.res.Processed = s.inputsBuf[:0], s.procBuf[:0]
 	batch := s.validate(in)
 	if len(batch) > 0 && s.e.Dedup != nil && !in.FirstDelivery {
 		var err error
@@ -218,10 +232,16 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 		return s.res, err
 	}
 	s.view = th.Items // the caller owns Load's slice (see HistoryStore)
-	s.st = th.State.Clone()
+	s.mark = len(s.view)
+	// The caller owns Load's state too, and the working state is changed
+	// copy-on-write only (slices are appended to or replaced, never written
+	// in place), so it needs no copy of its own.
+	s.st = th.State
 	s.wasClosed = th.State.Closed
 	s.res.SliceID = sliceID(s.threadID, s.version, batch)
-	s.buf.text = make([]byte, 0, 2048)
+	var textHandle *[]byte
+	textHandle, s.buf.text = getTextBuffer()
+	defer func() { putTextBuffer(textHandle, s.buf.text) }()
 	s.e.observe(ctx, Event{Type: EventSliceStarted, ThreadID: s.threadID, SliceID: s.res.SliceID,
 		MessageIDs: ids(batch), Version: s.version})
 
@@ -375,6 +395,16 @@ func (s *slice) clearOutbox() {
 
 // validate drops messages that can never be processed, recording why.
 func (s *slice) validate(in SliceInput) []Message {
+	valid := true
+	for i := range in.Messages {
+		if in.Messages[i].Validate() != nil || in.Messages[i].ThreadID != in.ThreadID {
+			valid = false
+			break
+		}
+	}
+	if valid {
+		return in.Messages // the common case: no copy
+	}
 	out := make([]Message, 0, len(in.Messages))
 	for _, m := range in.Messages {
 		err := m.Validate()
@@ -420,13 +450,24 @@ func (s *slice) dedupHistory(batch []Message) []Message {
 	if chaosmutant == MutantNoConsumedCheck {
 		return batch
 	}
+	if len(batch) <= smallBatch {
+		return s.dedupSmall(batch)
+	}
+	return s.dedupMap(batch)
+}
+
+// dedupMap is dedupHistory with a map of the batch's IDs.
+func (s *slice) dedupMap(batch []Message) []Message {
 	consumed := make(map[string]bool, len(batch))
 	for _, m := range batch {
 		consumed[m.ID] = false
 	}
-	for _, it := range s.th.Own() {
-		if _, ok := consumed[it.Input]; ok && it.Input != "" {
-			consumed[it.Input] = true
+	own := s.th.Own()
+	for i := range own {
+		if in := own[i].Input; in != "" {
+			if _, ok := consumed[in]; ok {
+				consumed[in] = true
+			}
 		}
 	}
 	for _, d := range s.st.Deferred {
@@ -446,9 +487,61 @@ func (s *slice) dedupHistory(batch []Message) []Message {
 	return out
 }
 
+// smallBatch is the batch size up to which dedupHistory compares IDs
+// directly instead of building a map (most batches hold one message).
+const smallBatch = 4
+
+// dedupSmall is dedupHistory for a batch of at most smallBatch messages,
+// without allocating unless something is dropped.
+func (s *slice) dedupSmall(batch []Message) []Message {
+	var seen [smallBatch]bool
+	own := s.th.Own()
+	for i := range own {
+		in := own[i].Input
+		if in == "" {
+			continue
+		}
+		for j := range batch {
+			if batch[j].ID == in {
+				seen[j] = true
+			}
+		}
+	}
+	for j := range batch {
+		for _, d := range s.st.Deferred {
+			if d.ID == batch[j].ID {
+				seen[j] = true
+			}
+		}
+		for k := range j {
+			if batch[k].ID == batch[j].ID {
+				seen[j] = true // a duplicate within the batch
+			}
+		}
+	}
+	out := batch
+	for j := range batch {
+		if seen[j] {
+			out = nil
+			break
+		}
+	}
+	if out != nil {
+		return out
+	}
+	out = batch[:0:0]
+	for j, m := range batch {
+		if seen[j] {
+			s.res.Duplicates = append(s.res.Duplicates, m.ID)
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
 // appendItem adds an item to history (uncommitted) and to the model's view.
 func (s *slice) appendItem(it Item) {
-	s.items = append(s.items, it)
 	s.view = append(s.view, it)
 	s.dirty = true
 	if it.Input != "" && !slices.Contains(s.inputs, it.Input) {
@@ -458,18 +551,23 @@ func (s *slice) appendItem(it Item) {
 }
 
 // ownPos is the own-history position the next appended item will get.
-func (s *slice) ownPos() int { return s.length + len(s.items) }
+func (s *slice) ownPos() int { return s.length + len(s.view) - s.mark }
 
 // commit writes what the slice has produced since the last commit.
 func (s *slice) commit(ctx context.Context) error {
 	if !s.dirty {
 		return nil
 	}
-	st := s.st.Clone()
+	// A shallow copy: the working state is changed copy-on-write (see run),
+	// and stores copy what they keep.
+	st := s.st
 	st.Version = s.version + 1
-	st.Length = s.length + len(s.items)
-	c := &Commit{ThreadID: s.threadID, Expected: s.version, Append: s.items, State: st,
+	st.Length = s.length + len(s.view) - s.mark
+	// Append aliases the view's slots; the engine only ever appends past
+	// them, so they stay as committed.
+	s.commitArg = Commit{ThreadID: s.threadID, Expected: s.version, Append: s.view[s.mark:len(s.view):len(s.view)], State: st,
 		Children: s.children, Inputs: s.inputs, Lease: s.th.Lease}
+	c := &s.commitArg
 	if chaosmutant == MutantNoVersionCheck {
 		s.blindCommit(ctx, c)
 	}
@@ -480,7 +578,7 @@ func (s *slice) commit(ctx context.Context) error {
 	closing := st.Closed && !s.wasClosed
 	s.version, s.length = st.Version, st.Length
 	s.st = st
-	s.items, s.children, s.dirty = nil, nil, false
+	s.mark, s.children, s.dirty = len(s.view), nil, false
 	if closing {
 		s.wasClosed = true
 		if c, ok := s.e.Tools.(ThreadCloser); ok {

@@ -46,6 +46,44 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 	case KindContinue:
 		s.appendItem(Item{Kind: ItemMarker, Input: m.ID, Text: "continue"})
 		return true
+	case KindAgent:
+		// A person switches the thread's agent: recorded in history; the
+		// next completion binds the new definition's version (applyAgent).
+		if s.e.Agents == nil {
+			s.reject(ctx, m.ID, &BadMessageError{ID: m.ID, Field: "agent", Reason: "this deployment defines no agents"})
+			return false
+		}
+		if _, ok := s.e.Agents.Agent(m.Agent); !ok {
+			s.reject(ctx, m.ID, &BadMessageError{ID: m.ID, Field: "agent", Reason: fmt.Sprintf("unknown agent %q", m.Agent)})
+			return false
+		}
+		prev := s.st.Agent
+		s.st.Agent, s.st.AgentHash = m.Agent, ""
+		s.agent, s.toolset = agentState{}, nil // resolved again for the agent now bound
+		s.appendItem(Item{Kind: ItemMarker, Input: m.ID, Text: fmt.Sprintf("agent switched to %s (was %q)", m.Agent, prev)})
+		return false
+	case KindModel:
+		s.st.Model = m.Text
+		name := m.Text
+		if name == "" {
+			name = "the default model"
+		}
+		s.appendItem(Item{Kind: ItemMarker, Input: m.ID, Text: "model switched to " + name})
+		return false
+	case KindStop, KindClose:
+		// A person steps in: the pending call (a tool, a sleep) gets its
+		// one "interrupted" result and the model is not woken for it.
+		s.interrupt(m)
+		text := "stopped by the user"
+		if m.Text != "" {
+			text += ": " + m.Text
+		}
+		if m.Kind == KindClose {
+			text = strings.Replace(text, "stopped", "closed", 1)
+			s.st.Closed = true
+		}
+		s.appendItem(Item{Kind: ItemMarker, Input: m.ID, Text: text})
+		return false
 	case KindSummary:
 		if s.st.Compacting != m.From || m.From == "" {
 			s.reject(ctx, m.ID, &BadMessageError{ID: m.ID, Field: "from",
@@ -163,8 +201,11 @@ func (s *slice) interrupt(m Message) {
 	}
 	s.st.Outbox = append(s.st.Outbox, OutboxEntry{Cancel: &PendingCall{ID: p.ID, Name: p.Name}})
 	cause := "a new message"
-	if m.Kind == KindEvent || m.Kind == KindReport {
+	switch m.Kind {
+	case KindEvent, KindReport:
 		cause = "an event"
+	case KindStop, KindClose:
+		cause = "the user's stop"
 	}
 	s.closePending(Item{Kind: ItemToolResult, CallID: p.ID, Name: p.Name, IsError: true,
 		Text: fmt.Sprintf("interrupted: %s arrived before %s returned; a late result will be delivered as an event", cause, p.Name)})

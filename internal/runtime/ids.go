@@ -16,10 +16,20 @@ func DeriveID(prefix string, parts ...string) string {
 	var stack [512]byte
 	buf := stack[:0]
 	for _, p := range parts {
-		buf = strconv.AppendInt(buf, int64(len(p)), 10)
-		buf = append(buf, ':')
-		buf = append(buf, p...)
+		buf = appendPart(buf, p)
 	}
+	return idFrom(prefix, buf)
+}
+
+// appendPart appends one part of an ID's input, length-prefixed.
+func appendPart(buf []byte, p string) []byte {
+	buf = strconv.AppendInt(buf, int64(len(p)), 10)
+	buf = append(buf, ':')
+	return append(buf, p...)
+}
+
+// idFrom is DeriveID of parts already joined by appendPart.
+func idFrom(prefix string, buf []byte) string {
 	sum := sha256.Sum256(buf)
 	var out [64]byte
 	n := copy(out[:], prefix)
@@ -37,7 +47,11 @@ func callID(threadID string, pos int) string {
 	if chaosmutant == MutantRandomCallID {
 		return DeriveID("call_", threadID, strconv.Itoa(pos), strconv.FormatUint(rand.Uint64(), 36))
 	}
-	return DeriveID("call_", threadID, strconv.Itoa(pos))
+	var stack [256]byte
+	var num [20]byte
+	buf := appendPart(stack[:0], threadID)
+	buf = appendPart(buf, string(strconv.AppendInt(num[:0], int64(pos), 10)))
+	return idFrom("call_", buf)
 }
 
 // CallIDAt is the ID the engine gives a model's tool call recorded at
@@ -51,14 +65,21 @@ func CallIDAt(threadID string, pos int) string { return callID(threadID, pos) }
 func ResultID(threadID, callID string) string { return DeriveID("res_", threadID, callID) }
 
 func completionID(threadID string, version int64, n int) string {
-	return DeriveID("cmpl_", threadID, strconv.FormatInt(version, 10), strconv.Itoa(n))
+	var stack [256]byte
+	var num [20]byte
+	buf := appendPart(stack[:0], threadID)
+	buf = appendPart(buf, string(strconv.AppendInt(num[:0], version, 10)))
+	buf = appendPart(buf, string(strconv.AppendInt(num[:0], int64(n), 10)))
+	return idFrom("cmpl_", buf)
 }
 
 func sliceID(threadID string, version int64, batch []Message) string {
-	parts := make([]string, 0, len(batch)+2)
-	parts = append(parts, threadID, strconv.FormatInt(version, 10))
-	for _, m := range batch {
-		parts = append(parts, m.ID)
+	var stack [512]byte
+	var num [20]byte
+	buf := appendPart(stack[:0], threadID)
+	buf = appendPart(buf, string(strconv.AppendInt(num[:0], version, 10)))
+	for i := range batch {
+		buf = appendPart(buf, batch[i].ID)
 	}
-	return DeriveID("slice_", parts...)
+	return idFrom("slice_", buf)
 }

@@ -34,12 +34,16 @@ const (
 	KindContinue   Kind = "continue"    // continuation after a slice hit its cap or deadline
 	KindSummary    Kind = "summary"     // a compaction child's summary for its parent
 	KindCheck      Kind = "check"       // a liveness check of a pending call or subscription (liveness.go)
+	KindStop       Kind = "stop"        // a person stops the thread: the pending call is interrupted, the model does not run
+	KindClose      Kind = "close"       // a person closes the thread: as stop, then the thread takes no more messages
+	KindModel      Kind = "model"       // a person switches the thread's model (Text: the model's name, "" for the default)
+	KindAgent      Kind = "agent"       // a person switches the agent the thread runs as (Agent: its name)
 )
 
 var knownKinds = map[Kind]bool{
 	KindUser: true, KindToolResult: true, KindEvent: true, KindWake: true,
 	KindReport: true, KindParent: true, KindStart: true, KindNotice: true,
-	KindContinue: true, KindSummary: true, KindCheck: true,
+	KindContinue: true, KindSummary: true, KindCheck: true, KindStop: true, KindClose: true, KindModel: true, KindAgent: true,
 }
 
 // needsCallID lists the kinds that refer to a tool call.
@@ -106,8 +110,11 @@ func (m *Message) Validate() error {
 			return bad("tool_call_id", "%s (required for kind %s)", err, m.Kind)
 		}
 	}
+	if m.Kind == KindAgent && m.Agent == "" {
+		return bad("agent", "missing: the agent to switch to")
+	}
 	if m.Agent != "" {
-		if m.Kind != KindUser {
+		if m.Kind != KindUser && m.Kind != KindAgent {
 			return bad("agent", "only a user message may name an agent (kind %s)", m.Kind)
 		}
 		if !ValidAgentName(m.Agent) {

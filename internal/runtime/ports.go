@@ -67,7 +67,8 @@ type Timers interface {
 //
 // A returned error aborts the completion: the engine discards what was
 // streamed and retries with backoff, unless the error is permanent
-// (see Permanent).
+// (see Permanent). req and what it points to are valid during the call
+// only (the engine reuses the request).
 type Model interface {
 	Complete(ctx context.Context, req *CompletionRequest, w TurnWriter) error
 }
@@ -92,6 +93,9 @@ type CompletionRequest struct {
 	System string
 	// Agent names that agent, for providers' logs and metrics.
 	Agent string
+	// Model is the thread's model (ThreadState.Model); "" is the default.
+	// A deployment with several models routes on it.
+	Model string
 }
 
 // TurnWriter receives a completion as it streams.

@@ -69,6 +69,9 @@ type ThreadState struct {
 	// Usage is the thread's cumulative token usage, committed with each
 	// turn (so a retried slice never counts a completion twice).
 	Usage Usage `json:"usage,omitzero"`
+	// Model is the model the thread runs, set by a KindModel message (the
+	// switch is also recorded in history); "" is the deployment's default.
+	Model string `json:"model,omitempty"`
 }
 
 // Clone returns a deep copy of s, so a slice can build the next state without
@@ -145,9 +148,15 @@ type Commit struct {
 	// Expected is the version the slice loaded; the commit fails with
 	// ErrConflict if the stored version differs.
 	Expected int64
-	Append   []Item
+	// Append may alias the committing slice's view (its capacity is
+	// clipped): a store copies the items it keeps, or keeps the slots
+	// themselves when they are already the next slots of what it stores
+	// (a leased view).
+	Append []Item
 	// State replaces the thread's state. Its Version must be Expected+1 and
-	// its Length the old length plus len(Append).
+	// its Length the old length plus len(Append). A store may keep State's
+	// slices and pointers as they are: the committer never modifies their
+	// elements afterwards (the engine changes state copy-on-write).
 	State    ThreadState
 	Children []ChildThread
 	// Inputs lists the message IDs this commit consumes (also recorded on

@@ -24,25 +24,35 @@ import (
 //	GET  /threads/{id}/events    Server-Sent Events of the thread's output
 //	GET  /threads                the thread tree: roots with their children
 //	GET  /events                 Server-Sent Events of every thread
-//	GET  /dead_letters           messages the system gave up on
+//	GET  /dead_letters           messages the system gave up on, one per message ID
 //	GET  /healthz                liveness and counters
+//	the human-in-the-loop endpoints (hitl.go) and the console at / (console.go)
 //	POST /rap/callback           the RAP callback receiver (signed URLs)
 //	     /tools/{name}/...       the in-process tool servers
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/threads/{id}/messages", methods{http.MethodPost: s.postMessage})
 	mux.Handle("/threads/{id}/events", methods{http.MethodGet: s.threadEvents})
+	mux.Handle("/threads/{id}/choices/{call}", methods{http.MethodPost: s.answerChoice})
+	mux.Handle("/threads/{id}/views", methods{http.MethodGet: s.getViews})
+	mux.Handle("/threads/{id}/stop", methods{http.MethodPost: s.stopThread})
+	mux.Handle("/threads/{id}/close", methods{http.MethodPost: s.closeThread})
+	mux.Handle("/threads/{id}/model", methods{http.MethodPost: s.switchModel})
+	mux.Handle("/threads/{id}/agent", methods{http.MethodPost: s.switchAgent})
 	mux.Handle("/threads/{id}", methods{http.MethodGet: s.getThread})
 	mux.Handle("/threads", methods{http.MethodGet: s.listThreads})
 	mux.Handle("/events", methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {
-		serveEvents(w, r, s.events, "", s.set.keepAlive)
+		s.serveEvents(w, r, "")
 	}})
 	mux.Handle("/dead_letters", methods{http.MethodGet: s.deadLetters})
 	mux.Handle("/healthz", methods{http.MethodGet: s.healthz})
-	mux.Handle(CallbackPath, s.receiver)
+	mux.Handle(CallbackPath, s.callbacks())
 	for _, m := range s.services {
 		mux.Handle(ToolsPrefix+m.name+"/", m.svc)
 	}
+	page, assets := consoleHandler()
+	mux.Handle("/{$}", methods{http.MethodGet: page.ServeHTTP})
+	mux.Handle(consolePrefix, methods{http.MethodGet: assets.ServeHTTP})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "", "no such endpoint: %s %s (see GET /healthz, /threads, /threads/{id}, POST /threads/{id}/messages)", r.Method, r.URL.Path)
 	})
@@ -242,8 +252,9 @@ func newMessageID() string {
 // threadResponse is the body of GET /threads/{id}.
 type threadResponse struct {
 	ID string `json:"id"`
-	// Status is the committed state: "closed", "waiting_for_tool" (an
-	// asynchronous call or a sleep is pending) or "idle".
+	// Status is "closed", "running" (a slice is at work), "sleeping",
+	// "waiting_for_choice", "waiting_for_tool", "idle", or "dead_letter"
+	// for a thread whose only messages were dead-lettered.
 	Status string       `json:"status"`
 	State  stateSummary `json:"state"`
 	// Inherited is how many of the thread's full view come from its
@@ -252,6 +263,12 @@ type threadResponse struct {
 	From      int            `json:"from"`
 	Total     int            `json:"total"`
 	Items     []runtime.Item `json:"items"`
+	// Choice is the user_choice waiting for an answer, if any.
+	Choice *choiceView `json:"choice,omitempty"`
+	// Until is when a sleeping thread wakes up, when known.
+	Until *time.Time `json:"until,omitempty"`
+	// DeadLetters are the thread's messages the system gave up on.
+	DeadLetters []deadLetterEntry `json:"dead_letters,omitempty"`
 }
 
 type stateSummary struct {
@@ -273,6 +290,8 @@ type stateSummary struct {
 	AgentHash string `json:"agent_hash,omitempty"`
 	// Usage is the thread's cumulative token usage.
 	Usage runtime.Usage `json:"usage"`
+	// Model is the model the thread was switched to ("": its default).
+	Model string `json:"model,omitempty"`
 }
 
 func summarize(st runtime.ThreadState) (string, stateSummary) {
@@ -286,7 +305,7 @@ func summarize(st runtime.ThreadState) (string, stateSummary) {
 	return status, stateSummary{Version: st.Version, Length: st.Length, Parent: st.Parent, Stack: st.Stack,
 		Children: st.Children, Closed: st.Closed, Temporary: st.Temporary, Pending: st.Pending,
 		Subscriptions: st.Subscriptions, Deferred: len(st.Deferred), Tokens: st.Tokens, Compacting: st.Compacting,
-		Agent: st.Agent, AgentHash: st.AgentHash, Usage: st.Usage}
+		Agent: st.Agent, AgentHash: st.AgentHash, Usage: st.Usage, Model: st.Model}
 }
 
 func (s *Server) getThread(w http.ResponseWriter, r *http.Request) {
@@ -308,17 +327,27 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "", "loading thread %s: %v", thread, err)
 		return
 	}
+	dead := s.deadLettersOf(thread)
 	if th.State.Version == 0 && th.State.Parent == "" { // a created child has a parent before its first commit
+		if len(dead) > 0 { // not a silent 404: say what became of its messages
+			writeJSON(w, http.StatusOK, threadResponse{ID: thread, Status: "dead_letter", Items: []runtime.Item{}, DeadLetters: dead})
+			return
+		}
 		writeError(w, http.StatusNotFound, "thread_id", "thread %s has no history yet", thread)
 		return
 	}
-	status, sum := summarize(th.State)
+	_, sum := summarize(th.State)
 	items := th.Items[min(from, len(th.Items)):]
 	if items == nil {
 		items = []runtime.Item{}
 	}
-	writeJSON(w, http.StatusOK, threadResponse{ID: thread, Status: status, State: sum, Inherited: th.Inherited,
-		From: from, Total: len(th.Items), Items: items})
+	resp := threadResponse{ID: thread, Status: s.status(thread, th.State), State: sum, Inherited: th.Inherited,
+		From: from, Total: len(th.Items), Items: items, DeadLetters: dead}
+	if p := th.State.Pending; p != nil {
+		resp.Choice = s.pendingChoice(thread, p.ID)
+		resp.Until = s.sleeps.until(thread, p)
+	}
+	writeJSON(w, http.StatusOK, resp)
 }
 
 func (s *Server) threadEvents(w http.ResponseWriter, r *http.Request) {
@@ -326,7 +355,7 @@ func (s *Server) threadEvents(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	serveEvents(w, r, s.events, thread, s.set.keepAlive)
+	s.serveEvents(w, r, thread)
 }
 
 // treeNode is one thread of GET /threads.
@@ -335,6 +364,7 @@ type treeNode struct {
 	Status    string      `json:"status"`
 	Temporary bool        `json:"temporary,omitempty"`
 	Length    int         `json:"length"`
+	Tokens    int         `json:"tokens,omitempty"`
 	Children  []*treeNode `json:"children,omitempty"`
 }
 
@@ -359,8 +389,8 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusServiceUnavailable, "", "loading thread %s: %v", id, err)
 			return
 		}
-		status, _ := summarize(th.State)
-		nodes[id] = &treeNode{ID: id, Status: status, Temporary: th.State.Temporary, Length: th.State.Length}
+		nodes[id] = &treeNode{ID: id, Status: s.status(id, th.State), Temporary: th.State.Temporary, Length: th.State.Length,
+			Tokens: th.State.Tokens}
 		parents[id] = th.State.Parent
 		order[id] = th.State.Children
 	}
@@ -387,19 +417,17 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-type deadLetterView struct {
-	Message runtime.Message `json:"message"`
-	Reason  string          `json:"reason"`
-	At      time.Time       `json:"at"`
+// deadLettersResponse is the body of GET /dead_letters.
+type deadLettersResponse struct {
+	// DeadLetters has one entry per message ID, oldest first.
+	DeadLetters []deadLetterEntry `json:"dead_letters"`
+	// Total counts every dead-lettering, repeats included.
+	Total int `json:"total"`
 }
 
 func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
-	dead, total := s.sys.DeadLetters()
-	out := make([]deadLetterView, len(dead))
-	for i, d := range dead {
-		out[i] = deadLetterView{Message: d.Message, Reason: d.Reason, At: d.At}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"dead_letters": out, "total": total})
+	out, total := s.deadLetterList()
+	writeJSON(w, http.StatusOK, deadLettersResponse{DeadLetters: out, Total: total})
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,6 +64,11 @@ type Config struct {
 	CallbackKeys string `json:"callback_keys,omitempty"`
 	// CallbackTTL is how long a callback URL stays valid. Default 720h.
 	CallbackTTL string `json:"callback_ttl,omitempty"`
+	// AuthToken, when set, is required as "Authorization: Bearer <token>"
+	// on the API and the in-process tool servers. Listening on anything but
+	// loopback requires one. The environment variable AGENTSLICE_TOKEN,
+	// when set, wins over the file.
+	AuthToken string `json:"auth_token,omitempty"`
 
 	// Store is where threads live: sqlite (default: durable, under Data),
 	// memory (lost at exit) or postgres (history in PostgreSQL at DSN).
@@ -118,7 +124,8 @@ type MCPServer struct {
 	Name    string   `json:"name"`
 	Command []string `json:"command,omitempty"`
 	URL     string   `json:"url,omitempty"`
-	// Env, when set, is the subprocess's whole environment.
+	// Env are KEY=VALUE entries added to (or replacing entries of) the
+	// server's environment for the subprocess.
 	Env []string `json:"env,omitempty"`
 	Dir string   `json:"dir,omitempty"`
 }
@@ -142,6 +149,9 @@ type Limits struct {
 	KeepAlive string `json:"keep_alive,omitempty"`
 	// MaxThreadsListed caps the threads GET /threads returns. Default 10000.
 	MaxThreadsListed int `json:"max_threads_listed,omitempty"`
+	// ReadTimeout bounds reading one request, body included: a stalled
+	// upload is cut after it. Default 30s.
+	ReadTimeout string `json:"read_timeout,omitempty"`
 }
 
 // Freeze configures the periodic compression of idle threads' history.
@@ -255,7 +265,7 @@ func jsonError(b []byte, err error) error {
 		if field == "" {
 			return &ConfigError{Reason: fmt.Sprintf("want a JSON object, got %s", te.Value)}
 		}
-		return &ConfigError{Field: field, Reason: fmt.Sprintf("want %s, got %s", typeName(te.Type.String()), te.Value)}
+		return &ConfigError{Field: locate(b, strings.Split(field, "."), te.Value), Reason: fmt.Sprintf("want %s, got %s", typeName(te.Type.String()), te.Value)}
 	case errors.Is(err, io.EOF):
 		return &ConfigError{Reason: "empty document (want a JSON object)"}
 	case errors.Is(err, io.ErrUnexpectedEOF):
@@ -263,9 +273,122 @@ func jsonError(b []byte, err error) error {
 	}
 	msg := strings.TrimPrefix(err.Error(), "json: ")
 	if f, ok := strings.CutPrefix(msg, "unknown field "); ok {
-		return &ConfigError{Field: strings.Trim(f, `"`), Reason: "unknown field (check the spelling against the documented fields)"}
+		key := strings.Trim(f, `"`)
+		return &ConfigError{Field: locateKey(b, key), Reason: "unknown field (check the spelling against the documented fields)"}
 	}
 	return &ConfigError{Reason: msg}
+}
+
+// locate turns the dotted field of a JSON type error ("mcp_servers.command")
+// into the full path of the offending value ("mcp_servers[1].command", or
+// "mcp_servers[1].command[0]" for an element), the first value along that
+// path whose JSON type is jsonType. It returns the dotted field when it
+// finds none.
+func locate(b []byte, segs []string, jsonType string) string {
+	var root any
+	if json.Unmarshal(b, &root) != nil {
+		return strings.Join(segs, ".")
+	}
+	// The value itself first; elements of an array value only if no value
+	// matches (a wrong element type).
+	deep := false
+	var walk func(v any, i int, path string) (string, bool)
+	walk = func(v any, i int, path string) (string, bool) {
+		if i == len(segs) && jsonTypeOf(v) == jsonType {
+			return path, true
+		}
+		if arr, ok := v.([]any); ok && (i < len(segs) || deep) {
+			for k, e := range arr {
+				if p, ok := walk(e, i, fmt.Sprintf("%s[%d]", path, k)); ok {
+					return p, true
+				}
+			}
+			return "", false
+		}
+		obj, ok := v.(map[string]any)
+		if !ok || i == len(segs) {
+			return "", false
+		}
+		child, ok := obj[segs[i]]
+		if !ok {
+			return "", false
+		}
+		next := segs[i]
+		if path != "" {
+			next = path + "." + segs[i]
+		}
+		return walk(child, i+1, next)
+	}
+	if p, ok := walk(root, 0, ""); ok {
+		return p
+	}
+	deep = true
+	if p, ok := walk(root, 0, ""); ok {
+		return p
+	}
+	return strings.Join(segs, ".")
+}
+
+// locateKey returns the full path of the first object key named key
+// (an unknown field), or key when it finds none.
+func locateKey(b []byte, key string) string {
+	var root any
+	if json.Unmarshal(b, &root) != nil {
+		return key
+	}
+	var walk func(v any, path string) (string, bool)
+	walk = func(v any, path string) (string, bool) {
+		switch t := v.(type) {
+		case map[string]any:
+			if _, ok := t[key]; ok {
+				if path == "" {
+					return key, true
+				}
+				return path + "." + key, true
+			}
+			names := make([]string, 0, len(t))
+			for k := range t {
+				names = append(names, k)
+			}
+			slices.Sort(names)
+			for _, k := range names {
+				next := k
+				if path != "" {
+					next = path + "." + k
+				}
+				if p, ok := walk(t[k], next); ok {
+					return p, true
+				}
+			}
+		case []any:
+			for i, e := range t {
+				if p, ok := walk(e, fmt.Sprintf("%s[%d]", path, i)); ok {
+					return p, true
+				}
+			}
+		}
+		return "", false
+	}
+	if p, ok := walk(root, ""); ok {
+		return p
+	}
+	return key
+}
+
+func jsonTypeOf(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	case string:
+		return "string"
+	case float64:
+		return "number"
+	case bool:
+		return "bool"
+	}
+	return "null"
 }
 
 func position(b []byte, off int64) (line, col int) {
@@ -302,6 +425,7 @@ type settings struct {
 	model             model.Config
 	callbackTTL       time.Duration
 	keepAlive         time.Duration
+	readTimeout       time.Duration
 	freezeEvery       time.Duration
 	freezeIdle        time.Duration
 	commandTimeout    time.Duration
@@ -383,6 +507,11 @@ func (c *Config) resolve() (*settings, error) {
 		if len(m.Command) > 0 && strings.TrimSpace(m.Command[0]) == "" {
 			return nil, bad(f+".command[0]", "empty program name")
 		}
+		for j, e := range m.Env {
+			if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+				return nil, bad(fmt.Sprintf("%s.env[%d]", f, j), "%q is not KEY=VALUE", e)
+			}
+		}
 		if m.URL != "" {
 			if err := checkBaseURL(m.URL); err != nil {
 				return nil, bad(f+".url", "%v", err)
@@ -416,6 +545,9 @@ func (c *Config) resolve() (*settings, error) {
 	s.maxBody, s.eventBuffer, s.maxListed = orDefault(l.MaxBodyBytes, 1<<20), int(orDefault(int64(l.EventBuffer), 256)),
 		int(orDefault(int64(l.MaxThreadsListed), 10000))
 	if s.keepAlive, err = duration("limits.keep_alive", l.KeepAlive, 15*time.Second); err != nil {
+		return nil, err
+	}
+	if s.readTimeout, err = duration("limits.read_timeout", l.ReadTimeout, 30*time.Second); err != nil {
 		return nil, err
 	}
 	if s.freezeEvery, err = duration("freeze.every", c.Freeze.Every, 30*time.Second); err != nil {

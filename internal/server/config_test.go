@@ -58,7 +58,11 @@ func TestBadConfig(t *testing.T) {
 		name, doc, field, want string
 	}{
 		{"unknown field", `{"listn":":80"}`, "listn", "unknown field"},
-		{"unknown nested field", `{"limits":{"max_completion":3}}`, "max_completion", "unknown field"},
+		{"unknown nested field", `{"limits":{"max_completion":3}}`, "limits.max_completion", "unknown field"},
+		{"unknown field in a list", `{"mcp_servers":[{"name":"a","command":["x"]},{"name":"b","comand":["y"]}]}`, "mcp_servers[1].comand", "unknown field"},
+		{"wrong type in a list", `{"mcp_servers":[{"name":"a","command":["x"]},{"name":"b","command":"y"}]}`, "mcp_servers[1].command", "want an array, got string"},
+		{"wrong element type", `{"mcp_servers":[{"name":"a","command":["x", 3]}]}`, "mcp_servers[0].command[1]", "got number"},
+		{"wrong nested type", `{"limits":{"max_completions":"8"}}`, "limits.max_completions", "want a number"},
 		{"wrong type", `{"tool_servers":"http://x"}`, "tool_servers", "want an array, got string"},
 		{"wrong nested type", `{"limits":{"max_completions":"8"}}`, "limits.max_completions", "want a number"},
 		{"not an object", `[1]`, "", "want a JSON object"},

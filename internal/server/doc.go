@@ -11,9 +11,19 @@
 //     receiver, mounts the in-process tool servers, and stops all of it again;
 //   - the HTTP API (api.go): send a message, read a thread, list the thread
 //     tree, health and dead letters, with 4xx JSON errors naming the problem;
-//   - the event stream (events.go): a Broadcaster fed by the system's
-//     runtime.Output that fans a thread's output events out to Server-Sent
-//     Events subscribers without ever blocking a slice.
+//   - the event stream (events.go, stream.go): a Broadcaster that fans
+//     events out to Server-Sent Events subscribers without ever blocking a
+//     slice. History events come from a wrapper of the history store that
+//     publishes what each successful commit appended (so live equals
+//     replayed, and a stream resumes from Last-Event-ID with nothing lost or
+//     doubled); text deltas come from a wrapper of the model; the runtime's
+//     output events (reply, error, notice, view) are passed on;
+//   - the human-in-the-loop endpoints (hitl.go, switch.go): answer a
+//     user_choice, read views, stop or close a thread (stop and close
+//     messages through the engine, after cancelling the completion in
+//     flight), switch a thread's model;
+//   - the bearer token and the read timeout (auth.go), and the web console
+//     (console.go, console/: embedded, dependency-free).
 //
 // The package must not change how slices run: it only calls the exported API
 // of internal/local, internal/rap and internal/mcp. Everything it starts has

@@ -195,9 +195,9 @@ func TestRecoveryOfPendingCalls(t *testing.T) {
 	if got != "thr_ext/c-ext" {
 		t.Fatalf("hook asked about %q, want only thr_ext/c-ext", got)
 	}
-	for _, id := range []string{"thr_ext", "thr_sleep"} {
-		if th := getThread(t, srv, id); th.Status != "waiting_for_tool" {
-			t.Fatalf("%s: %s, want still waiting", id, th.Status)
+	for id, want := range map[string]string{"thr_ext": "waiting_for_tool", "thr_sleep": "sleeping"} {
+		if th := getThread(t, srv, id); th.Status != want {
+			t.Fatalf("%s: %s, want still %s", id, th.Status, want)
 		}
 	}
 }

@@ -41,8 +41,8 @@ func TestServeKitTool(t *testing.T) {
 	if got := postMessage(t, srv, thread, `{"text":"What time is it?","id":"m_1"}`); got.ID != "m_1" || got.ThreadID != thread {
 		t.Fatalf("POST answered %+v", got)
 	}
-	ev := events.next(t)
-	if ev.Event != "reply" || ev.Data.Kind != "reply" || ev.Data.ThreadID != thread || ev.Data.Text != "It is noon, UTC." || ev.ID != ev.Data.ID {
+	ev := events.nextOf(t, "reply")
+	if ev.Event != "reply" || ev.Data.Kind != "reply" || ev.Data.ThreadID != thread || ev.Data.Text != "It is noon, UTC." {
 		t.Fatalf("first event = %+v, want the reply of the second slice", ev)
 	}
 	waitIdle(t, srv) // the slice clears its sent outbox with one more commit after publishing
@@ -112,7 +112,7 @@ func TestServeRunCommand(t *testing.T) {
 	// event is in history and the model has answered after it.
 	var th threadResponse
 	for done := false; !done; {
-		ev := events.next(t)
+		ev := events.nextOf(t, "reply")
 		if ev.Event != "reply" {
 			t.Fatalf("event %+v, want replies only", ev)
 		}
@@ -164,7 +164,7 @@ func TestServeMCP(t *testing.T) {
 	const thread = "thr_mcp"
 	events := openStream(t, srv.URL()+"/threads/"+thread+"/events")
 	postMessage(t, srv, thread, `{"text":"Echo something through MCP."}`)
-	if ev := events.next(t); ev.Event != "reply" || ev.Data.Text != "The MCP server echoed it." {
+	if ev := events.nextOf(t, "reply"); ev.Event != "reply" || ev.Data.Text != "The MCP server echoed it." {
 		t.Fatalf("event %+v, want the final reply", ev)
 	}
 	waitIdle(t, srv)

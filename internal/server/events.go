@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -29,6 +31,8 @@ type Broadcaster struct {
 	buffer int
 	log    *slog.Logger
 
+	any atomic.Int64 // subscribers in all: Watched's fast path when there are none
+
 	mu      sync.Mutex
 	subs    map[string]map[*Subscriber]struct{} // by thread; "" is every thread
 	n       int
@@ -40,14 +44,14 @@ type Broadcaster struct {
 // Subscriber is one stream's view of a Broadcaster.
 type Subscriber struct {
 	thread  string
-	ch      chan runtime.OutputEvent
+	ch      chan StreamEvent
 	dropped bool // set under the broadcaster's lock before ch is closed
 	gone    bool
 }
 
 // Events delivers the subscriber's events. It is closed when the
 // subscriber is dropped, unsubscribed, or the broadcaster closes.
-func (s *Subscriber) Events() <-chan runtime.OutputEvent { return s.ch }
+func (s *Subscriber) Events() <-chan StreamEvent { return s.ch }
 
 // NewBroadcaster returns a broadcaster whose subscribers may lag at most
 // buffer events behind.
@@ -61,9 +65,26 @@ func NewBroadcaster(buffer int, log *slog.Logger) *Broadcaster {
 	return &Broadcaster{buffer: buffer, log: log, subs: map[string]map[*Subscriber]struct{}{}, changed: make(chan struct{})}
 }
 
-// Publish hands ev to its thread's subscribers and to those of every
-// thread. It never blocks and never fails.
+// Publish hands an output event of the runtime (reply, error, notice,
+// view) to its thread's subscribers and to those of every thread. It never
+// blocks and never fails.
 func (b *Broadcaster) Publish(_ context.Context, ev runtime.OutputEvent) error {
+	b.publish(StreamEvent{ID: ev.ID, ThreadID: ev.ThreadID, Kind: ev.Kind, Text: ev.Text})
+	return nil
+}
+
+// Watched reports whether anyone subscribes to thread's events (or to
+// every thread's): publishers skip building events nobody reads.
+func (b *Broadcaster) Watched(thread string) bool {
+	if b.any.Load() == 0 {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.subs[thread]) > 0 || len(b.subs[""]) > 0
+}
+
+func (b *Broadcaster) publish(ev StreamEvent) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, key := range []string{ev.ThreadID, ""} {
@@ -81,7 +102,6 @@ func (b *Broadcaster) Publish(_ context.Context, ev runtime.OutputEvent) error {
 			break
 		}
 	}
-	return nil
 }
 
 // Subscribe registers a subscriber to one thread's events, or to every
@@ -92,7 +112,7 @@ func (b *Broadcaster) Subscribe(thread string) (*Subscriber, error) {
 	if b.closed {
 		return nil, ErrBroadcasterClosed
 	}
-	s := &Subscriber{thread: thread, ch: make(chan runtime.OutputEvent, b.buffer)}
+	s := &Subscriber{thread: thread, ch: make(chan StreamEvent, b.buffer)}
 	m := b.subs[thread]
 	if m == nil {
 		m = map[*Subscriber]struct{}{}
@@ -100,6 +120,7 @@ func (b *Broadcaster) Subscribe(thread string) (*Subscriber, error) {
 	}
 	m[s] = struct{}{}
 	b.n++
+	b.any.Store(int64(b.n))
 	b.signalLocked()
 	return s, nil
 }
@@ -130,6 +151,7 @@ func (b *Broadcaster) removeLocked(s *Subscriber) {
 	}
 	close(s.ch)
 	b.n--
+	b.any.Store(int64(b.n))
 	b.signalLocked()
 }
 
@@ -165,17 +187,43 @@ func (b *Broadcaster) Close() {
 	}
 }
 
-// serveEvents streams a subscriber's events as Server-Sent Events until the
-// client goes away, the subscriber is dropped, or the server stops. Each
-// event is
+// serveEvents streams events as Server-Sent Events until the client goes
+// away, the subscriber is dropped, or the server stops. Each event is
 //
-//	id: <event ID>
-//	event: <kind: reply, error, notice, view>
-//	data: <the runtime.OutputEvent as JSON>
+//	id: <the replay cursor, history events of one thread only>
+//	event: <kind, see the README>
+//	data: <the StreamEvent as JSON>
 //
 // A comment line is sent first (the subscription is live from then on) and
-// every keepAlive after.
-func serveEvents(w http.ResponseWriter, r *http.Request, b *Broadcaster, thread string, keepAlive time.Duration) {
+// every keepAlive after. ?kinds=a,b keeps only those kinds. For one thread (thread != ""), the stream starts
+// with the thread's committed history after the cursor the client sends in
+// Last-Event-ID (or ?after=N), then goes on live: the subscription is made
+// before history is read, and live history events the replay already
+// covered are skipped, so nothing is lost or doubled between the two.
+func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, thread string) {
+	b := s.events
+	after, fresh := 0, true
+	if thread != "" {
+		v := r.Header.Get("Last-Event-ID")
+		if v == "" {
+			v = r.URL.Query().Get("after")
+		}
+		if v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				writeError(w, http.StatusBadRequest, "Last-Event-ID", "%q is not an event cursor (a non-negative integer this stream sent as id)", v)
+				return
+			}
+			after, fresh = n, false
+		}
+	}
+	var only map[string]bool // ?kinds=state,error: only these kinds
+	if v := r.URL.Query().Get("kinds"); v != "" {
+		only = map[string]bool{}
+		for _, k := range strings.Split(v, ",") {
+			only[strings.TrimSpace(k)] = true
+		}
+	}
 	sub, err := b.Subscribe(thread)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "", "%v", err)
@@ -184,6 +232,7 @@ func serveEvents(w http.ResponseWriter, r *http.Request, b *Broadcaster, thread 
 	defer b.Unsubscribe(sub)
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives any server write timeout
+	_ = rc.SetReadDeadline(time.Time{})  // and the read timeout, which would cancel it
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -196,7 +245,14 @@ func serveEvents(w http.ResponseWriter, r *http.Request, b *Broadcaster, thread 
 	if !send(w, rc, ": subscribed to "+what+"\n\n") {
 		return
 	}
-	tick := time.NewTicker(keepAlive)
+	replayed := 0
+	if thread != "" {
+		var ok bool
+		if replayed, ok = s.replay(w, rc, r, thread, after, fresh, only); !ok {
+			return
+		}
+	}
+	tick := time.NewTicker(s.set.keepAlive)
 	defer tick.Stop()
 	for {
 		select {
@@ -209,20 +265,78 @@ func serveEvents(w http.ResponseWriter, r *http.Request, b *Broadcaster, thread 
 		case ev, ok := <-sub.Events():
 			if !ok {
 				if b.Dropped(sub) {
-					data, _ := json.Marshal(map[string]string{"error": "this stream fell behind and was dropped; reconnect and read the thread's history for what was missed"})
+					data, _ := json.Marshal(map[string]string{"error": "this stream fell behind and was dropped; reconnect with Last-Event-ID to get what was missed"})
 					send(w, rc, "event: dropped\ndata: "+string(data)+"\n\n")
 				}
 				return
 			}
-			data, err := json.Marshal(ev)
-			if err != nil {
-				return
+			if ev.Seq > 0 && ev.Seq <= replayed {
+				continue // the replay sent it
 			}
-			if !send(w, rc, fmt.Sprintf("id: %s\nevent: %s\ndata: %s\n\n", oneLine(ev.ID), oneLine(ev.Kind), data)) {
+			if only != nil && !only[ev.Kind] {
+				continue
+			}
+			if !sendEvent(w, rc, ev, thread != "") {
 				return
 			}
 		}
 	}
+}
+
+// replay sends a thread's history events after the cursor; a fresh stream
+// also gets the thread's current views and dead letters. It returns the
+// cursor the replay reached.
+func (s *Server) replay(w http.ResponseWriter, rc *http.ResponseController, r *http.Request, thread string, after int, fresh bool, only map[string]bool) (int, bool) {
+	th, err := s.store.Load(r.Context(), thread)
+	if err != nil {
+		data, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("loading thread %s: %v", thread, err)})
+		send(w, rc, "event: error\ndata: "+string(data)+"\n\n")
+		return 0, false
+	}
+	own := th.Own()
+	if after > len(own) {
+		// A cursor from before a restart of an in-memory server: start over.
+		if !sendEvent(w, rc, StreamEvent{ThreadID: thread, Kind: "reset", Text: fmt.Sprintf("cursor %d is past the thread's %d items; replaying from the start", after, len(own))}, false) {
+			return 0, false
+		}
+		after, fresh = 0, true
+	}
+	for _, ev := range s.historyEvents(thread, after, own[after:]) {
+		if only != nil && !only[ev.Kind] {
+			continue
+		}
+		if !sendEvent(w, rc, ev, true) {
+			return 0, false
+		}
+	}
+	if fresh {
+		for _, ev := range s.currentViews(r.Context(), thread) {
+			if !sendEvent(w, rc, ev, false) {
+				return 0, false
+			}
+		}
+		for _, d := range s.deadLettersOf(thread) {
+			if !sendEvent(w, rc, d.event(), false) {
+				return 0, false
+			}
+		}
+	}
+	return len(own), true
+}
+
+func sendEvent(w http.ResponseWriter, rc *http.ResponseController, ev StreamEvent, cursor bool) bool {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return false
+	}
+	var b strings.Builder
+	if cursor && ev.Seq > 0 {
+		b.WriteString("id: " + strconv.Itoa(ev.Seq) + "\n")
+	}
+	b.WriteString("event: " + oneLine(ev.Kind) + "\ndata: ")
+	b.Write(data)
+	b.WriteString("\n\n")
+	return send(w, rc, b.String())
 }
 
 func send(w http.ResponseWriter, rc *http.ResponseController, s string) bool {

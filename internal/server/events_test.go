@@ -93,7 +93,7 @@ func (w *blockingWriter) Header() http.Header { return w.header }
 func (w *blockingWriter) WriteHeader(int)     {}
 func (w *blockingWriter) Flush()              {}
 func (w *blockingWriter) Write(p []byte) (int, error) {
-	if strings.HasPrefix(string(p), "id: ") {
+	if strings.HasPrefix(string(p), "event: ") {
 		w.mu.Lock()
 		w.events++
 		first := w.events == 1
@@ -118,7 +118,8 @@ func TestStreamTellsDroppedClient(t *testing.T) {
 	done := make(chan struct{})
 	go func() { // owned by this test: waited for below
 		defer close(done)
-		serveEvents(w, r, b, "t", time.Hour)
+		srv := &Server{events: b, set: &settings{keepAlive: time.Hour}}
+		srv.serveEvents(w, r, "") // every thread's stream: no history to replay
 	}()
 	for { // wait for the handler's subscription
 		n, changed := b.Subscribers()
@@ -139,8 +140,8 @@ func TestStreamTellsDroppedClient(t *testing.T) {
 		t.Fatal("the stream did not end after its subscriber was dropped")
 	}
 	out := w.buf.String()
-	if !strings.Contains(out, "id: 1\nevent: reply\n") || !strings.Contains(out, "id: 2\n") || strings.Contains(out, "id: 3\n") ||
-		!strings.HasSuffix(out, "event: dropped\ndata: {\"error\":\"this stream fell behind and was dropped; reconnect and read the thread's history for what was missed\"}\n\n") {
+	if !strings.Contains(out, "event: reply\ndata: {\"id\":\"1\"") || !strings.Contains(out, `{"id":"2"`) || strings.Contains(out, `{"id":"3"`) ||
+		!strings.HasSuffix(out, "event: dropped\ndata: {\"error\":\"this stream fell behind and was dropped; reconnect with Last-Event-ID to get what was missed\"}\n\n") {
 		t.Fatalf("stream:\n%s", out)
 	}
 	if n, _ := b.Subscribers(); n != 0 {

@@ -46,9 +46,13 @@ func ExampleServer() {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	fmt.Print(resp.StatusCode, " ", string(body))
-	ev := <-sub.Events()
-	fmt.Println(ev.Kind+":", ev.Text)
+	for ev := range sub.Events() { // every step of the thread, as it happens
+		if ev.Kind == "turn" {
+			fmt.Println(ev.Kind+":", ev.Text)
+			break
+		}
+	}
 	// Output:
 	// 202 {"id":"m1","thread_id":"thr_hello"}
-	// reply: Hello from the scripted model.
+	// turn: Hello from the scripted model.
 }

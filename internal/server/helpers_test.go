@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -52,6 +53,12 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 // stopped when the test ends.
 func startServer(t *testing.T, cfg Config) *Server {
 	t.Helper()
+	return startServerOpts(t, cfg, Options{})
+}
+
+// startServerOpts is startServer with options (a model, say).
+func startServerOpts(t *testing.T, cfg Config, opts Options) *Server {
+	t.Helper()
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:0"
 	}
@@ -61,7 +68,8 @@ func startServer(t *testing.T, cfg Config) *Server {
 	logs := &logBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	retry := rap.RetryPolicy{Attempts: 5, Base: time.Millisecond, Max: 20 * time.Millisecond, Total: 10 * time.Second}
-	srv, err := New(context.Background(), cfg, Options{Logger: logger, RAPRetry: &retry, Getenv: func(string) string { return "" }})
+	opts.Logger, opts.RAPRetry, opts.Getenv = logger, &retry, func(string) string { return "" }
+	srv, err := New(context.Background(), cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +144,7 @@ func getThread(t *testing.T, srv *Server, thread string) threadResponse {
 // sseEvent is one parsed Server-Sent Event.
 type sseEvent struct {
 	ID, Event string
-	Data      runtime.OutputEvent
+	Data      StreamEvent
 }
 
 // stream is an open event stream read by a goroutine the test owns.
@@ -151,10 +159,20 @@ type stream struct {
 // subscription is live (its first comment line).
 func openStream(t *testing.T, url string) *stream {
 	t.Helper()
+	return openStreamWith(t, url, "")
+}
+
+// openStreamWith opens a stream sending lastID as Last-Event-ID (when
+// not empty), as a reconnecting browser does.
+func openStreamWith(t *testing.T, url, lastID string) *stream {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -239,6 +257,19 @@ func (s *stream) next(t *testing.T) sseEvent {
 	}
 	return sseEvent{}
 }
+
+// nextOf returns the next event of one of the kinds, skipping the others.
+func (s *stream) nextOf(t *testing.T, kinds ...string) sseEvent {
+	t.Helper()
+	for {
+		ev := s.next(t)
+		if slices.Contains(kinds, ev.Event) {
+			return ev
+		}
+	}
+}
+
+func timeoutC() <-chan time.Time { return time.After(timeout) }
 
 // waitIdle waits until the system has no thread with work.
 func waitIdle(t *testing.T, srv *Server) {

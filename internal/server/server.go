@@ -40,6 +40,9 @@ type Options struct {
 	// RAPRetry, when set, replaces the retry policy of invocations and of
 	// the in-process tool servers' callbacks (tests shorten it).
 	RAPRetry *rap.RetryPolicy
+	// Model, when set, replaces the configured model (tests script or
+	// pace completions with it).
+	Model runtime.Model
 	// PendingCalls, when set, is asked at start about each call to an
 	// external tool server that was dispatched before a restart and has no
 	// result yet (see PendingCallChecker).
@@ -67,6 +70,7 @@ type Server struct {
 	opts  Options
 	model runtime.Model
 	keys  *rap.Keyring
+	token string // required on the API when set (auth.go)
 	// agents is nil when the configuration defines none.
 	agents *runtime.AgentSet
 
@@ -84,6 +88,16 @@ type Server struct {
 	receiver *rap.Receiver
 	events   *Broadcaster
 	services []mounted
+	proxies  []*mcp.Proxy // also in services; checked at start
+	// display, inflight, views, choices and running serve the event
+	// stream and the human-in-the-loop endpoints (stream.go, hitl.go).
+	display  displays
+	inflight inflight
+	views    *viewIndex
+	choices  *rap.MemoryChoices
+	running  runningThreads
+	models   modelSet   // the catalog's other models, for threads switched to them
+	sleeps   sleepTimes // the timers the sleep tools get; knows when sleeps end
 	httpSrv  *http.Server
 
 	startOnce sync.Once
@@ -110,31 +124,42 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, set: set, log: opts.Logger, opts: opts, stopping: make(chan struct{}), serveErr: make(chan error, 1)}
 	mopts := append([]model.Option{model.WithGetenv(opts.Getenv)}, opts.ModelOptions...)
-	if s.model, err = model.FromConfig(ctx, set.model, mopts...); err != nil {
+	if opts.Model != nil {
+		s.model = opts.Model
+	} else if s.model, err = model.FromConfig(ctx, set.model, mopts...); err != nil {
 		var me *model.ConfigError
 		if errors.As(err, &me) {
 			return nil, prefixModelError(err)
 		}
 		return nil, fmt.Errorf("server: building model %q: %w", set.model.Name, err)
 	}
+	s.token = cfg.AuthToken
+	if v := strings.TrimSpace(opts.Getenv(TokenEnv)); v != "" {
+		s.token = v
+	}
+	if s.token == "" && !loopback(set.listen) {
+		return nil, &ConfigError{Field: "auth_token", Reason: fmt.Sprintf("serve listens on %s, which is reachable from other machines: set auth_token or %s (loopback addresses need none)", set.listen, TokenEnv)}
+	}
+	// Agents' models are wrapped like the default one, so that their
+	// completions stream deltas and can be stopped (stream.go).
 	models := map[string]runtime.Model{set.model.Name: s.model}
 	if err := s.buildAgents(func(name string) (runtime.Model, int, error) {
 		if name == "" {
-			return s.model, set.model.ContextWindow, nil
+			return deltaModel{inner: s.model, srv: s}, set.model.ContextWindow, nil
 		}
 		mc, err := cfg.Models.Lookup(name) // resolve checked the name
 		if err != nil {
 			return nil, 0, err
 		}
 		if m, ok := models[name]; ok {
-			return m, mc.ContextWindow, nil
+			return deltaModel{inner: m, srv: s}, mc.ContextWindow, nil
 		}
 		m, err := model.FromConfig(ctx, mc, mopts...)
 		if err != nil {
 			return nil, 0, err
 		}
 		models[name] = m
-		return m, mc.ContextWindow, nil
+		return deltaModel{inner: m, srv: s}, mc.ContextWindow, nil
 	}); err != nil {
 		return nil, err
 	}
@@ -198,17 +223,19 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if s.url == "" {
 		s.url = "http://" + reachable(s.ln.Addr())
 	}
-	s.client = &http.Client{Timeout: 30 * time.Second}
+	s.client = &http.Client{Timeout: 30 * time.Second,
+		Transport: &tokenTransport{base: http.DefaultTransport.(*http.Transport).Clone(), self: s.url, token: s.token}}
 	if err := s.openStore(ctx); err != nil {
 		return err
 	}
+	s.sleeps.Timers = s.timers // the sleep tools' timers, remembering when sleeps end (hitl.go)
 	s.events = NewBroadcaster(s.set.eventBuffer, s.log)
 
 	// The sleep tools need the timers when the toolbox is built, and the
 	// timers need the system as their queue: build the timers first and
 	// give them the system once it exists (before anything can schedule).
 	box := runtime.NewToolbox()
-	for _, e := range append(runtime.ThreadTools(), runtime.SleepTools(s.timers, nil)...) {
+	for _, e := range append(runtime.ThreadTools(), runtime.SleepTools(&s.sleeps, nil)...) {
 		if err := box.Add(e); err != nil {
 			return fmt.Errorf("server: registering built-in tools: %w", err)
 		}
@@ -236,12 +263,15 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		compaction = &runtime.CompactionPolicy{ContextWindow: s.set.model.ContextWindow, Threshold: s.cfg.Compaction.Threshold}
 	}
 	l := s.cfg.Limits
+	s.display.max, s.views, s.choices = 10000, newViewIndex(10000), rap.NewMemoryChoices(10000)
+	s.running.next, s.running.srv = runtime.SlogObserver{Logger: s.log}, s
 	var agents runtime.Agents
 	if s.agents != nil {
 		agents = s.agents
 	}
 	s.sys, err = local.New(local.Config{
-		Model: s.model, Tools: s.loader, History: s.store, Output: s.events, Logger: s.log,
+		Model: deltaModel{inner: s.model, srv: s}, Tools: s.loader, History: newPublishingStore(s.store, s), Output: s.events,
+		Logger: s.log, Observer: &s.running,
 		Limits:        runtime.Limits{MaxCompletions: l.MaxCompletions, ModelAttempts: l.ModelAttempts},
 		SliceAttempts: l.SliceAttempts, Compaction: compaction, Agents: agents, Inbox: s.inbox,
 	})
@@ -252,7 +282,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	// Every dispatched call gets a deadline and status checks, armed
 	// through the same timers as the sleeps (runtime/liveness.go).
 	s.sys.Engine().Liveness = &runtime.Liveness{Timers: s.timers}
-	if s.receiver, err = rap.NewReceiver(rap.ReceiverConfig{Keys: s.keys, Queue: s.sys, Output: s.events, Logger: s.log}); err != nil {
+	if s.receiver, err = rap.NewReceiver(rap.ReceiverConfig{Keys: s.keys, Queue: s.sys, Output: s.events, Logger: s.log,
+		Views: s.views, Choices: s.choices}); err != nil {
 		return fmt.Errorf("server: building the callback receiver: %w", err)
 	}
 
@@ -267,7 +298,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err := s.recoverDurable(ctx); err != nil {
 		return err
 	}
-	s.httpSrv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	s.httpSrv = &http.Server{Handler: s.requireToken(s.routes()), ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: s.set.readTimeout, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	s.wg.Add(1)
 	go func() { // owned by Stop, which shuts the HTTP server down and waits
@@ -281,6 +313,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		s.wg.Add(1)
 		go s.freezeLoop() // owned by Stop (closes stopping, waits)
 	}
+	s.checkMCP(ctx)
 	if err := s.logToolsets(ctx); err != nil {
 		return err
 	}
@@ -309,14 +342,45 @@ func (s *Server) buildServices(retry rap.RetryPolicy) error {
 	}
 	for _, m := range s.cfg.MCPServers {
 		name := "mcp/" + m.Name
-		p, err := mcp.New(mcp.Config{Name: m.Name, Description: "MCP server " + m.Name, Command: m.Command, Env: m.Env, Dir: m.Dir,
+		p, err := mcp.New(mcp.Config{Name: m.Name, Description: "MCP server " + m.Name, Command: m.Command, Env: mcpEnv(m.Env, os.Environ()), Dir: m.Dir,
 			URL: m.URL, PublicURL: s.url + ToolsPrefix + name, Client: s.client, Retry: retry, Logger: s.log})
 		if err != nil {
 			return fmt.Errorf("server: building the MCP proxy %s: %w", m.Name, err)
 		}
 		s.services = append(s.services, mounted{name, p})
+		s.proxies = append(s.proxies, p)
 	}
 	return nil
+}
+
+// mcpEnv is an MCP subprocess's environment: the server's, with the
+// configured entries added (a later entry wins in exec); nil, inheriting
+// it, when none are configured.
+func mcpEnv(extra, parent []string) []string {
+	if len(extra) == 0 {
+		return nil
+	}
+	return append(append([]string(nil), parent...), extra...)
+}
+
+// checkMCP connects to every MCP server at start, concurrently, and reports
+// one that cannot start (naming its config entry); serve goes on without
+// it, and a later call tries again.
+func (s *Server) checkMCP(ctx context.Context) {
+	var wg sync.WaitGroup
+	for i, p := range s.proxies {
+		wg.Add(1)
+		go func() { // waited for below
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			if err := p.Check(cctx); err != nil {
+				s.log.Error("MCP server cannot start; its tools will fail until it can", "config", fmt.Sprintf("mcp_servers[%d]", i),
+					"name", s.cfg.MCPServers[i].Name, "error", err)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // logToolsets fetches every toolset once and logs what agents will be

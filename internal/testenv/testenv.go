@@ -101,3 +101,28 @@ func NodeModule(t testing.TB, rel string) string {
 	}
 	return p
 }
+
+// ChromiumVar names a Chromium binary to use instead of the one on PATH.
+const ChromiumVar = "AGENTSLICE_CHROMIUM"
+
+// Chromium returns the path of a headless-capable Chromium for browser
+// tests: $AGENTSLICE_CHROMIUM, else chromium or chromium-browser on PATH.
+// When there is none the test is skipped, or fails when
+// AGENTSLICE_REQUIRE_SERVICES=1.
+func Chromium(t testing.TB) string {
+	t.Helper()
+	if p := strings.TrimSpace(os.Getenv(ChromiumVar)); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := "chromium is not installed (run scripts/chromium.sh, or set " + ChromiumVar + ")"
+	if os.Getenv(RequireVar) == "1" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -27,6 +28,34 @@ func TestConfigRejectsNonsense(t *testing.T) {
 		{agents: 1, turns: 1, wave: 1, profile: "unique", store: "redis"}} {
 		if err := c.validate(); err == nil {
 			t.Fatalf("config %+v accepted", c)
+		}
+	}
+}
+
+// TestNiceTicks: chart ticks are round numbers covering the data.
+func TestNiceTicks(t *testing.T) {
+	for _, c := range []struct {
+		hi   float64
+		n    int
+		top  float64
+		step float64
+	}{{80000, 5, 80000, 20000}, {73, 4, 80, 20}, {1234, 4, 1500, 500}, {0.7, 4, 0.8, 0.2}} {
+		ticks, top := niceTicks(c.hi, c.n)
+		if top != c.top || ticks[0] != 0 || ticks[len(ticks)-1] < c.hi || ticks[1]-ticks[0] != c.step {
+			t.Errorf("niceTicks(%v, %d) = %v, %v", c.hi, c.n, ticks, top)
+		}
+	}
+}
+
+// TestChartLegend: the chart names the axes and says which lines are
+// measured, published or extrapolated, each with a line sample.
+func TestChartLegend(t *testing.T) {
+	r := &Result{Profile: "infinity", Agents: 80000, Turns: 20, RSSBytes: 2e9, BaselineRSSBytes: 1e7, BytesPerIdleAgent: 20000,
+		ConventionalBytesPerAgt: 300000, ConventionalAgents: 10000}
+	svg := chart(r, []sample{{40000, 1e9}, {80000, 2e9}})
+	for _, want := range []string{"resident memory (MB)", "idle agents", "measured here", "published", "measured at 10000 agents, extrapolated", `stroke-dasharray="2,3"`} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("chart lacks %q", want)
 		}
 	}
 }

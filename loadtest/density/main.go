@@ -45,6 +45,7 @@ type config struct {
 	progress            bool
 	cpuProfile          string
 	memProfile          string
+	scaling             bool
 	store, data         string
 }
 
@@ -65,8 +66,36 @@ func envStr(name, def string) string {
 	return def
 }
 
+// usageText is what density -h prints before the flags.
+const usageText = `density: agentslice's density benchmark.
+
+It runs N agents of T turns each on the embedded runtime (the in-memory store,
+or serve's durable store with -store sqlite; the simulated model; an
+asynchronous tool whose results come back through the input queue), launched
+in waves of -wave agents. After each wave, once its
+agents are idle, it freezes their history and samples the resident memory (RSS,
+after a GC): the CSV "agents,rss_bytes" on stdout is that series. The workload
+is Infinity's agent_scale benchmark (profile "infinity": the same fixed texts
+in every agent, as there; "unique": different prose for every agent and turn),
+so the bytes per idle agent compare with Infinity's published figures. Unless
+-baseline-agents is -1, a child process then measures the conventional design
+(one goroutine and one in-memory conversation per waiting agent) on
+min(agents, 10000) agents.
+
+It reports the bytes per idle agent, completions per second and per CPU-second,
+and the history size, and writes CSV, JSON and an SVG chart to -out. Speed
+figures depend on the machine, which the output names; memory figures much less.
+
+usage: go run ./loadtest/density [flags]
+
+`
+
 func main() {
 	var c config
+	flag.Usage = func() {
+		fmt.Fprint(flag.CommandLine.Output(), usageText)
+		flag.PrintDefaults()
+	}
 	flag.IntVar(&c.agents, "agents", envInt("AGENTS", 10000), "number of agents (env AGENTS)")
 	flag.StringVar(&c.store, "store", envStr("STORE", "memory"), "memory, or sqlite: the durable store of serve (env STORE)")
 	flag.StringVar(&c.data, "data", "", "data directory of -store sqlite (default: a temporary one, removed at the end)")
@@ -79,6 +108,7 @@ func main() {
 	flag.BoolVar(&c.progress, "progress", true, "show a progress bar on stderr")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.StringVar(&c.memProfile, "memprofile", "", "write a heap profile (idle agents) to this file")
+	flag.BoolVar(&c.scaling, "scaling", false, "run the profile at GOMAXPROCS=1 and at every core, each in a child process, and print one JSON line comparing them")
 	flag.Parse()
 	if err := c.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "density:", err)
@@ -87,6 +117,13 @@ func main() {
 	if c.baselineChild {
 		if err := runBaselineChild(c.agents, c.turns, c.profile); err != nil {
 			fmt.Fprintln(os.Stderr, "density baseline:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if c.scaling {
+		if err := runScaling(c); err != nil {
+			fmt.Fprintln(os.Stderr, "density:", err)
 			os.Exit(1)
 		}
 		return
@@ -128,6 +165,10 @@ type Result struct {
 	FreezeSeconds           float64 `json:"freeze_seconds"`
 	CPUSeconds              float64 `json:"cpu_seconds"`
 	CompletionsPerCPUSec    float64 `json:"completions_per_cpu_sec"`
+	CPUMicrosPerCompletion  float64 `json:"cpu_us_per_completion"`
+	AllocsPerCompletion     float64 `json:"allocs_per_completion"`
+	AllocBytesPerCompletion float64 `json:"alloc_bytes_per_completion"`
+	GCCPUShare              float64 `json:"gc_cpu_share"`
 	RSSBytes                int64   `json:"rss_bytes"`
 	BaselineRSSBytes        int64   `json:"baseline_rss_bytes"`
 	BytesPerIdleAgent       int64   `json:"bytes_per_idle_agent"`
@@ -138,13 +179,16 @@ type Result struct {
 	AgentHistoryZstdRatio   float64 `json:"agent_history_zstd_ratio"`
 	ConventionalBytesPerAgt int64   `json:"conventional_bytes_per_waiting_agent,omitempty"`
 	ConventionalRatio       float64 `json:"conventional_over_agentslice,omitempty"`
-	GOMAXPROCS              int     `json:"gomaxprocs"`
-	Machine                 string  `json:"machine"`
-	Goroutines              int     `json:"goroutines_when_idle"`
-	DeadLetters             int     `json:"dead_letters"`
-	Verified                bool    `json:"history_verified"`
-	HeapLivePerAgent        int64   `json:"heap_live_bytes_per_agent"`
-	HeapSpanPerAgent        int64   `json:"heap_inuse_span_bytes_per_agent"`
+	// ConventionalAgents is how many agents the baseline measured; the
+	// chart extrapolates its per-agent figure to Agents.
+	ConventionalAgents int    `json:"conventional_agents_measured,omitempty"`
+	GOMAXPROCS         int    `json:"gomaxprocs"`
+	Machine            string `json:"machine"`
+	Goroutines         int    `json:"goroutines_when_idle"`
+	DeadLetters        int    `json:"dead_letters"`
+	Verified           bool   `json:"history_verified"`
+	HeapLivePerAgent   int64  `json:"heap_live_bytes_per_agent"`
+	HeapSpanPerAgent   int64  `json:"heap_inuse_span_bytes_per_agent"`
 }
 
 type sample struct {
@@ -198,15 +242,16 @@ func run(c config) error {
 	var heap0 goruntime.MemStats
 	goruntime.ReadMemStats(&heap0)
 	total := int64(c.agents) * int64(c.turns) * 2
-	stopBar := startBar(c.progress, total, &completions)
+	bar := startBar(c.progress, total, &completions)
 	fmt.Printf("# agentslice density: profile=%s store=%s agents=%d turns=%d wave=%d (%d completions); %s\n",
 		c.profile, c.store, c.agents, c.turns, c.wave, total, machine())
 	fmt.Println("agents,rss_bytes")
 	var samples []sample
 	var busy, freeze, cpu time.Duration
+	var stats runStats
 	for start := 0; start < c.agents; start += c.wave {
 		n := min(c.wave, c.agents-start)
-		t0, c0 := time.Now(), cpuTime()
+		t0, c0, s0 := time.Now(), cpuTime(), readRunStats()
 		d.launch(start, n)
 		<-d.done
 		select {
@@ -219,11 +264,12 @@ func run(c config) error {
 		freeze += time.Since(t1)
 		busy += time.Since(t0)
 		cpu += cpuTime() - c0
+		stats.add(readRunStats().sub(s0))
 		r := rss()
 		samples = append(samples, sample{start + n, r})
-		fmt.Printf("%d,%d\n", start+n, r)
+		bar.println(fmt.Sprintf("%d,%d", start+n, r))
 	}
-	stopBar()
+	bar.stop()
 	if f := d.failures.Load(); f > 0 {
 		return fmt.Errorf("%d agents ended with an error output; first: %s", f, d.firstErr())
 	}
@@ -233,6 +279,12 @@ func run(c config) error {
 	res.CompletionsPerSec = float64(res.Completions) / res.Seconds
 	res.CPUSeconds = cpu.Seconds()
 	res.CompletionsPerCPUSec = float64(res.Completions) / res.CPUSeconds
+	res.CPUMicrosPerCompletion = res.CPUSeconds * 1e6 / float64(res.Completions)
+	res.AllocsPerCompletion = float64(stats.allocObjects) / float64(res.Completions)
+	res.AllocBytesPerCompletion = float64(stats.allocBytes) / float64(res.Completions)
+	if stats.usedCPU > 0 {
+		res.GCCPUShare = stats.gcCPU / stats.usedCPU
+	}
 	res.RSSBytes = samples[len(samples)-1].rss
 	res.BaselineRSSBytes = base
 	res.BytesPerIdleAgent = (res.RSSBytes - base) / int64(c.agents)
@@ -261,7 +313,7 @@ func run(c config) error {
 		if err != nil {
 			return err
 		}
-		res.ConventionalBytesPerAgt = b.BytesPerAgent
+		res.ConventionalBytesPerAgt, res.ConventionalAgents = b.BytesPerAgent, c.baselineAgents
 		if res.BytesPerIdleAgent > 0 {
 			res.ConventionalRatio = float64(b.BytesPerAgent) / float64(res.BytesPerIdleAgent)
 		}
@@ -296,11 +348,12 @@ func (o countObserver) Observe(ctx context.Context, ev runtime.Event) {
 
 // driver plays the users: on each agent's reply it sends the next turn.
 type driver struct {
-	w       *workload
-	sys     *local.System
-	turns   int
-	mu      sync.Mutex
-	turn    map[string]int
+	w     *workload
+	sys   *local.System
+	turns int
+	// turn counts each agent's turns. It is filled before a wave starts
+	// and only read during it, so the users take no shared lock.
+	turn    map[string]*atomic.Int32
 	pending atomic.Int64
 	done    chan struct{}
 
@@ -310,9 +363,10 @@ type driver struct {
 }
 
 func (d *driver) launch(start, n int) {
-	d.mu.Lock()
-	d.turn = make(map[string]int, n)
-	d.mu.Unlock()
+	d.turn = make(map[string]*atomic.Int32, n)
+	for i := start; i < start+n; i++ {
+		d.turn[agentName(i)] = new(atomic.Int32)
+	}
 	d.pending.Store(int64(n))
 	for i := start; i < start+n; i++ {
 		d.next(agentName(i))
@@ -320,10 +374,7 @@ func (d *driver) launch(start, n int) {
 }
 
 func (d *driver) next(agent string) {
-	d.mu.Lock()
-	d.turn[agent]++
-	t := d.turn[agent]
-	d.mu.Unlock()
+	t := int(d.turn[agent].Add(1))
 	if t > d.turns {
 		if d.pending.Add(-1) == 0 {
 			d.done <- struct{}{}
@@ -365,32 +416,81 @@ func (d *driver) firstErr() string {
 	return d.err
 }
 
-func startBar(show bool, total int64, n *atomic.Int64) (stop func()) {
+// progress is the progress bar on stderr. CSV rows go through println,
+// which clears the bar first, so rows and bar never share a line.
+type progress struct {
+	mu   sync.Mutex // orders the bar's renders and the rows
+	bar  *progressbar.ProgressBar
+	quit chan struct{}
+	wg   sync.WaitGroup
+}
+
+// startBar shows completions done of total, with the mean rate since the
+// start (the bar's own rate jumps with each wave).
+func startBar(show bool, total int64, n *atomic.Int64) *progress {
+	p := &progress{}
 	if !show {
-		return func() {}
+		return p
 	}
-	bar := progressbar.NewOptions64(total, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("completions"),
-		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("completions"),
-		progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionSetWidth(30), progressbar.OptionClearOnFinish())
-	quit := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	p.bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("completions"),
+		progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionSetWidth(30),
+		progressbar.OptionClearOnFinish(), progressbar.OptionSetPredictTime(false))
+	p.quit = make(chan struct{})
+	start := time.Now()
+	update := func() {
+		done := n.Load()
+		rate := float64(done) / max(time.Since(start).Seconds(), 1e-3)
+		p.bar.Describe(fmt.Sprintf("completions (%s/s)", humanRate(rate)))
+		_ = p.bar.Set64(done)
+	}
+	p.wg.Add(1)
+	go func() { // owned by stop, which waits
+		defer p.wg.Done()
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
 		for {
 			select {
-			case <-quit:
-				_ = bar.Set64(n.Load())
-				_ = bar.Finish()
+			case <-p.quit:
+				p.mu.Lock()
+				update()
+				_ = p.bar.Finish()
+				p.mu.Unlock()
 				return
 			case <-t.C:
-				_ = bar.Set64(n.Load())
+				p.mu.Lock()
+				update()
+				p.mu.Unlock()
 			}
 		}
 	}()
-	return func() { close(quit); wg.Wait() }
+	return p
+}
+
+// println prints a line on stdout without breaking the bar's line.
+func (p *progress) println(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		_ = p.bar.Clear()
+	}
+	fmt.Println(line)
+}
+
+func (p *progress) stop() {
+	if p.quit != nil {
+		close(p.quit)
+		p.wg.Wait()
+	}
+}
+
+func humanRate(r float64) string {
+	switch {
+	case r >= 1e6:
+		return fmt.Sprintf("%.1fM", r/1e6)
+	case r >= 1e4:
+		return fmt.Sprintf("%.0fk", r/1e3)
+	}
+	return fmt.Sprintf("%.0f", r)
 }
 
 // verify reloads the first and the last agent from the (frozen) store and
@@ -433,6 +533,8 @@ func verify(store runtime.HistoryStore, w *workload, c config) (float64, error) 
 func summary(out io.Writer, r *Result) {
 	fmt.Fprintf(out, "# %d completions in %.1f s = %.0f completions/s (freezing idle histories: %.2f s of it); %.1f CPU-s = %.0f completions per CPU-second\n",
 		r.Completions, r.Seconds, r.CompletionsPerSec, r.FreezeSeconds, r.CPUSeconds, r.CompletionsPerCPUSec)
+	fmt.Fprintf(out, "# per completion: %.2f CPU-µs, %.1f heap allocations (%.0f bytes); the garbage collector took %.1f%% of the CPU time\n",
+		r.CPUMicrosPerCompletion, r.AllocsPerCompletion, r.AllocBytesPerCompletion, 100*r.GCCPUShare)
 	fmt.Fprintf(out, "# RSS %.1f MB with %d idle agents (baseline %.1f MB): %d bytes per idle agent\n",
 		float64(r.RSSBytes)/1e6, r.Agents, float64(r.BaselineRSSBytes)/1e6, r.BytesPerIdleAgent)
 	fmt.Fprintf(out, "# where it goes per agent: %d bytes live heap, %d bytes in in-use heap spans (the rest of RSS is runtime and fragmentation)\n",

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"hash/fnv"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -21,5 +22,18 @@ func TestProseCompressesLikeEnglish(t *testing.T) {
 	t.Logf("zstd fastest ratio on %d bytes of generated prose: %.2f", len(text), ratio)
 	if ratio < 2.2 || ratio > 4.5 {
 		t.Fatalf("ratio %.2f is not English-like", ratio)
+	}
+}
+
+func TestSeedOfIsFNV1a(t *testing.T) {
+	for _, parts := range [][]string{{}, {""}, {"chunk", "cmpl_x", "3"}, {"user", "agent-000001", "20"}} {
+		h := fnv.New64a()
+		for _, p := range parts {
+			h.Write([]byte(p))
+			h.Write([]byte{0})
+		}
+		if got, want := seedOf(parts...), h.Sum64(); got != want {
+			t.Fatalf("seedOf(%q) = %x, want %x", parts, got, want)
+		}
 	}
 }

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
+	"strconv"
 	"strings"
 
 	"github.com/agentslice/agentslice/internal/model"
@@ -50,20 +50,27 @@ func newWorkload(profile string) *workload {
 	return w
 }
 
+// seedOf is FNV-1a over the parts, each followed by a zero byte (as
+// hash/fnv would compute it, without its allocations: the simulated model
+// calls it for every chunk).
 func seedOf(parts ...string) uint64 {
-	h := fnv.New64a()
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
 	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
+		for i := 0; i < len(p); i++ {
+			h = (h ^ uint64(p[i])) * prime
+		}
+		h *= prime // the zero byte
 	}
-	return h.Sum64()
+	return h
 }
 
 func (w *workload) userText(agent string, turn int) string {
 	if w.profile == "infinity" {
-		return fmt.Sprintf("Turn %d: re-run the affected tests for %s and summarize any failures along with the modules they belong to.", turn, agent)
+		return "Turn " + strconv.Itoa(turn) + ": re-run the affected tests for " + agent +
+			" and summarize any failures along with the modules they belong to."
 	}
-	return w.pool.cut(seedOf("user", agent, fmt.Sprint(turn)), userBytes)
+	return w.pool.cut(seedOf("user", agent, strconv.Itoa(turn)), userBytes)
 }
 
 func (w *workload) resultText(inv runtime.Invocation) string {
@@ -79,7 +86,7 @@ func (w *workload) model() runtime.Model {
 		sim.Chunk = func(*runtime.CompletionRequest, int) string { return infinityChunk }
 	} else {
 		sim.Chunk = func(req *runtime.CompletionRequest, i int) string {
-			return w.pool.cut(seedOf("chunk", req.CompletionID, fmt.Sprint(i)), chunkBytes)
+			return w.pool.cut(seedOf("chunk", req.CompletionID, strconv.Itoa(i)), chunkBytes)
 		}
 	}
 	return sim

@@ -1,0 +1,172 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/agentslice/agentslice/internal/model"
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// A thread's model can be switched by a person:
+//
+//	POST /threads/{id}/model  {"model": "name"} → 202; "" goes back to the default
+//
+// The switch is a message like any other: the engine records it in the
+// thread's history (a marker, shown as a "model_switched" event) and in its
+// state, and the completions after it carry the name in
+// runtime.CompletionRequest.Model, which the server routes on; it wins over
+// the model of the thread's agent.
+//
+//	POST /threads/{id}/agent  {"agent": "name"} → 202
+//
+// switches the agent the thread runs as, the same way: an agent message,
+// recorded in history ("agent_switched"); the next completion runs the new
+// agent's current definition (instructions, model, tools, limits).
+
+// modelSet builds the catalog's other models on first use.
+type modelSet struct {
+	mu    sync.Mutex
+	built map[string]runtime.Model
+}
+
+func (ms *modelSet) get(ctx context.Context, s *Server, name string) (runtime.Model, error) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if m, ok := ms.built[name]; ok {
+		return m, nil
+	}
+	if s.cfg.Models == nil {
+		return nil, fmt.Errorf("server: the thread asks for model %q, but there is no models catalog", name)
+	}
+	mc, err := s.cfg.Models.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("server: the thread's model %q: %w", name, err)
+	}
+	m, err := model.FromConfig(ctx, mc, append([]model.Option{model.WithGetenv(s.opts.Getenv)}, s.opts.ModelOptions...)...)
+	if err != nil {
+		return nil, fmt.Errorf("server: building model %q: %w", name, err)
+	}
+	if ms.built == nil {
+		ms.built = map[string]runtime.Model{}
+	}
+	ms.built[name] = m
+	return m, nil
+}
+
+// modelRequest is the body of POST /threads/{id}/model.
+type modelRequest struct {
+	Model *string `json:"model"`
+	ID    string  `json:"id,omitempty"`
+}
+
+func (s *Server) switchModel(w http.ResponseWriter, r *http.Request) {
+	thread, ok := threadID(w, r)
+	if !ok {
+		return
+	}
+	var req modelRequest
+	if !s.decodeBody(w, r, &req) {
+		return
+	}
+	if req.Model == nil {
+		writeError(w, http.StatusBadRequest, "model", "missing: the name of a model of the catalog (\"\" for the default, %q)", s.set.model.Name)
+		return
+	}
+	name := *req.Model
+	if name == s.set.model.Name {
+		name = ""
+	}
+	if name != "" {
+		if s.cfg.Models == nil {
+			writeError(w, http.StatusBadRequest, "model", "%q: this server runs %q and has no models catalog to switch to", name, s.set.model.Name)
+			return
+		}
+		if _, err := s.cfg.Models.Lookup(name); err != nil {
+			writeError(w, http.StatusBadRequest, "model", "%q is not in the models catalog", name)
+			return
+		}
+		if _, err := s.models.get(r.Context(), s, name); err != nil {
+			writeError(w, http.StatusBadRequest, "model", "%v", err)
+			return
+		}
+	}
+	th, err := s.store.Load(r.Context(), thread)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "", "loading thread %s: %v", thread, err)
+		return
+	}
+	if th.State.Closed {
+		writeError(w, http.StatusConflict, "thread_id", "thread %s is closed", thread)
+		return
+	}
+	if req.ID == "" {
+		req.ID = newMessageID()
+	}
+	msg := runtime.Message{V: runtime.MessageVersion, ID: req.ID, ThreadID: thread, Kind: runtime.KindModel, Text: name}
+	if err := s.sys.Send(r.Context(), msg); err != nil {
+		var bm *runtime.BadMessageError
+		if errors.As(err, &bm) {
+			writeError(w, http.StatusBadRequest, bm.Field, "%s", bm.Reason)
+			return
+		}
+		writeError(w, http.StatusServiceUnavailable, "", "enqueueing the switch: %v", err)
+		return
+	}
+	shown := name
+	if shown == "" {
+		shown = s.set.model.Name
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"id": msg.ID, "thread_id": thread, "model": shown})
+}
+
+// agentRequest is the body of POST /threads/{id}/agent.
+type agentRequest struct {
+	Agent string `json:"agent"`
+	ID    string `json:"id,omitempty"`
+}
+
+func (s *Server) switchAgent(w http.ResponseWriter, r *http.Request) {
+	thread, ok := threadID(w, r)
+	if !ok {
+		return
+	}
+	var req agentRequest
+	if !s.decodeBody(w, r, &req) {
+		return
+	}
+	if s.agents == nil {
+		writeError(w, http.StatusBadRequest, "agent", "this server defines no agents (see the agents configuration)")
+		return
+	}
+	if _, ok := s.agents.Agent(req.Agent); !ok || req.Agent == "" {
+		writeError(w, http.StatusBadRequest, "agent", "unknown agent %q", req.Agent)
+		return
+	}
+	th, err := s.store.Load(r.Context(), thread)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "", "loading thread %s: %v", thread, err)
+		return
+	}
+	if th.State.Closed {
+		writeError(w, http.StatusConflict, "thread_id", "thread %s is closed", thread)
+		return
+	}
+	if req.ID == "" {
+		req.ID = newMessageID()
+	}
+	msg := runtime.Message{V: runtime.MessageVersion, ID: req.ID, ThreadID: thread, Kind: runtime.KindAgent, Agent: req.Agent}
+	if err := s.sys.Send(r.Context(), msg); err != nil {
+		var bm *runtime.BadMessageError
+		if errors.As(err, &bm) {
+			writeError(w, http.StatusBadRequest, bm.Field, "%s", bm.Reason)
+			return
+		}
+		writeError(w, http.StatusServiceUnavailable, "", "enqueueing the switch: %v", err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"id": msg.ID, "thread_id": thread, "agent": req.Agent})
+}
