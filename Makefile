@@ -6,7 +6,8 @@
 #   make e2e        only the local cloud test: the Lambda bootstraps under the
 #                   Runtime Interface Emulator against fauxqs, DynamoDB Local, PostgreSQL
 # For the reliability claims (README, "Reliability"):
-#   make chaos      the crash/redelivery/race matrix; ends with its summary line
+#   make chaos      the crash/redelivery/race matrix, then the mutants; ends with its summary line
+#   make mutants    the matrix against each deliberate bug in internal/runtime/mutants.go
 #   make fuzz       every fuzz target for FUZZTIME each
 # Deploying to AWS (README, "Deploy to AWS"): make build, make synth, make deploy, make destroy.
 GO      ?= go
@@ -14,7 +15,7 @@ AGENTS  ?= 20000
 TURNS   ?= 20
 WAVE    ?= 500
 
-.PHONY: all test test-go e2e loadtest loadtest-full loadtest-scaling loadtest-storage loadtest-priority vet fmt fuzz chaos build synth deploy destroy cdk-deps
+.PHONY: all test test-go e2e loadtest loadtest-full loadtest-scaling loadtest-storage loadtest-priority vet fmt fuzz chaos mutants build synth deploy destroy cdk-deps
 
 all: test
 
@@ -76,10 +77,15 @@ fuzz:
 	FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
 
 # The crash/redelivery/race proof on the memory stores and on the DSQL
-# (PostgreSQL) + DynamoDB Local stores. Ends with one line:
-#   crash points: N, scenarios: M, runs: R, divergences: D
+# (PostgreSQL) + DynamoDB Local stores, then the mutants. Ends with one line:
+#   crash points: N, scenarios: M, runs: R, divergences: D, mutants killed: K/K
 chaos:
 	bash scripts/chaos.sh
+
+# The memory matrix against each deliberate bug (runtime.Mutants, built
+# with the mutants tag); every one must be caught. Needs no service.
+mutants:
+	bash scripts/mutants.sh
 
 # --- Deploying to AWS (see the README, "Deploy to AWS") ---------------------------------
 

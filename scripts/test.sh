@@ -20,7 +20,15 @@ export AGENTSLICE_REQUIRE_SERVICES=1
 echo "== go vet"
 go vet ./...
 echo "== go test -race"
-go test -race -count=1 ./...
+# The sampled chaos matrix (internal/chaos TestChaosFull) writes its summary
+# line here; it is printed after the run, pass or fail.
+mkdir -p .run
+chaos_summary=$(pwd)/.run/chaos-sampled.txt
+rm -f "$chaos_summary"
+rc=0
+AGENTSLICE_CHAOS_SUMMARY=$chaos_summary go test -race -count=1 ./... || rc=$?
+echo "== sampled chaos matrix: $(tail -n 1 "$chaos_summary" 2>/dev/null || echo 'no summary (did not run)')"
+[[ $rc -eq 0 ]] || exit $rc
 
 # ---------------------------------------------------------------------------
 # Local cloud test: the real Lambda bootstraps (slicefn, rapreceiver,

@@ -45,7 +45,25 @@ type Plan struct {
 	// MaxBatch caps the messages of one slice, as an SQS batch does
 	// (default 10).
 	MaxBatch int
+	// HoldCrashed keeps a batch whose slice was killed after committing
+	// invisible until more mail reaches its thread (the next step's input,
+	// a child's report, a tool's answer) or the system goes quiet, and
+	// then redelivers it together with that mail, as an SQS FIFO group
+	// does once the visibility timeout expires.
+	HoldCrashed bool
+	// DeadLetterAfter, when above 0, makes a batch whose slice was killed
+	// after committing fail every later receive (at its first crash point)
+	// until it was received that many times; it then goes to the
+	// dead-letter queue and the thread goes on with its next message, a
+	// first delivery. Once the system is quiet (or an input needs the lost
+	// work), the dead letters are redriven as new messages.
+	DeadLetterAfter int
 }
+
+// relaxed says the plan changes how messages are batched, so a run is held
+// to the scenario's End and the invariants, not to the reference's
+// snapshot (two messages in one batch may get one reply instead of two).
+func (p Plan) relaxed() bool { return p.HoldCrashed || p.DeadLetterAfter > 0 }
 
 // NoCrash is the CrashAt and HookAt of a run that has none.
 const NoCrash = -1
@@ -100,6 +118,9 @@ type Run struct {
 	failures  map[string]int
 	delivered map[string]bool    // message IDs handed to a slice at least once
 	current   runtime.SliceInput // the batch of the slice running now
+	held      map[string]bool    // threads whose crashed batch waits for more mail (HoldCrashed)
+	poisoned  map[string]bool    // message IDs whose every receive fails (DeadLetterAfter)
+	dlq       []delivery         // dead-lettered, not redriven yet
 
 	mu         sync.Mutex
 	dispatches []runtime.Invocation
@@ -109,6 +130,9 @@ type Run struct {
 	crashes    int
 	conflicts  int // slices that lost a race
 	resends    int // copies of a message delivered after the first
+	merges     int // held batches redelivered together with newer mail
+	deadMoves  int // batches moved to the dead-letter queue
+	redriven   int // dead letters redriven
 }
 
 // newRun builds a run's ports around the backend.
@@ -119,7 +143,8 @@ func newRun(sc *Scenario, b Backend, plan Plan) *Run {
 	r := &Run{sc: sc, plan: plan, store: newRecordingStore(b.History), dedup: b.Dedup, timers: newManualTimers(),
 		out: &outputs{}, f: &faults{crashAt: plan.CrashAt, again: NoCrash, hookAt: plan.HookAt},
 		model: model.NewScripted(sc.Script), boxes: map[string][]delivery{}, inReady: map[string]bool{},
-		failures: map[string]int{}, delivered: map[string]bool{}, dead: map[string]string{}}
+		failures: map[string]int{}, delivered: map[string]bool{}, dead: map[string]string{},
+		held: map[string]bool{}, poisoned: map[string]bool{}}
 	if plan.CrashAgain > 0 && plan.CrashAt >= 0 {
 		r.f.again = plan.CrashAt + plan.CrashAgain
 	}
@@ -222,11 +247,16 @@ func (r *Run) enqueue(ctx context.Context, msgs ...runtime.Message) error {
 func (r *Run) put(d delivery) {
 	th := d.msg.ThreadID
 	r.boxes[th] = append(r.boxes[th], d)
+	if r.held[th] {
+		// The held batch comes back together with this mail.
+		r.held[th] = false
+		r.merges++
+	}
 	r.wake(th)
 }
 
 func (r *Run) wake(th string) {
-	if !r.inReady[th] && len(r.boxes[th]) > 0 {
+	if !r.inReady[th] && !r.held[th] && len(r.boxes[th]) > 0 {
 		r.inReady[th] = true
 		r.ready = append(r.ready, th)
 	}
@@ -254,14 +284,28 @@ func (r *Run) release(all bool) {
 // run gives up on it (a stuck thread is a problem, not a hang).
 const maxFailures = 8
 
+// maxSteps bounds the slices of one run: a run that never goes quiet (a
+// thread that keeps sending itself work) is a problem, not a hang.
+const maxSteps = 2000
+
 // drain runs slices, one at a time, round-robin over threads with mail,
 // until no thread has any. With final set, delayed copies are delivered
 // first.
 func (r *Run) drain(ctx context.Context, final bool) {
 	for {
+		if r.step >= maxSteps {
+			if r.step == maxSteps {
+				r.problem("liveness: the run did not go quiet after %d slices", maxSteps)
+				r.step++
+			}
+			return
+		}
 		if len(r.ready) == 0 {
 			if final && len(r.later) > 0 {
 				r.release(true)
+				continue
+			}
+			if final && r.releaseHeld() {
 				continue
 			}
 			return
@@ -271,6 +315,9 @@ func (r *Run) drain(ctx context.Context, final bool) {
 		r.inReady[th] = false
 		box := r.boxes[th]
 		n := min(len(box), r.plan.MaxBatch)
+		if p := r.poisonedHead(box); p > 0 {
+			n = p // a failing batch is received alone until it is dead-lettered
+		}
 		batch := slices.Clone(box[:n])
 		r.boxes[th] = box[n:]
 		first := true
@@ -294,7 +341,14 @@ func (r *Run) drain(ctx context.Context, final bool) {
 func (r *Run) slice(ctx context.Context, th string, batch []delivery, msgs []runtime.Message, first bool) {
 	r.f.takeCrash()
 	r.current = runtime.SliceInput{ThreadID: th, Messages: msgs}
+	poisoned := r.poisonedHead(batch) > 0
+	if poisoned {
+		r.f.failFirst()
+	}
+	commits := r.store.commitCount()
 	res, err := r.runSlice(ctx, runtime.SliceInput{ThreadID: th, Messages: msgs, FirstDelivery: first})
+	r.f.failFirstUnused()
+	committed := r.store.commitCount() > commits
 	r.mu.Lock()
 	r.slices++
 	r.mu.Unlock()
@@ -308,8 +362,9 @@ func (r *Run) slice(ctx context.Context, th string, batch []delivery, msgs []run
 		r.failures[th] = 0
 		return
 	}
+	crashed := r.f.takeCrash()
 	switch {
-	case r.f.takeCrash():
+	case crashed:
 		r.crashes++
 	case r.plan.AllowConflicts && errors.Is(err, runtime.ErrConflict):
 		r.conflicts++
@@ -321,9 +376,61 @@ func (r *Run) slice(ctx context.Context, th string, batch []delivery, msgs []run
 		r.problem("thread %s failed %d slices in a row; giving up on %d messages", th, r.failures[th], len(batch))
 		return
 	}
+	if crashed && committed && !poisoned && r.plan.DeadLetterAfter > 0 {
+		for _, d := range batch {
+			r.poisoned[d.msg.ID] = true
+		}
+		poisoned = true
+	}
+	if poisoned && (len(batch) == 0 || batch[0].receives >= r.plan.DeadLetterAfter) {
+		// maxReceiveCount reached: the batch moves to the dead-letter
+		// queue and the thread goes on with what came after it.
+		r.deadMoves++
+		for _, d := range batch {
+			delete(r.poisoned, d.msg.ID)
+			r.dlq = append(r.dlq, d)
+		}
+		r.failures[th] = 0
+		return
+	}
 	// Redeliver the batch ahead of what arrived since, as the FIFO group
 	// does once the visibility timeout expires.
 	r.boxes[th] = append(batch, r.boxes[th]...)
+	if crashed && committed && r.plan.HoldCrashed && !poisoned {
+		r.held[th] = true
+	}
+}
+
+// poisonedHead returns how many deliveries at the head of box are
+// poisoned (DeadLetterAfter).
+func (r *Run) poisonedHead(box []delivery) int {
+	n := 0
+	for n < len(box) && r.poisoned[box[n].msg.ID] {
+		n++
+	}
+	return n
+}
+
+// releaseHeld makes the held batches deliverable and redrives the dead
+// letters (as new messages: a redriven message is a first delivery). It
+// reports whether there was any.
+func (r *Run) releaseHeld() bool {
+	any := false
+	for th, h := range r.held {
+		if h {
+			r.held[th] = false
+			r.wake(th)
+			any = true
+		}
+	}
+	dlq := r.dlq
+	r.dlq = nil
+	for _, d := range dlq {
+		r.redriven++
+		r.put(delivery{msg: d.msg})
+		any = true
+	}
+	return any
 }
 
 // runSlice runs one slice, turning a panic that escaped the engine into an
@@ -375,9 +482,14 @@ func (r *Run) Calls(tool string) []runtime.Invocation {
 
 // FireTimers delivers the wake-ups scheduled and not fired yet; late also
 // fires cancelled ones (a wake-up already on its way when the sleep was
-// interrupted).
+// interrupted). It fails when none is due: a scenario fires timers only
+// once a sleep has scheduled one.
 func (r *Run) FireTimers(ctx context.Context, late bool) error {
-	return r.Send(ctx, r.timers.due(late)...)
+	due := r.timers.due(late)
+	if len(due) == 0 {
+		return errNothingDue
+	}
+	return r.Send(ctx, due...)
 }
 
 // Slices returns how many slices the run ran, failed ones included.
@@ -392,7 +504,14 @@ func (r *Run) Slices() int {
 func Play(ctx context.Context, sc *Scenario, b Backend, plan Plan) *Run {
 	r := newRun(sc, b, plan)
 	for i, step := range sc.Steps {
-		if err := step(ctx, r); err != nil {
+		err := step(ctx, r)
+		if err != nil && r.releaseHeld() {
+			// The input needs work a held or dead-lettered batch still
+			// has to send (a call to answer): it waits for that work.
+			r.drain(ctx, false)
+			err = step(ctx, r)
+		}
+		if err != nil {
 			r.problem("step %d: %v", i, err)
 			break
 		}

@@ -53,6 +53,22 @@ type faults struct {
 	fired      *Site // the (first) crash that happened, once it has
 	second     *Site // the second crash, once it has
 	inSlice    bool  // a crash fired during the current slice
+	first      bool  // crash at the next passage, whatever it is
+}
+
+// failFirst makes the slice about to run die at its first crash point.
+func (f *faults) failFirst() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.first = true
+}
+
+// failFirstUnused forgets a failFirst the slice never used (it passed no
+// crash point).
+func (f *faults) failFirstUnused() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.first = false
 }
 
 func (f *faults) pass(p runtime.CrashPoint, thread string) bool {
@@ -73,6 +89,11 @@ func (f *faults) pass(p runtime.CrashPoint, thread string) bool {
 		f.fired = &s
 		f.inSlice = true
 	}
+	if f.first {
+		f.first = false
+		crash = true
+		f.inSlice = true
+	}
 	if n == f.again && f.fired != nil && f.second == nil {
 		crash = true
 		f.second = &s
@@ -90,6 +111,13 @@ func (f *faults) state() ([]Site, *Site) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.sites), f.fired
+}
+
+// secondSite returns the second crash, once it has fired.
+func (f *faults) secondSite() *Site {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.second
 }
 
 // takeCrash reports whether a crash fired since the last call.

@@ -20,13 +20,91 @@ type Report struct {
 	runs        int
 	modes       map[string]int
 	divergences []Divergence
+	// fired records, per scenario, the crash points a planned crash
+	// fired at.
+	fired map[string]map[runtime.CrashPoint]bool
+	// skipped counts, per mode, the runs whose planned disturbance did not
+	// happen (a second crash past the end, a held batch no mail joined):
+	// they are not counted as runs.
+	skipped  map[string]int
+	failFast bool
+	notes    []string
 	// evidence that the recovery paths ran
-	slices, crashes, redispatches, resends, conflicts int
+	slices, crashes, redispatches, resends, conflicts, merges, deadMoves int
+}
+
+// FailFast makes the modes stop at the first divergence (a mutant run
+// needs one, not all).
+func (rep *Report) FailFast() {
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	rep.failFast = true
+}
+
+// stopped reports whether a fail-fast report has a divergence.
+func (rep *Report) stopped() bool {
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	return rep.failFast && len(rep.divergences) > 0
 }
 
 // NewReport returns an empty report.
 func NewReport() *Report {
-	return &Report{points: map[runtime.CrashPoint]int{}, scenarios: map[string]bool{}, modes: map[string]int{}}
+	return &Report{points: map[runtime.CrashPoint]int{}, scenarios: map[string]bool{}, modes: map[string]int{},
+		fired: map[string]map[runtime.CrashPoint]bool{}, skipped: map[string]int{}}
+}
+
+// skip records a run whose planned disturbance did not happen; its
+// problems, if any, still count.
+func (rep *Report) skip(sc, mode, run string, r *Run, problems []string) *Divergence {
+	if len(problems) > 0 {
+		return rep.add(sc, mode, run, r, nil, problems)
+	}
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	rep.skipped[mode]++
+	return nil
+}
+
+// Coverage checks that every crash point fired in some scenario and that
+// every scenario crashed at each point it declares (Scenario.Reach); each
+// miss is a divergence. Only scenarios that ran crash runs are checked.
+func (rep *Report) Coverage(scenarios []*Scenario) []Divergence {
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	var out []Divergence
+	any := map[runtime.CrashPoint]bool{}
+	for _, sc := range scenarios {
+		fired, ok := rep.fired[sc.Name]
+		if !ok {
+			continue
+		}
+		var missed []string
+		for _, p := range sc.Reach {
+			if !fired[p] {
+				missed = append(missed, fmt.Sprintf("declared crash point %s never fired", p))
+			}
+		}
+		for p := range fired {
+			any[p] = true
+		}
+		if len(missed) > 0 {
+			out = append(out, Divergence{Scenario: sc.Name, Run: "coverage", Problems: missed})
+		}
+	}
+	if len(rep.fired) > 0 {
+		var missed []string
+		for _, p := range Points {
+			if !any[p] {
+				missed = append(missed, fmt.Sprintf("crash point %s never fired in any scenario", p))
+			}
+		}
+		if len(missed) > 0 {
+			out = append(out, Divergence{Scenario: "(all)", Run: "coverage", Problems: missed})
+		}
+	}
+	rep.divergences = append(rep.divergences, out...)
+	return out
 }
 
 func (rep *Report) add(sc, mode, run string, r *Run, crashed *Site, problems []string) *Divergence {
@@ -46,6 +124,8 @@ func (rep *Report) add(sc, mode, run string, r *Run, crashed *Site, problems []s
 			seen[k] = true
 		}
 		rep.resends += r.resends
+		rep.merges += r.merges
+		rep.deadMoves += r.deadMoves
 		r.mu.Unlock()
 	}
 	rep.scenarios[sc] = true
@@ -53,6 +133,10 @@ func (rep *Report) add(sc, mode, run string, r *Run, crashed *Site, problems []s
 	rep.modes[mode]++
 	if crashed != nil {
 		rep.points[crashed.Point]++
+		if rep.fired[sc] == nil {
+			rep.fired[sc] = map[runtime.CrashPoint]bool{}
+		}
+		rep.fired[sc][crashed.Point] = true
 	}
 	if len(problems) == 0 {
 		return nil
@@ -60,6 +144,13 @@ func (rep *Report) add(sc, mode, run string, r *Run, crashed *Site, problems []s
 	d := Divergence{Scenario: sc, Run: mode + " " + run, Problems: problems}
 	rep.divergences = append(rep.divergences, d)
 	return &d
+}
+
+// Add records a run the caller made itself (a reference run, a
+// comparison of references) and its problems, if any: a failed reference
+// counts as a divergence like any other.
+func (rep *Report) Add(sc, mode, run string, problems []string) *Divergence {
+	return rep.add(sc, mode, run, nil, nil, problems)
 }
 
 // Divergences returns the runs that diverged.
@@ -83,6 +174,9 @@ func (rep *Report) Details() string {
 	rep.mu.Lock()
 	defer rep.mu.Unlock()
 	var b strings.Builder
+	for _, n := range rep.notes {
+		b.WriteString(n + "\n")
+	}
 	modes := make([]string, 0, len(rep.modes))
 	for m := range rep.modes {
 		modes = append(modes, m)
@@ -96,8 +190,17 @@ func (rep *Report) Details() string {
 	for _, p := range Points {
 		fmt.Fprintf(&b, " %s=%d", p, rep.points[p])
 	}
-	fmt.Fprintf(&b, "\nrecovery evidence: %d slices, %d killed, %d lost a race (ErrConflict), %d calls dispatched again, %d messages delivered again",
-		rep.slices, rep.crashes, rep.conflicts, rep.redispatches, rep.resends)
+	skipped := make([]string, 0, len(rep.skipped))
+	for m := range rep.skipped {
+		skipped = append(skipped, m)
+	}
+	slices.Sort(skipped)
+	b.WriteString("\nnot counted (the planned disturbance did not happen):")
+	for _, m := range skipped {
+		fmt.Fprintf(&b, " %s=%d", m, rep.skipped[m])
+	}
+	fmt.Fprintf(&b, "\nrecovery evidence: %d slices, %d killed, %d lost a race (ErrConflict), %d calls dispatched again, %d messages delivered again, %d crashed batches redelivered with newer mail, %d batches dead-lettered",
+		rep.slices, rep.crashes, rep.conflicts, rep.redispatches, rep.resends, rep.merges, rep.deadMoves)
 	return b.String()
 }
 
@@ -129,15 +232,24 @@ type Matrix struct {
 	Ref      *Snapshot
 	Sites    []Site
 	Report   *Report
-	// Sample, when above 0, runs only every Sample-th site (and the last),
-	// for a fast subset; 0 or 1 runs every site.
-	Sample int
+	// Sample, when above 1, runs only every Sample-th site from Offset
+	// (and the first passage of each point, and the last), for a fast
+	// subset; 0 or 1 runs every site.
+	Sample, Offset int
 }
 
 func (m *Matrix) sites() []int {
 	var out []int
-	for i := range m.Sites {
-		if m.Sample <= 1 || i%m.Sample == 0 || i == len(m.Sites)-1 {
+	if m.Report.stopped() {
+		return nil
+	}
+	first := map[runtime.CrashPoint]bool{}
+	for i, s := range m.Sites {
+		// The first passage of each point is always kept, so a sampled
+		// matrix still reaches every point the scenario passes.
+		keep := m.Sample <= 1 || i%m.Sample == m.Offset%m.Sample || i == len(m.Sites)-1 || !first[s.Point]
+		first[s.Point] = true
+		if keep {
 			out = append(out, i)
 		}
 	}
@@ -152,6 +264,11 @@ func (m *Matrix) play(ctx context.Context, plan Plan) (*Run, []string) {
 	defer done()
 	r := Play(ctx, m.Scenario, b, plan)
 	snap, problems := r.Snapshot(ctx)
+	if plan.relaxed() {
+		// Batching differs from the reference's: the End and the
+		// invariants (in problems) are what the run is held to.
+		return r, problems
+	}
 	return r, Compare(m.Ref, snap, problems)
 }
 
@@ -160,6 +277,9 @@ func (m *Matrix) play(ctx context.Context, plan Plan) (*Run, []string) {
 func (m *Matrix) Crashes(ctx context.Context) []Divergence {
 	var out []Divergence
 	for _, i := range m.sites() {
+		if m.Report.stopped() {
+			break
+		}
 		want := m.Sites[i]
 		r, problems := m.play(ctx, Plan{CrashAt: i, HookAt: NoCrash})
 		var fired *Site
@@ -185,11 +305,21 @@ func (m *Matrix) Crashes(ctx context.Context) []Divergence {
 func (m *Matrix) DoubleCrashes(ctx context.Context, depth int) []Divergence {
 	var out []Divergence
 	for _, i := range m.sites() {
+		if m.Report.stopped() {
+			break
+		}
 		for after := 1; after <= depth; after++ {
 			r, problems := m.play(ctx, Plan{CrashAt: i, CrashAgain: after, HookAt: NoCrash})
 			var fired *Site
 			if r != nil {
 				_, fired = r.f.state()
+				if r.f.secondSite() == nil {
+					// The run ended before the second crash: not a double crash.
+					if d := m.Report.skip(m.Scenario.Name, "double-crash/"+m.Backend, fmt.Sprintf("#%d+%d", i, after), r, problems); d != nil {
+						out = append(out, *d)
+					}
+					continue
+				}
 			}
 			if d := m.Report.add(m.Scenario.Name, "double-crash/"+m.Backend, fmt.Sprintf("#%d+%d", i, after), r, fired, problems); d != nil {
 				out = append(out, *d)
@@ -204,6 +334,9 @@ func (m *Matrix) DoubleCrashes(ctx context.Context, depth int) []Divergence {
 func (m *Matrix) Redeliveries(ctx context.Context, seeds []uint64) []Divergence {
 	var out []Divergence
 	for _, seed := range seeds {
+		if m.Report.stopped() {
+			break
+		}
 		r, problems := m.play(ctx, Plan{CrashAt: NoCrash, HookAt: NoCrash, Duplicates: &Duplicates{Seed: seed, MaxDelay: 6}})
 		if d := m.Report.add(m.Scenario.Name, "redelivery/"+m.Backend, fmt.Sprintf("seed %d", seed), r, nil, problems); d != nil {
 			out = append(out, *d)
@@ -218,10 +351,18 @@ func (m *Matrix) Redeliveries(ctx context.Context, seeds []uint64) []Divergence 
 func (m *Matrix) CrashesWithRedelivery(ctx context.Context) []Divergence {
 	var out []Divergence
 	for _, i := range m.sites() {
+		if m.Report.stopped() {
+			break
+		}
 		r, problems := m.play(ctx, Plan{CrashAt: i, HookAt: NoCrash, Duplicates: &Duplicates{Seed: uint64(i) + 1, MaxDelay: 6}})
 		var fired *Site
 		if r != nil {
-			_, fired = r.f.state()
+			if _, fired = r.f.state(); fired == nil {
+				if d := m.Report.skip(m.Scenario.Name, "crash+redelivery/"+m.Backend, fmt.Sprintf("#%d", i), r, problems); d != nil {
+					out = append(out, *d)
+				}
+				continue
+			}
 		}
 		if d := m.Report.add(m.Scenario.Name, "crash+redelivery/"+m.Backend, fmt.Sprintf("#%d", i), r, fired, problems); d != nil {
 			out = append(out, *d)
@@ -246,6 +387,9 @@ func (m *Matrix) Races(ctx context.Context, greedy bool) []Divergence {
 		mode = "race-greedy"
 	}
 	for _, i := range m.sites() {
+		if m.Report.stopped() {
+			break
+		}
 		want := m.Sites[i]
 		var raced bool
 		var dupErr error
@@ -277,6 +421,61 @@ func (m *Matrix) Races(ctx context.Context, greedy bool) []Divergence {
 			problems = append(problems, fmt.Sprintf("the duplicate slice failed with something other than a conflict: %v", dupErr))
 		}
 		if d := m.Report.add(m.Scenario.Name, mode+"/"+m.Backend, fmt.Sprintf("#%d %s", i, want), r, nil, problems); d != nil {
+			out = append(out, *d)
+		}
+	}
+	return out
+}
+
+// HeldCrashes kills the scenario once at every site and, when the killed
+// slice had committed, holds its batch until more mail reaches the thread,
+// then redelivers both together (Plan.HoldCrashed). Batching then differs
+// from the reference's, so a run is held to the scenario's End and the
+// invariants. Runs where no mail joined the held batch are not counted.
+func (m *Matrix) HeldCrashes(ctx context.Context) []Divergence {
+	var out []Divergence
+	for _, i := range m.sites() {
+		if m.Report.stopped() {
+			break
+		}
+		r, problems := m.play(ctx, Plan{CrashAt: i, HookAt: NoCrash, HoldCrashed: true})
+		mode, run := "crash+held/"+m.Backend, fmt.Sprintf("#%d %s", i, m.Sites[i])
+		if r == nil || r.merges == 0 {
+			if d := m.Report.skip(m.Scenario.Name, mode, run, r, problems); d != nil {
+				out = append(out, *d)
+			}
+			continue
+		}
+		_, fired := r.f.state()
+		if d := m.Report.add(m.Scenario.Name, mode, run, r, fired, problems); d != nil {
+			out = append(out, *d)
+		}
+	}
+	return out
+}
+
+// DeadLetters kills the scenario once at every site and, when the killed
+// slice had committed, fails its batch on every receive until the n-th,
+// when it goes to the dead-letter queue; the thread goes on with its next
+// message as a first delivery, and the dead letters are redriven at the
+// end (Plan.DeadLetterAfter). Held to the scenario's End and the
+// invariants; runs where nothing was dead-lettered are not counted.
+func (m *Matrix) DeadLetters(ctx context.Context, n int) []Divergence {
+	var out []Divergence
+	for _, i := range m.sites() {
+		if m.Report.stopped() {
+			break
+		}
+		r, problems := m.play(ctx, Plan{CrashAt: i, HookAt: NoCrash, DeadLetterAfter: n})
+		mode, run := "dead-letter/"+m.Backend, fmt.Sprintf("#%d %s", i, m.Sites[i])
+		if r == nil || r.deadMoves == 0 {
+			if d := m.Report.skip(m.Scenario.Name, mode, run, r, problems); d != nil {
+				out = append(out, *d)
+			}
+			continue
+		}
+		_, fired := r.f.state()
+		if d := m.Report.add(m.Scenario.Name, mode, run, r, fired, problems); d != nil {
 			out = append(out, *d)
 		}
 	}

@@ -26,6 +26,12 @@ func newRecordingStore(inner runtime.HistoryStore) *recordingStore {
 	return &recordingStore{HistoryStore: inner, threads: map[string]bool{}, created: map[string]int{}}
 }
 
+func (r *recordingStore) commitCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.commits
+}
+
 func (r *recordingStore) Load(ctx context.Context, id string) (*runtime.Thread, error) {
 	r.mu.Lock()
 	r.loads++

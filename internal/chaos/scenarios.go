@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/agentslice/agentslice/internal/model"
@@ -28,6 +29,11 @@ type Scenario struct {
 	// SingleThread says only the root thread ever runs (such scenarios
 	// also run on the embedded System, whose threads run concurrently).
 	SingleThread bool
+	// End is the state every run of the scenario must end in.
+	End End
+	// Reach lists the crash points the scenario must pass: the matrix
+	// fails when a declared point is never crashed at in it.
+	Reach []runtime.CrashPoint
 }
 
 func call(name, args string) *model.StepCall {
@@ -81,6 +87,9 @@ func fire(late bool) Step {
 	return func(ctx context.Context, r *Run) error { return r.FireTimers(ctx, late) }
 }
 
+// errNothingDue is FireTimers' error when no wake-up is due.
+var errNothingDue = errors.New("no wake-up is due")
+
 func subscribeSteps(after ...model.Step) []model.Step {
 	return append([]model.Step{
 		{Text: "Watching the build.", ToolCall: call("work", `{"watch":"ci"}`)},
@@ -92,26 +101,48 @@ func subscribeSteps(after ...model.Step) []model.Step {
 // first (plain turn, tool call, sync tool loop-back, spawn and report,
 // threaded event, associative event, sleep), then the ones that reach the
 // remaining paths (interruptions, cancelled timers, deferred reports,
-// continuations).
+// continuations), then the ones other files Register, in registration
+// order. Each call builds them anew.
 func Scenarios() []*Scenario {
+	out := builtinScenarios()
+	for _, f := range registered {
+		out = append(out, f())
+	}
+	return out
+}
+
+// registered holds the scenarios other files of this package add.
+var registered []func() *Scenario
+
+// Register adds a scenario to Scenarios, and so to every matrix. Call it
+// from an init function in the scenario's own file; give the scenario its
+// End, its Reach and a golden snapshot (run the tests once with
+// AGENTSLICE_CHAOS_UPDATE_GOLDEN=1 and review testdata/golden/<name>.json).
+func Register(f func() *Scenario) { registered = append(registered, f) }
+
+func builtinScenarios() []*Scenario {
 	return []*Scenario{
-		{Name: "plain_turn", SingleThread: true,
-			Script: &model.Script{Default: []model.Step{{Text: "Hello there."}, {Text: "Still here."}}},
-			Steps:  []Step{user("u1", "hi"), user("u2", "are you there?")}},
-		{Name: "tool_call", SingleThread: true,
+		{Name: "plain_turn", End: End{Threads: 1, Replies: 2}, Reach: reach(base),
+			SingleThread: true,
+			Script:       &model.Script{Default: []model.Step{{Text: "Hello there."}, {Text: "Still here."}}},
+			Steps:        []Step{user("u1", "hi"), user("u2", "are you there?")}},
+		{Name: "tool_call", End: End{Threads: 1, Replies: 1}, Reach: reach(base, dispatch),
+			SingleThread: true,
 			Script: &model.Script{Default: []model.Step{
 				{Text: "Listing.", ToolCall: call("run_command", `{"command":"ls"}`)},
 				{Text: "Listed."},
 			}},
 			Steps: []Step{user("u1", "list the files")}},
-		{Name: "sync_loop_back", SingleThread: true,
+		{Name: "sync_loop_back", End: End{Threads: 1, Replies: 1}, Reach: reach(base),
+			SingleThread: true,
 			Script: &model.Script{Default: []model.Step{
 				{ToolCall: call("echo", `{"x":1}`)},
 				{Text: "Once more.", ToolCall: call("echo", `{"x":2}`)},
 				{Text: "Echoed twice."},
 			}},
 			Steps: []Step{user("u1", "echo twice")}},
-		{Name: "spawn_report",
+		{Name: "spawn_report", End: End{Threads: 2, Closed: 1, Replies: 2}, Reach: reach(base, send),
+
 			Script: &model.Script{
 				Default: []model.Step{
 					{Text: "Splitting the work.", ToolCall: call("spawn_thread", `{"instructions":"alpha task: check the parser","child_of":["main"]}`)},
@@ -124,7 +155,8 @@ func Scenarios() []*Scenario {
 				}}},
 			},
 			Steps: []Step{user("u1", "check everything")}},
-		{Name: "threaded_event",
+		{Name: "threaded_event", End: End{Threads: 3, Closed: 2, Subscriptions: []string{"main work"}, Replies: 2}, Reach: reach(base, dispatch, send),
+
 			Script: &model.Script{
 				Default: subscribeSteps(model.Step{Text: "The build failed; looking into it."}),
 				Match: []model.MatchRule{
@@ -138,7 +170,8 @@ func Scenarios() []*Scenario {
 			},
 			Steps: []Step{user("u1", "watch the build"), answerWork("sub-ok", 0, "watching ci", true),
 				event("e1", "heartbeat: all green", false, false), event("e2", "build failed: 3 tests", false, false)}},
-		{Name: "associative_event", SingleThread: true,
+		{Name: "associative_event", End: End{Threads: 1, Replies: 3}, Reach: reach(base, dispatch),
+			SingleThread: true,
 			Script: &model.Script{Default: subscribeSteps(
 				model.Step{Text: "Line 1 noted."},
 				model.Step{Text: "The build exited with 0."},
@@ -146,26 +179,30 @@ func Scenarios() []*Scenario {
 			Steps: []Step{user("u1", "watch the build"), answerWork("sub-ok", 0, "watching ci", true),
 				event("e1", "line 1: compiling", true, false), event("e2", "exit code 0", true, true),
 				event("e3", "too late", true, false)}},
-		{Name: "sleep", SingleThread: true,
+		{Name: "sleep", End: End{Threads: 1, Replies: 1}, Reach: reach(base, dispatch, schedule),
+			SingleThread: true,
 			Script: &model.Script{Default: []model.Step{
 				{Text: "Waiting for the deploy.", ToolCall: call("sleep", `{"seconds":600}`)},
 				{Text: "Awake; the deploy should be done."},
 			}},
 			Steps: []Step{user("u1", "wait ten minutes"), fire(false)}},
-		{Name: "interrupted_sleep", SingleThread: true,
+		{Name: "interrupted_sleep", End: End{Threads: 1, Replies: 1}, Reach: reach(base, dispatch, schedule, cancel),
+			SingleThread: true,
 			Script: &model.Script{Default: []model.Step{
 				{Text: "Waiting.", ToolCall: call("sleep", `{"seconds":600}`)},
 				{Text: "Awake early: what is up?"},
 			}},
 			Steps: []Step{user("u1", "wait ten minutes"), user("u2", "actually, check now"), fire(true)}},
-		{Name: "interrupted_tool", SingleThread: true,
+		{Name: "interrupted_tool", End: End{Threads: 1, Replies: 2}, Reach: reach(base, dispatch),
+			SingleThread: true,
 			Script: &model.Script{Default: []model.Step{
 				{Text: "Starting the build.", ToolCall: call("work", `{"job":"build"}`)},
 				{Text: "Understood, stopping."},
 				{Text: "The build finished after all."},
 			}},
 			Steps: []Step{user("u1", "build it"), user("u2", "never mind"), answerWork("r1", 0, "build ok", false)}},
-		{Name: "deferred_report",
+		{Name: "deferred_report", End: End{Threads: 2, Closed: 1, Replies: 1}, Reach: reach(base, dispatch, send),
+
 			Script: &model.Script{
 				Default: []model.Step{
 					{ToolCall: call("spawn_thread", `{"instructions":"beta task: count the tests","child_of":["main"]}`)},
@@ -177,7 +214,8 @@ func Scenarios() []*Scenario {
 				}}},
 			},
 			Steps: []Step{user("u1", "count and build"), answerWork("r1", 0, "build ok", false)}},
-		{Name: "continuation", SingleThread: true, Limits: runtime.Limits{MaxCompletions: 2},
+		{Name: "continuation", End: End{Threads: 1, Replies: 1}, Reach: reach(base, send),
+			SingleThread: true, Limits: runtime.Limits{MaxCompletions: 2},
 			Script: &model.Script{Default: []model.Step{
 				{ToolCall: call("echo", `{"n":1}`)},
 				{ToolCall: call("echo", `{"n":2}`)},
@@ -185,21 +223,24 @@ func Scenarios() []*Scenario {
 				{Text: "All echoed."},
 			}},
 			Steps: []Step{user("u1", "echo three times")}},
-		{Name: "event_wakes_sleep", SingleThread: true,
+		{Name: "event_wakes_sleep", End: End{Threads: 1, Subscriptions: []string{"main work"}, Replies: 2}, Reach: reach(base, dispatch, schedule, cancel),
+			SingleThread: true,
 			Script: &model.Script{Default: subscribeSteps(
 				model.Step{Text: "Sleeping until something happens.", ToolCall: call("sleep", `{"seconds":3600}`)},
 				model.Step{Text: "Woken by the build event."},
 			)},
 			Steps: []Step{user("u1", "watch the build"), answerWork("sub-ok", 0, "watching ci", true),
 				user("u2", "sleep for an hour"), event("e1", "build finished", true, false), fire(true)}},
-		{Name: "notice", SingleThread: true,
+		{Name: "notice", End: End{Threads: 1, Replies: 1}, Reach: reach(base, dispatch),
+			SingleThread: true,
 			Script: &model.Script{Default: []model.Step{
 				{Text: "Connecting the calendar.", ToolCall: call("work", `{"service":"calendar"}`)},
 				{Text: "Connected."},
 			}},
 			Steps: []Step{user("u1", "connect my calendar"), notice("n1", 0, "open https://auth.example/xyz to sign in"),
 				answerWork("r1", 0, "connected", false)}},
-		{Name: "parent_message",
+		{Name: "parent_message", End: End{Threads: 2, Closed: 1, Replies: 4}, Reach: reach(base, send),
+
 			Script: &model.Script{
 				Default: []model.Step{
 					{ToolCall: call("spawn_thread", `{"instructions":"gamma task: wait for my go","child_of":["main"]}`)},
@@ -214,14 +255,16 @@ func Scenarios() []*Scenario {
 				}}},
 			},
 			Steps: []Step{user("u1", "start gamma"), user("u2", "tell gamma to go")}},
-		{Name: "cancel_subscription", SingleThread: true,
+		{Name: "cancel_subscription", End: End{Threads: 1, Replies: 2}, Reach: reach(base, dispatch),
+			SingleThread: true,
 			Script: &model.Script{Default: subscribeSteps(
 				model.Step{ToolCall: call("cancel_subscription", `{"tool_call_id":"$CALL:work"}`)},
 				model.Step{Text: "Stopped watching."},
 			)},
 			Steps: []Step{user("u1", "watch the build"), answerWork("sub-ok", 0, "watching ci", true),
 				user("u2", "stop watching"), event("e1", "line after cancel", true, false)}},
-		{Name: "compaction",
+		{Name: "compaction", End: End{Threads: 2, Closed: 1, Replies: 1}, Reach: reach(base, dispatch, send),
+
 			Compaction: &runtime.CompactionPolicy{ContextWindow: 1000, Threshold: 0.8},
 			Script: &model.Script{
 				Default: []model.Step{
@@ -235,6 +278,23 @@ func Scenarios() []*Scenario {
 			},
 			Steps: []Step{user("u1", "build it"), answerWork("r1", 0, "build ok", false)}},
 	}
+}
+
+// Crash point groups for Scenario.Reach.
+var (
+	base     = []runtime.CrashPoint{runtime.CrashAfterLoad, runtime.CrashAfterCompletion, CrashBeforeCommit, runtime.CrashAfterCommit, CrashAfterPublish, CrashBeforeDedupMark, runtime.CrashAfterDedupMark}
+	dispatch = []runtime.CrashPoint{runtime.CrashBeforeDispatch, runtime.CrashAfterDispatch}
+	send     = []runtime.CrashPoint{runtime.CrashAfterSend}
+	schedule = []runtime.CrashPoint{CrashBeforeTimerSchedule, CrashAfterTimerSchedule}
+	cancel   = []runtime.CrashPoint{CrashBeforeTimerCancel, CrashAfterTimerCancel}
+)
+
+func reach(groups ...[]runtime.CrashPoint) []runtime.CrashPoint {
+	var out []runtime.CrashPoint
+	for _, g := range groups {
+		out = append(out, g...)
+	}
+	return out
 }
 
 // ScenarioNamed returns the scenario called name, or nil.

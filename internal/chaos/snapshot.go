@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -42,7 +43,8 @@ func (s *Snapshot) String() string {
 }
 
 // Snapshot loads every thread the run wrote and collects the outside
-// effects. It also returns the invariant violations it sees (see Check).
+// effects. It also returns the invariant violations it sees, and how the
+// run falls short of a live end state (see End).
 func (r *Run) Snapshot(ctx context.Context) (*Snapshot, []string) {
 	var problems []string
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
@@ -85,12 +87,14 @@ func (r *Run) Snapshot(ctx context.Context) (*Snapshot, []string) {
 	}
 	slices.Sort(s.Dispatches)
 
+	loaded := map[string]*runtime.Thread{}
 	for _, id := range ids {
 		th, err := r.store.HistoryStore.Load(ctx, id)
 		if err != nil {
 			bad("loading thread %s: %v", id, err)
 			continue
 		}
+		loaded[id] = th
 		st := th.State.Clone()
 		if r.dedup != nil && (len(st.Outbox) > 0 || (st.Pending != nil && !st.Pending.Dispatched)) {
 			// The engine records "outbox sent" in the dedup store instead
@@ -143,7 +147,9 @@ func (r *Run) Snapshot(ctx context.Context) (*Snapshot, []string) {
 	r.out.mu.Lock()
 	outs := map[string]runtime.OutputEvent{}
 	for _, ev := range r.out.evs {
-		if old, ok := outs[ev.ID]; ok && old != ev {
+		// By value: an event carries pointers (Usage), and a resent one is
+		// decoded from the store anew.
+		if old, ok := outs[ev.ID]; ok && !reflect.DeepEqual(old, ev) {
 			bad("output %s published twice with different content: %+v, then %+v", ev.ID, old, ev)
 		}
 		outs[ev.ID] = ev
@@ -166,6 +172,7 @@ func (r *Run) Snapshot(ctx context.Context) (*Snapshot, []string) {
 	r.timers.mu.Unlock()
 	slices.Sort(s.Timers)
 	slices.Sort(s.Cancelled)
+	problems = append(problems, r.liveness(s, loaded, !r.plan.relaxed())...)
 	return s, problems
 }
 

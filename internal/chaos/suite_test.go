@@ -21,7 +21,19 @@ type suite struct {
 	seeds     []uint64 // redelivery runs
 	crashDup  bool     // crash + redelivery
 	system    bool     // crashes on the embedded System
+	held      bool     // crashed batches redelivered with newer mail
+	dlq       int      // dead-letter after this many receives; 0: none
 	sample    int
+	offset    int
+	// expectDivergences keeps divergences out of the test's failures (a
+	// mutant run wants them).
+	expectDivergences bool
+}
+
+// quiet returns s with divergences expected.
+func (s suite) quiet() suite {
+	s.expectDivergences = true
+	return s
 }
 
 // run plays the suite, one subtest per scenario, into rep. ref gives the
@@ -37,17 +49,33 @@ func (s suite) run(t *testing.T, rep *chaos.Report, parallel bool) {
 			if parallel {
 				t.Parallel()
 			}
-			ref := memoryReference(t, sc)
+			// A failed reference is a divergence like any other (counted in
+			// the summary); the matrix then runs against what there is.
+			var ds []chaos.Divergence
+			fail := func(run string, problems []string) {
+				if d := rep.Add(sc.Name, "reference/"+s.backend, run, problems); d != nil {
+					ds = append(ds, *d)
+				}
+			}
+			ref, problems := memoryReference(ctx, sc)
+			if ref == nil {
+				fail("memory", problems)
+				if !s.expectDivergences {
+					report(t, ds)
+				}
+				return
+			}
+			fail("memory", problems)
 			own, sites, problems, err := chaos.Reference(ctx, sc, s.new)
 			if err != nil {
-				t.Fatal(err)
+				fail(s.backend, []string{err.Error()})
+				if !s.expectDivergences {
+					report(t, ds)
+				}
+				return
 			}
-			problems = chaos.Compare(ref, own, problems)
-			if len(problems) > 0 {
-				t.Fatalf("the crash-free run on %s differs from the reference:\n%s", s.backend, chaos.Divergence{Scenario: sc.Name, Run: "reference", Problems: problems})
-			}
-			m := &chaos.Matrix{Scenario: sc, Backend: s.backend, New: s.new, Ref: ref, Sites: sites, Report: rep, Sample: s.sample}
-			var ds []chaos.Divergence
+			fail(s.backend, chaos.Compare(ref, own, problems))
+			m := &chaos.Matrix{Scenario: sc, Backend: s.backend, New: s.new, Ref: ref, Sites: sites, Report: rep, Sample: s.sample, Offset: s.offset}
 			if s.crash {
 				ds = append(ds, m.Crashes(ctx)...)
 			}
@@ -64,84 +92,84 @@ func (s suite) run(t *testing.T, rep *chaos.Report, parallel bool) {
 			if s.crashDup {
 				ds = append(ds, m.CrashesWithRedelivery(ctx)...)
 			}
+			if s.held {
+				ds = append(ds, m.HeldCrashes(ctx)...)
+			}
+			if s.dlq > 0 {
+				ds = append(ds, m.DeadLetters(ctx, s.dlq)...)
+			}
 			if s.system {
 				sref, ssites, problems, err := chaos.ReferenceOnSystem(ctx, sc, s.new)
 				if err != nil {
-					t.Fatal(err)
+					problems = []string{err.Error()}
+				} else {
+					problems = chaos.Compare(ref, sref, problems)
 				}
-				if problems = chaos.Compare(ref, sref, problems); len(problems) > 0 {
-					t.Fatalf("the crash-free run on the embedded System differs from the reference:\n%s",
-						chaos.Divergence{Scenario: sc.Name, Run: "system reference", Problems: problems})
-				}
+				fail("system", problems)
 				ms := *m
 				ms.Sites = ssites
 				ds = append(ds, ms.SystemCrashes(ctx)...)
 			}
-			for i, d := range ds {
-				if i == 5 {
-					t.Errorf("... and %d more divergences", len(ds)-5)
-					break
-				}
-				t.Errorf("divergence: %s", d)
+			if !s.expectDivergences {
+				report(t, ds)
 			}
 		})
 	}
 }
 
+// report fails t with the first divergences.
+func report(t *testing.T, ds []chaos.Divergence) {
+	t.Helper()
+	for i, d := range ds {
+		if i == 5 {
+			t.Errorf("... and %d more divergences", len(ds)-5)
+			break
+		}
+		t.Errorf("divergence: %s", d)
+	}
+}
+
+type reference struct {
+	snap     *chaos.Snapshot
+	problems []string
+}
+
 var (
 	refMu sync.Mutex
-	refs  = map[string]*chaos.Snapshot{}
+	refs  = map[string]reference{}
 )
 
 // memoryReference is the crash-free run of sc on the memory stores, played
-// once per test binary.
-func memoryReference(t *testing.T, sc *chaos.Scenario) *chaos.Snapshot {
-	t.Helper()
+// once per test binary, and its problems: the invariants and liveness it
+// breaks, and how it differs from the scenario's golden snapshot. The
+// snapshot is nil when the run could not be made.
+func memoryReference(ctx context.Context, sc *chaos.Scenario) (*chaos.Snapshot, []string) {
 	refMu.Lock()
 	defer refMu.Unlock()
 	if r, ok := refs[sc.Name]; ok {
-		return r
+		return r.snap, r.problems
 	}
-	ref, _, problems, err := chaos.Reference(context.Background(), sc, memory)
+	ref, _, problems, err := chaos.Reference(ctx, sc, memory)
 	if err != nil {
-		t.Fatal(err)
+		return nil, []string{err.Error()}
 	}
-	if len(problems) > 0 {
-		t.Fatalf("the crash-free reference run of %s breaks invariants:\n%s", sc.Name, chaos.Divergence{Scenario: sc.Name, Run: "reference", Problems: problems})
-	}
-	refs[sc.Name] = ref
-	return ref
+	problems = append(problems, chaos.Golden(sc, ref)...)
+	refs[sc.Name] = reference{ref, problems}
+	return ref, problems
 }
 
 // summarize logs the report and, when AGENTSLICE_CHAOS_SUMMARY names a
 // file, writes the summary line there (make chaos prints it last).
 func summarize(t *testing.T, rep *chaos.Report) {
 	t.Helper()
+	for _, d := range rep.Coverage(chaos.Scenarios()) {
+		t.Errorf("divergence: %s", d)
+	}
 	t.Log(rep.Details())
 	t.Log(rep.Line())
 	if path := os.Getenv("AGENTSLICE_CHAOS_SUMMARY"); path != "" {
-		if err := os.WriteFile(path, []byte(rep.Details()+"\n"+rep.Line()+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(rep.Details()+"\n"+rep.Markdown()+"\n"+rep.Line()+"\n"), 0o644); err != nil {
 			t.Error(err)
 		}
-	}
-}
-
-// TestChaosFast is the subset `go test` runs: every scenario crashed at
-// every point, raced and redelivered on the memory stores, a few scenarios
-// on the embedded System, and one scenario at every crash point on the
-// DSQL (PostgreSQL) and DynamoDB Local stores. `make chaos` runs the full
-// matrix (chaos_full_test.go, build tag chaos).
-func TestChaosFast(t *testing.T) {
-	rep := chaos.NewReport()
-	t.Run("memory", func(t *testing.T) {
-		suite{backend: "memory", new: memory, crash: true, double: 2, races: true, seeds: []uint64{1, 2}, crashDup: true}.run(t, rep, false)
-		suite{backend: "memory", new: memory, scenarios: []string{"tool_call", "spawn_report", "sleep"}, system: true}.run(t, rep, false)
-	})
-	t.Run("dsql+dynamodb", func(t *testing.T) {
-		suite{backend: "dsql+dynamodb", new: realStores(t), scenarios: []string{"tool_call"}, crash: true, races: true}.run(t, rep, false)
-	})
-	summarize(t, rep)
-	if n := len(rep.Divergences()); n > 0 {
-		t.Errorf("%d divergences", n)
 	}
 }

@@ -43,7 +43,7 @@ func PlayOnSystem(ctx context.Context, sc *Scenario, b Backend, target *Target) 
 		r.f.target, r.f.occurrence = &target.Site, target.Occurrence
 	}
 	cfg := local.Config{Model: r.model, Tools: r.toolbox(crashTimers{inner: r.timers, f: r.f}),
-		History: crashHistory{HistoryStore: r.store, f: r.f}, Output: crashOutput{inner: r.out, f: r.f},
+		History: crashHistory{HistoryStore: r.store, f: r.f}, Output: &outputs{},
 		Observer: systemObserver{r}, Limits: sc.Limits, Logger: slog.New(slog.DiscardHandler),
 		SliceAttempts: 5, RetryBase: time.Millisecond, Compaction: sc.Compaction}
 	if cfg.Limits.RetryBase == 0 {
@@ -57,6 +57,10 @@ func PlayOnSystem(ctx context.Context, sc *Scenario, b Backend, target *Target) 
 		r.problem("building the system: %v", err)
 		return r
 	}
+	// The System publishes an error event per dead letter itself, outside
+	// any slice (the driver's queue model has no such event): only the
+	// engine's publishes are recorded and pass the crash point.
+	sys.Engine().Output = crashOutput{inner: r.out, f: r.f}
 	sys.Engine().Faults = engineFaults{r.f}
 	sys.Engine().Now = func() time.Time { return Clock }
 	r.send = sys.Send
@@ -129,6 +133,9 @@ func (m *Matrix) SystemCrashes(ctx context.Context) []Divergence {
 	var out []Divergence
 	targets := Targets(m.Sites)
 	for _, i := range m.sites() {
+		if m.Report.stopped() {
+			break
+		}
 		tg := targets[i]
 		b, done, err := m.New()
 		if err != nil {

@@ -1,28 +1,26 @@
 package dedup_test
 
 import (
-	"context"
-	"log"
+	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/agentslice/agentslice/internal/dedup"
 )
 
-// A Lambda builds the client once, before lambda.Start, and hands it to the
-// store; the engine then calls Seen and Mark.
+// A Lambda builds the client once (from config.LoadDefaultConfig), before
+// lambda.Start, and hands it to the store; the engine then calls Seen and
+// Mark (a failed Mark costs only a history check on redelivery). A missing
+// setting is named before any call.
 func Example() {
-	ctx := context.Background()
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
-	store, err := dedup.New(dynamodb.NewFromConfig(cfg), dedup.Config{Table: "agentslice-dedup"})
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := store.Mark(ctx, "thread-1", []string{"msg-1"}); err != nil {
-		log.Print(err) // a failed mark costs only a history check on redelivery
-	}
+	client := dynamodb.NewFromConfig(aws.Config{Region: "us-east-1"})
+	_, err := dedup.New(client, dedup.Config{})
+	fmt.Println(err)
+	store, err := dedup.New(client, dedup.Config{Table: "agentslice-dedup"})
+	fmt.Println(err)
+	_ = store // runtime.Engine{Dedup: store}
+	// Output:
+	// dedup: Config.Table is empty
+	// <nil>
 }

@@ -362,20 +362,6 @@ func TestBadInputNeverStopsTheSystem(t *testing.T) {
 	}
 }
 
-func TestIdleThreadsOwnNoGoroutine(t *testing.T) {
-	h := newHarness(t, simWithTool())
-	for i := range 50 {
-		h.send(user(fmtID("t", i), "u1", "go"))
-	}
-	h.wait()
-	if n := h.sys.Active(); n != 0 {
-		t.Fatalf("%d threads still have goroutines", n)
-	}
-	if st := h.store.Stats(); st.Threads != 50 {
-		t.Fatalf("%d threads stored", st.Threads)
-	}
-}
-
 func TestFrozenThreadWakesWithExactHistory(t *testing.T) {
 	h := newHarness(t, simWithTool())
 	h.send(user("t1", "u1", "one"))

@@ -269,9 +269,12 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 			// The predecessor sent everything and recorded that in the
 			// dedup store instead of a second commit: clear it with ours.
 			s.clearOutbox()
+		} else if chaosmutant == MutantSkipOutboxResend {
+			// planted bug: the unsent outbox waits for the end of the slice
 		} else if wake, err = s.send(ctx); err != nil {
 			return s.res, err
 		}
+		wake = wake || chaosmutant == MutantRecoveryRerunsModel
 	}
 	for _, m := range s.dedupHistory(batch) {
 		if s.fold(ctx, m) {
@@ -280,6 +283,9 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 	}
 	if s.foldErr != nil {
 		return s.res, s.foldErr
+	}
+	if chaosmutant == MutantDedupBeforeCommit && s.e.Dedup != nil && len(s.inputs) > 0 {
+		_ = s.e.Dedup.Mark(ctx, s.threadID, s.inputs)
 	}
 	sentMarker := ""
 	for {
@@ -351,6 +357,9 @@ func OutboxSentID(v int64) string { return "outbox-sent:" + strconv.FormatInt(v,
 func (s *slice) outboxEvidentlySent(in SliceInput, batch []Message) bool {
 	if s.e.Dedup == nil {
 		return false
+	}
+	if chaosmutant == MutantTrustFirstDelivery && in.FirstDelivery {
+		return true
 	}
 	for _, o := range s.st.Outbox {
 		if o.Output == nil || !in.FirstDelivery {
@@ -445,6 +454,9 @@ func (s *slice) dropMarked(ctx context.Context, batch []Message) ([]Message, err
 func (s *slice) dedupHistory(batch []Message) []Message {
 	if len(batch) == 0 {
 		return nil
+	}
+	if chaosmutant == MutantNoConsumedCheck {
+		return batch
 	}
 	if len(batch) <= smallBatch {
 		return s.dedupSmall(batch)
@@ -564,6 +576,9 @@ func (s *slice) commit(ctx context.Context) error {
 	s.commitArg = Commit{ThreadID: s.threadID, Expected: s.version, Append: s.view[s.mark:len(s.view):len(s.view)], State: st,
 		Children: s.children, Inputs: s.inputs, Lease: s.th.Lease}
 	c := &s.commitArg
+	if chaosmutant == MutantNoVersionCheck {
+		s.blindCommit(ctx, c)
+	}
 	if err := s.e.History.Commit(ctx, c); err != nil {
 		return fmt.Errorf("runtime: committing thread %s at version %d: %w", s.threadID, s.version, err)
 	}

@@ -36,6 +36,9 @@ type FaultInjector interface {
 }
 
 func (s *slice) crash(p CrashPoint) error {
+	if chaosmutant == MutantNoAfterDispatchPoint && p == CrashAfterDispatch {
+		return nil
+	}
 	if s.e.Faults != nil && s.e.Faults.Crash(p, s.threadID) {
 		return fmt.Errorf("runtime: thread %s at %s: %w", s.threadID, p, ErrCrashed)
 	}

@@ -236,6 +236,10 @@ func (s *slice) foldResult(ctx context.Context, m Message) bool {
 		s.deferMessage(m)
 		return false
 	}
+	if chaosmutant == MutantLoseLateResult {
+		s.inputs, s.dirty = append(s.inputs, m.ID), true
+		return false
+	}
 	s.foldEvent(m)
 	// A late wake-up is recorded but does not make the model speak.
 	return m.Kind != KindWake

@@ -3,6 +3,7 @@ package runtime
 import (
 	"crypto/sha256"
 	"encoding/base32"
+	"math/rand/v2"
 	"strconv"
 )
 
@@ -43,6 +44,9 @@ func idFrom(prefix string, buf []byte) string {
 // own history. Positions are stable because history is append-only and
 // commits are version-checked.
 func callID(threadID string, pos int) string {
+	if chaosmutant == MutantRandomCallID {
+		return DeriveID("call_", threadID, strconv.Itoa(pos), strconv.FormatUint(rand.Uint64(), 36))
+	}
 	var stack [256]byte
 	var num [20]byte
 	buf := appendPart(stack[:0], threadID)
