@@ -90,7 +90,12 @@ func TestFunctionURLHandler(t *testing.T) {
 		{name: "malformed body", edit: func(r *events.LambdaFunctionURLRequest) { r.Body = "{" }, wantStatus: 400, enqueued: true, errorResult: true},
 		{name: "bad base64", edit: func(r *events.LambdaFunctionURLRequest) { r.IsBase64Encoded = true; r.Body = "%%%" }, wantStatus: 400},
 		{name: "GET", edit: func(r *events.LambdaFunctionURLRequest) { r.RequestContext.HTTP.Method = "GET" }, wantStatus: 405},
-		{name: "too large", edit: func(r *events.LambdaFunctionURLRequest) { r.Body = strings.Repeat(" ", rap.MaxCallbackBody+1) }, wantStatus: 413},
+		// Authentic but too large: a 413 and an error result for the call.
+		{name: "too large", edit: func(r *events.LambdaFunctionURLRequest) { r.Body = strings.Repeat(" ", rap.MaxCallbackBody+1) }, wantStatus: 413, enqueued: true, errorResult: true},
+		{name: "too large and forged", edit: func(r *events.LambdaFunctionURLRequest) {
+			r.Body = strings.Repeat(" ", rap.MaxCallbackBody+1)
+			r.RawQueryString = strings.Replace(r.RawQueryString, "t=thread-1", "t=thread-2", 1)
+		}, wantStatus: 403},
 		{name: "queue down", queueErr: errors.New("SQS unavailable"), wantStatus: 503, wantBody: "retry"},
 		// Issue 14: a callback too large for the queue is never answered as
 		// retryable, however the sender wraps it.
