@@ -166,7 +166,8 @@ type SecretsAPI interface {
 // the JSON the stack generates, {"id": ..., "secret": ...}, or a keyring
 // spec "id:base64secret[,id:base64secret...]", current key first; see
 // rap.ParseKeyringSecret).
-// A rotated secret takes effect in new execution environments.
+// Functions hold it in a KeyringCache, which reads the secret again once
+// its TTL has passed.
 func LoadKeyring(ctx context.Context, src KeySource, api SecretsAPI) (*rap.Keyring, error) {
 	if src.Inline != "" {
 		kr, err := rap.ParseKeyring(src.Inline)
@@ -209,6 +210,10 @@ type Options struct {
 	// function only); default a client with a 30 s timeout.
 	HTTPClient *http.Client
 	Now        func() time.Time
+	// KeyringTTL is how long the callback keyring read from Secrets
+	// Manager is used before the secret is read again; default
+	// DefaultKeyringTTL.
+	KeyringTTL time.Duration
 }
 
 // Defaults fills in what is unset; level is the logger's level.

@@ -50,13 +50,16 @@ func LoadReceiverConfig(getenv func(string) string) (ReceiverConfig, error) {
 // with 422 (RefuseViews, RefuseChoices): their state would live in one
 // execution environment's memory, which other environments and the next
 // cold start do not see.
-func BuildReceiver(ctx context.Context, cfg ReceiverConfig, opts Options) (*rap.Receiver, *slog.Logger, error) {
+//
+// The returned Accepter re-reads the keyring secret once its TTL has passed
+// (KeyringCache), so a rotated key reaches warm environments too.
+func BuildReceiver(ctx context.Context, cfg ReceiverConfig, opts Options) (Accepter, *slog.Logger, error) {
 	opts.Defaults(cfg.LogLevel)
 	awsCfg, err := opts.AWSConfig(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	keys, err := LoadKeyring(ctx, cfg.Keys, secretsmanager.NewFromConfig(awsCfg))
+	keys, err := NewKeyringCache(ctx, cfg.Keys, secretsmanager.NewFromConfig(awsCfg), opts.KeyringTTL, opts.Now, opts.Logger)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -64,12 +67,12 @@ func BuildReceiver(ctx context.Context, cfg ReceiverConfig, opts Options) (*rap.
 	if err != nil {
 		return nil, nil, err
 	}
-	rc, err := rap.NewReceiver(rap.ReceiverConfig{Keys: keys, Queue: queue, Now: opts.Now, Logger: opts.Logger,
+	rc, err := rap.NewReceiver(rap.ReceiverConfig{Keys: keys.Keys, Queue: queue, Now: opts.Now, Logger: opts.Logger,
 		Views: RefuseViews, Choices: RefuseChoices})
 	if err != nil {
 		return nil, nil, err
 	}
-	return rc, opts.Logger, nil
+	return refreshingAccepter{rc: rc, keys: keys}, opts.Logger, nil
 }
 
 // RefuseViews and RefuseChoices are the AWS receiver's view and choice

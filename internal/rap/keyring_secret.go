@@ -52,7 +52,7 @@ func ParseKeyringSecret(value string) (*Keyring, error) {
 		if err != nil {
 			return nil, fmt.Errorf("rap: keyring secret: field older: %w", err)
 		}
-		for id, secret := range kr.keys {
+		for id, secret := range kr.load().keys {
 			older = append(older, Key{ID: id, Secret: secret})
 		}
 	}

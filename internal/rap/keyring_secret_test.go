@@ -54,7 +54,7 @@ func TestParseKeyringSecret(t *testing.T) {
 			now := time.Unix(1_700_000_000, 0)
 			for _, id := range tt.verifies {
 				// Sign with a keyring whose current key is id, verify with kr.
-				signer, err := NewKeyring(Key{ID: id, Secret: kr.keys[id]})
+				signer, err := NewKeyring(Key{ID: id, Secret: kr.load().keys[id]})
 				if err != nil {
 					t.Fatalf("key %s not in keyring: %v", id, err)
 				}

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -72,17 +73,28 @@ type Key struct {
 }
 
 // Keyring holds the current signing key and older keys that still verify.
-// It is immutable and safe for concurrent use.
+// It is safe for concurrent use. Its key set is immutable, and Update
+// replaces it whole and atomically (a rotated secret read again), so a
+// Signer or Receiver holding the Keyring sees either the old or the new set.
 type Keyring struct {
+	set atomic.Pointer[keySet]
+}
+
+type keySet struct {
 	current Key
 	keys    map[string][]byte
 }
+
+func (kr *Keyring) load() *keySet { return kr.set.Load() }
+
+// Update replaces kr's keys with next's.
+func (kr *Keyring) Update(next *Keyring) { kr.set.Store(next.load()) }
 
 // NewKeyring returns a keyring signing with current and also accepting the
 // older keys. IDs must be 1..32 characters of [A-Za-z0-9_-] and distinct;
 // secrets at least MinKeyLen bytes.
 func NewKeyring(current Key, older ...Key) (*Keyring, error) {
-	kr := &Keyring{current: current, keys: map[string][]byte{}}
+	kr := &keySet{current: current, keys: map[string][]byte{}}
 	for i, k := range append([]Key{current}, older...) {
 		if k.ID == "" || len(k.ID) > 32 || !validName(k.ID) {
 			return nil, fmt.Errorf("rap: keyring key %d: id %q must be 1..32 characters of [A-Za-z0-9_-]", i, k.ID)
@@ -96,7 +108,9 @@ func NewKeyring(current Key, older ...Key) (*Keyring, error) {
 		kr.keys[k.ID] = append([]byte(nil), k.Secret...)
 	}
 	kr.current.Secret = kr.keys[current.ID]
-	return kr, nil
+	ring := &Keyring{}
+	ring.set.Store(kr)
+	return ring, nil
 }
 
 // ParseKeyring reads a keyring from "id:base64secret[,id:base64secret...]"
@@ -130,7 +144,7 @@ func decodeB64(s string) ([]byte, error) {
 }
 
 // CurrentID returns the ID of the key that signs.
-func (kr *Keyring) CurrentID() string { return kr.current.ID }
+func (kr *Keyring) CurrentID() string { return kr.load().current.ID }
 
 func mac(secret []byte, kid, thread, call, exp, class string) []byte {
 	h := hmac.New(sha256.New, secret)
@@ -196,7 +210,7 @@ func (kr *Keyring) Verify(q url.Values, now time.Time) (Capability, error) {
 	if !(ok1 && ok2 && ok3 && ok4 && ok5) {
 		return bad("", "the URL lacks one of the signed parameters t, c, e, k, s (each exactly once)")
 	}
-	secret, known := kr.keys[kid]
+	secret, known := kr.load().keys[kid]
 	if !known {
 		return bad(paramKey, "unknown signing key")
 	}
@@ -261,7 +275,8 @@ func (s *Signer) ClassCallbackURL(threadID, callID string, class runtime.Class) 
 		now = s.Now
 	}
 	exp := strconv.FormatInt(now().Add(ttl).Unix(), 10)
-	kid := s.Keys.current.ID
+	set := s.Keys.load()
+	kid := set.current.ID
 	q := u.Query()
 	q.Set(paramThread, threadID)
 	q.Set(paramCall, callID)
@@ -272,7 +287,7 @@ func (s *Signer) ClassCallbackURL(threadID, callID string, class runtime.Class) 
 		p = string(runtime.ClassBackground)
 		q.Set(paramClass, p)
 	}
-	q.Set(paramSig, base64.RawURLEncoding.EncodeToString(mac(s.Keys.current.Secret, kid, threadID, callID, exp, p)))
+	q.Set(paramSig, base64.RawURLEncoding.EncodeToString(mac(set.current.Secret, kid, threadID, callID, exp, p)))
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }

@@ -30,10 +30,14 @@ type SliceFunction struct {
 	Loader  *rap.Loader
 	Pool    *pgxpool.Pool
 	disp    *rap.Dispatcher
+	keys    *lambdafn.KeyringCache
 }
 
-// Handle is the Lambda handler of the slice function.
+// Handle is the Lambda handler of the slice function. It first re-reads
+// the callback keyring when its TTL has passed (lambdafn.KeyringCache), so
+// callback URLs are signed with a rotated key without a cold start.
 func (f *SliceFunction) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	f.keys.Refresh(ctx)
 	return f.Handler.Handle(ctx, ev)
 }
 
@@ -61,10 +65,11 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 	ddbClient := dynamodb.NewFromConfig(withCountingHTTP(awsCfg, "dynamodb"))
 	schedClient := scheduler.NewFromConfig(withCountingHTTP(awsCfg, "scheduler"))
 
-	keys, err := lambdafn.LoadKeyring(ctx, cfg.Keys, secretsmanager.NewFromConfig(awsCfg))
+	keyCache, err := lambdafn.NewKeyringCache(ctx, cfg.Keys, secretsmanager.NewFromConfig(awsCfg), opts.KeyringTTL, opts.Now, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
+	keys := keyCache.Keys
 	dbCfg := dsql.Config{Dialect: dsql.Postgres, DSN: cfg.PGDSN}
 	if cfg.DSQLEndpoint != "" {
 		dbCfg = dsql.Config{Dialect: dsql.DSQL, Endpoint: cfg.DSQLEndpoint, Region: cfg.Region, User: cfg.DSQLUser,
@@ -79,7 +84,7 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 	if err != nil {
 		return nil, fmt.Errorf("serverless: creating the history pool: %w", err)
 	}
-	f := &SliceFunction{Pool: pool}
+	f := &SliceFunction{Pool: pool, keys: keyCache}
 	fail := func(err error) (*SliceFunction, error) {
 		pool.Close()
 		if f.disp != nil {
