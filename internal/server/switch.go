@@ -94,26 +94,8 @@ func (s *Server) switchModel(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	th, err := s.store.Load(r.Context(), thread)
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "", "loading thread %s: %v", thread, err)
-		return
-	}
-	if th.State.Closed {
-		writeError(w, http.StatusConflict, "thread_id", "thread %s is closed", thread)
-		return
-	}
-	if req.ID == "" {
-		req.ID = newMessageID()
-	}
 	msg := runtime.Message{V: runtime.MessageVersion, ID: req.ID, ThreadID: thread, Kind: runtime.KindModel, Text: name}
-	if err := s.sys.Send(r.Context(), msg); err != nil {
-		var bm *runtime.BadMessageError
-		if errors.As(err, &bm) {
-			writeError(w, http.StatusBadRequest, bm.Field, "%s", bm.Reason)
-			return
-		}
-		writeError(w, http.StatusServiceUnavailable, "", "enqueueing the switch: %v", err)
+	if !s.sendSwitch(w, r, &msg) {
 		return
 	}
 	shown := name
@@ -146,27 +128,37 @@ func (s *Server) switchAgent(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "agent", "unknown agent %q", req.Agent)
 		return
 	}
-	th, err := s.store.Load(r.Context(), thread)
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "", "loading thread %s: %v", thread, err)
-		return
-	}
-	if th.State.Closed {
-		writeError(w, http.StatusConflict, "thread_id", "thread %s is closed", thread)
-		return
-	}
-	if req.ID == "" {
-		req.ID = newMessageID()
-	}
 	msg := runtime.Message{V: runtime.MessageVersion, ID: req.ID, ThreadID: thread, Kind: runtime.KindAgent, Agent: req.Agent}
-	if err := s.sys.Send(r.Context(), msg); err != nil {
-		var bm *runtime.BadMessageError
-		if errors.As(err, &bm) {
-			writeError(w, http.StatusBadRequest, bm.Field, "%s", bm.Reason)
-			return
-		}
-		writeError(w, http.StatusServiceUnavailable, "", "enqueueing the switch: %v", err)
+	if !s.sendSwitch(w, r, &msg) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"id": msg.ID, "thread_id": thread, "agent": req.Agent})
+}
+
+// sendSwitch sends a switch message to its thread, which must exist and be
+// open, giving it a fresh ID when the request named none. It answers the
+// request itself and reports false when it did not send.
+func (s *Server) sendSwitch(w http.ResponseWriter, r *http.Request, msg *runtime.Message) bool {
+	th, err := s.store.Load(r.Context(), msg.ThreadID)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "", "loading thread %s: %v", msg.ThreadID, err)
+		return false
+	}
+	if th.State.Closed {
+		writeError(w, http.StatusConflict, "thread_id", "thread %s is closed", msg.ThreadID)
+		return false
+	}
+	if msg.ID == "" {
+		msg.ID = newMessageID()
+	}
+	if err := s.sys.Send(r.Context(), *msg); err != nil {
+		var bm *runtime.BadMessageError
+		if errors.As(err, &bm) {
+			writeError(w, http.StatusBadRequest, bm.Field, "%s", bm.Reason)
+			return false
+		}
+		writeError(w, http.StatusServiceUnavailable, "", "enqueueing the switch: %v", err)
+		return false
+	}
+	return true
 }
