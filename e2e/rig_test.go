@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -49,8 +50,16 @@ type rig struct {
 	delay   *lambdatest.Poller
 	front   string // the callback receiver's "Function URL"
 
-	mu  sync.Mutex
-	all []string // every function's output, prefixed by its name
+	// With rigOptions.background: the background input queue, its poller,
+	// a sender that routes by class, and which threads each input queue
+	// delivered ("interactive", "background").
+	bgURL  string
+	bg     *lambdatest.Poller
+	router *sqsq.Router
+
+	mu        sync.Mutex
+	all       []string            // every function's output, prefixed by its name
+	delivered map[string][]string // input queue → thread IDs of the records it delivered
 }
 
 func (r *rig) line(fn string) func(string) {
@@ -70,6 +79,32 @@ func (r *rig) line(fn string) func(string) {
 type rigOptions struct {
 	sliceDir string
 	sliceEnv []string
+	// background adds the background input queue (issue 17): the slice
+	// function, the receiver and the relay are told its URL, and a second
+	// poller feeds it to the slice function.
+	background bool
+}
+
+// counting wraps an invocation so that the rig records which threads'
+// records each input queue delivered.
+func (r *rig) counting(queue string, f lambdatest.InvokeFunc) lambdatest.InvokeFunc {
+	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		for _, rec := range ev.Records {
+			if m, err := sqsq.DecodeRecord(rec); err == nil {
+				r.mu.Lock()
+				r.delivered[queue] = append(r.delivered[queue], m.ThreadID)
+				r.mu.Unlock()
+			}
+		}
+		return f(ctx, ev)
+	}
+}
+
+// deliveredBy returns the threads whose records queue delivered.
+func (r *rig) deliveredBy(queue string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.delivered[queue]...)
 }
 
 func startRig(t *testing.T, opts ...rigOptions) *rig {
@@ -85,7 +120,12 @@ func startRig(t *testing.T, opts ...rigOptions) *rig {
 	rieBin := testenv.Need(t, rieVar)
 	st := lambdatest.NewStack(t)
 	ctx := context.Background()
-	r := &rig{stack: st, logs: &lambdatest.Logs{}}
+	r := &rig{stack: st, logs: &lambdatest.Logs{}, delivered: map[string][]string{}}
+	var bgEnv []string
+	if o.background {
+		r.bgURL = st.AddQueue(t, "-bg", true)
+		bgEnv = []string{lambdafn.EnvBackgroundQueueURL + "=" + r.bgURL}
+	}
 	t.Cleanup(func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -127,8 +167,8 @@ func startRig(t *testing.T, opts ...rigOptions) *rig {
 
 	// The callback receiver reads its keyring inline, the slice function
 	// from the Secrets Manager secret: both ways of the contract run.
-	receiver := start("rapreceiver", append(awsEnv,
-		lambdafn.EnvInputQueueURL+"="+st.Input, lambdafn.EnvCallbackKeys+"="+st.Keys)...)
+	receiver := start("rapreceiver", append(append(awsEnv,
+		lambdafn.EnvInputQueueURL+"="+st.Input, lambdafn.EnvCallbackKeys+"="+st.Keys), bgEnv...)...)
 	front := httptest.NewServer(lambdatest.FunctionURLFront(receiver.InvokeFunctionURL))
 	t.Cleanup(front.Close)
 	r.front = front.URL + "/"
@@ -141,14 +181,21 @@ func startRig(t *testing.T, opts ...rigOptions) *rig {
 		lambdafn.EnvModelCatalog+"="+string(catalog),
 		lambdafn.EnvToolServers+"="+kitSrv.URL,
 		lambdafn.EnvCallbackURL+"="+r.front)
-	slicefn := start("slicefn", append(sliceEnv, o.sliceEnv...)...)
-	relay := start("delayrelay", append(awsEnv, lambdafn.EnvInputQueueURL+"="+st.Input)...)
+	slicefn := start("slicefn", append(append(sliceEnv, bgEnv...), o.sliceEnv...)...)
+	relay := start("delayrelay", append(append(awsEnv, lambdafn.EnvInputQueueURL+"="+st.Input), bgEnv...)...)
 
 	r.input = &lambdatest.Poller{SQS: st.SQS, QueueURL: st.Input, DLQURL: st.DLQ, MaxReceiveCount: lambdatest.MaxReceiveCount,
-		Invoke: slicefn.InvokeSQS, Logf: func(f string, a ...any) { r.line("poller(input)")(fmt.Sprintf(f, a...)) }}
+		Invoke: r.counting("interactive", slicefn.InvokeSQS), Logf: func(f string, a ...any) { r.line("poller(input)")(fmt.Sprintf(f, a...)) }}
 	r.delay = &lambdatest.Poller{SQS: st.SQS, QueueURL: st.Delay, DLQURL: st.DelayDLQ, MaxReceiveCount: lambdatest.MaxReceiveCount,
 		Invoke: relay.InvokeSQS, Logf: func(f string, a ...any) { r.line("poller(delay)")(fmt.Sprintf(f, a...)) }}
-	for _, p := range []*lambdatest.Poller{r.input, r.delay} {
+	pollers := []*lambdatest.Poller{r.input, r.delay}
+	if o.background {
+		// Its own event source, as the stack has; the same FIFO DLQ.
+		r.bg = &lambdatest.Poller{SQS: st.SQS, QueueURL: r.bgURL, DLQURL: st.DLQ, MaxReceiveCount: lambdatest.MaxReceiveCount,
+			Invoke: r.counting("background", slicefn.InvokeSQS), Logf: func(f string, a ...any) { r.line("poller(background)")(fmt.Sprintf(f, a...)) }}
+		pollers = append(pollers, r.bg)
+	}
+	for _, p := range pollers {
 		p.Start(ctx)
 		t.Cleanup(p.Stop)
 	}
@@ -159,6 +206,9 @@ func startRig(t *testing.T, opts ...rigOptions) *rig {
 		t.Cleanup(c.Stop)
 	}
 	if r.queue, err = sqsq.NewQueue(st.SQS, sqsq.QueueConfig{URL: st.Input}); err != nil {
+		t.Fatal(err)
+	}
+	if r.router, err = sqsq.NewClassQueues(st.SQS, sqsq.QueueConfig{URL: st.Input}, r.bgURL); err != nil {
 		t.Fatal(err)
 	}
 	pool, err := pgxpool.New(ctx, st.PGDSN)

@@ -53,6 +53,8 @@ type Stack struct {
 	PGDSN                               string // search_path set to Schema
 	Keys                                string // the callback keyring, "id:base64"
 	KeysSecretARN                       string
+
+	name string // the prefix of every resource's name
 }
 
 // NewStack creates a Stack, or skips the test (fails under
@@ -76,6 +78,7 @@ func NewStack(t testing.TB) *Stack {
 	}
 	name = strings.Trim(name, "-_") + "-" + suffix
 
+	s.name = name
 	s.Input = s.queue(t, ctx, name+"-in", true)
 	s.DLQ = s.queue(t, ctx, name+"-dlq", true)
 	s.Output = s.queue(t, ctx, name+"-out", false)
@@ -104,6 +107,16 @@ func NewStack(t testing.TB) *Stack {
 	}
 	s.KeysSecretARN = aws.ToString(out.ARN)
 	return s
+}
+
+// AddQueue creates one more queue of the stack (removed when the test
+// ends), named after the stack with suffix, and returns its URL: a FIFO
+// queue when fifo is true (".fifo" is appended).
+func (s *Stack) AddQueue(t testing.TB, suffix string, fifo bool) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return s.queue(t, ctx, s.name+suffix, fifo)
 }
 
 func (s *Stack) queue(t testing.TB, ctx context.Context, name string, fifo bool) string {
