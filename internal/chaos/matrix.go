@@ -433,25 +433,9 @@ func (m *Matrix) Races(ctx context.Context, greedy bool) []Divergence {
 // from the reference's, so a run is held to the scenario's End and the
 // invariants. Runs where no mail joined the held batch are not counted.
 func (m *Matrix) HeldCrashes(ctx context.Context) []Divergence {
-	var out []Divergence
-	for _, i := range m.sites() {
-		if m.Report.stopped() {
-			break
-		}
-		r, problems := m.play(ctx, Plan{CrashAt: i, HookAt: NoCrash, HoldCrashed: true})
-		mode, run := "crash+held/"+m.Backend, fmt.Sprintf("#%d %s", i, m.Sites[i])
-		if r == nil || r.merges == 0 {
-			if d := m.Report.skip(m.Scenario.Name, mode, run, r, problems); d != nil {
-				out = append(out, *d)
-			}
-			continue
-		}
-		_, fired := r.f.state()
-		if d := m.Report.add(m.Scenario.Name, mode, run, r, fired, problems); d != nil {
-			out = append(out, *d)
-		}
-	}
-	return out
+	return m.crashEverySite(ctx, "crash+held",
+		func(i int) Plan { return Plan{CrashAt: i, HookAt: NoCrash, HoldCrashed: true} },
+		func(r *Run) bool { return r.merges > 0 })
 }
 
 // DeadLetters kills the scenario once at every site and, when the killed
@@ -461,14 +445,24 @@ func (m *Matrix) HeldCrashes(ctx context.Context) []Divergence {
 // end (Plan.DeadLetterAfter). Held to the scenario's End and the
 // invariants; runs where nothing was dead-lettered are not counted.
 func (m *Matrix) DeadLetters(ctx context.Context, n int) []Divergence {
+	return m.crashEverySite(ctx, "dead-letter",
+		func(i int) Plan { return Plan{CrashAt: i, HookAt: NoCrash, DeadLetterAfter: n} },
+		func(r *Run) bool { return r.deadMoves > 0 })
+}
+
+// crashEverySite plays plan(i) at every sampled site and holds each run to
+// the scenario's End and the invariants. A run in which the planned
+// disturbance did not happen (happened false) is not counted as a run.
+func (m *Matrix) crashEverySite(ctx context.Context, mode string, plan func(site int) Plan, happened func(*Run) bool) []Divergence {
 	var out []Divergence
+	mode += "/" + m.Backend
 	for _, i := range m.sites() {
 		if m.Report.stopped() {
 			break
 		}
-		r, problems := m.play(ctx, Plan{CrashAt: i, HookAt: NoCrash, DeadLetterAfter: n})
-		mode, run := "dead-letter/"+m.Backend, fmt.Sprintf("#%d %s", i, m.Sites[i])
-		if r == nil || r.deadMoves == 0 {
+		r, problems := m.play(ctx, plan(i))
+		run := fmt.Sprintf("#%d %s", i, m.Sites[i])
+		if r == nil || !happened(r) {
 			if d := m.Report.skip(m.Scenario.Name, mode, run, r, problems); d != nil {
 				out = append(out, *d)
 			}
