@@ -34,6 +34,7 @@ import (
 
 	"github.com/agentslice/agentslice/internal/local"
 	"github.com/agentslice/agentslice/internal/runtime"
+	"github.com/agentslice/agentslice/loadtest/hostinfo"
 )
 
 type config struct {
@@ -244,14 +245,14 @@ func run(c config) error {
 	total := int64(c.agents) * int64(c.turns) * 2
 	bar := startBar(c.progress, total, &completions)
 	fmt.Printf("# agentslice density: profile=%s store=%s agents=%d turns=%d wave=%d (%d completions); %s\n",
-		c.profile, c.store, c.agents, c.turns, c.wave, total, machine())
+		c.profile, c.store, c.agents, c.turns, c.wave, total, hostinfo.Machine())
 	fmt.Println("agents,rss_bytes")
 	var samples []sample
 	var busy, freeze, cpu time.Duration
 	var stats runStats
 	for start := 0; start < c.agents; start += c.wave {
 		n := min(c.wave, c.agents-start)
-		t0, c0, s0 := time.Now(), cpuTime(), readRunStats()
+		t0, c0, s0 := time.Now(), hostinfo.CPUTime(), readRunStats()
 		d.launch(start, n)
 		<-d.done
 		select {
@@ -263,7 +264,7 @@ func run(c config) error {
 		store.FreezeIdle(0)
 		freeze += time.Since(t1)
 		busy += time.Since(t0)
-		cpu += cpuTime() - c0
+		cpu += hostinfo.CPUTime() - c0
 		stats.add(readRunStats().sub(s0))
 		r := rss()
 		samples = append(samples, sample{start + n, r})
@@ -275,7 +276,7 @@ func run(c config) error {
 	}
 
 	res := Result{Profile: c.profile, Agents: c.agents, Turns: c.turns, Wave: c.wave, Completions: completions.Load(),
-		Seconds: busy.Seconds(), FreezeSeconds: freeze.Seconds(), GOMAXPROCS: goruntime.GOMAXPROCS(0), Machine: machine()}
+		Seconds: busy.Seconds(), FreezeSeconds: freeze.Seconds(), GOMAXPROCS: goruntime.GOMAXPROCS(0), Machine: hostinfo.Machine()}
 	res.CompletionsPerSec = float64(res.Completions) / res.Seconds
 	res.CPUSeconds = cpu.Seconds()
 	res.CompletionsPerCPUSec = float64(res.Completions) / res.CPUSeconds

@@ -12,7 +12,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -21,16 +20,15 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/agentslice/agentslice/internal/local"
 	"github.com/agentslice/agentslice/internal/runtime"
+	"github.com/agentslice/agentslice/loadtest/hostinfo"
 )
 
 type config struct {
@@ -113,7 +111,7 @@ type variant struct {
 }
 
 func run(c config) error {
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0 := time.Now(), hostinfo.CPUTime()
 	var vs []*variant
 	for _, name := range []string{"no_flood", "priority", "fifo"} {
 		v, err := runVariant(c, name)
@@ -137,7 +135,7 @@ func run(c config) error {
 		Workload: fmt.Sprintf("%d background threads woken at once after %s; %d interactive users, a message each %s-%s (open loop); "+
 			"simulated model %s±%s, %d tokens/completion; provider limit %d concurrent, %d tokens/min (bucket of one minute); budget = the provider's limits",
 			c.background, c.warmup, c.users, c.thinkMin, c.thinkMax, c.latency, c.jitter/2, c.tokens, c.concurrency, c.tpm),
-		Machine: machine() + " (shared with other jobs)", CPUSeconds: round1((cpuTime() - cpu0).Seconds()), Seconds: round1(time.Since(start).Seconds()),
+		Machine: hostinfo.Machine(), CPUSeconds: round1((hostinfo.CPUTime() - cpu0).Seconds()), Seconds: round1(time.Since(start).Seconds()),
 	}
 	r.P99WithinTwiceNoFlood = r.InteractiveP99Priority <= 2*r.InteractiveP99NoFlood
 	if ff.bgCPS > 0 {
@@ -342,27 +340,3 @@ func pct(ds []time.Duration, p float64) time.Duration {
 func ms(d time.Duration) float64 { return round1(float64(d) / float64(time.Millisecond)) }
 
 func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
-
-func machine() string {
-	cpu := "unknown CPU"
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-				cpu = strings.TrimSpace(v)
-				break
-			}
-		}
-		f.Close()
-	}
-	return cpu + ", " + strconv.Itoa(goruntime.NumCPU()) + " cores, " + goruntime.Version() + ", GOMAXPROCS=" + strconv.Itoa(goruntime.GOMAXPROCS(0))
-}
-
-// cpuTime is the CPU time (user + system) this process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
