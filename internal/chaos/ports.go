@@ -131,7 +131,7 @@ func (a *asyncTool) Dispatch(ctx context.Context, inv runtime.Invocation) error 
 	if !a.reply {
 		return nil
 	}
-	return a.run.Send(ctx, runtime.Message{V: 1, ID: runtime.DeriveID("res_", inv.ThreadID, inv.CallID),
+	return a.run.Send(ctx, runtime.Message{V: 1, ID: runtime.ResultID(inv.ThreadID, inv.CallID),
 		ThreadID: inv.ThreadID, Kind: runtime.KindToolResult, ToolCallID: inv.CallID, Text: "done: " + inv.Args})
 }
 

@@ -328,7 +328,7 @@ func MessageFor(threadID, callID string, cb *Callback) runtime.Message {
 	switch cb.Type {
 	case TypeToolResult:
 		r := cb.ToolResult
-		m.ID = runtime.DeriveID("res_", threadID, callID)
+		m.ID = runtime.ResultID(threadID, callID)
 		m.Kind = runtime.KindToolResult
 		if len(r.Content) > 0 {
 			m.Content = append([]runtime.Content(nil), r.Content...)

@@ -103,7 +103,7 @@ func (s *Server) checkPendingCall(ctx context.Context, c disk.PendingCall, round
 		}
 		return s.opts.PendingCalls.CheckPendingCall(ctx, c.ThreadID, c.Call)
 	}
-	msg := runtime.Message{V: runtime.MessageVersion, ID: runtime.DeriveID("res_", c.ThreadID, c.Call.ID), ThreadID: c.ThreadID,
+	msg := runtime.Message{V: runtime.MessageVersion, ID: runtime.ResultID(c.ThreadID, c.Call.ID), ThreadID: c.ThreadID,
 		Kind: runtime.KindToolResult, ToolCallID: c.Call.ID, IsError: true,
 		Text: "error: the agentslice server restarted while " + c.Call.Name + " was running; its result is lost and whether it took effect is unknown. Call it again if you still need it."}
 	if err := s.sys.Send(ctx, msg); err != nil {

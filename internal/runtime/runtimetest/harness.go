@@ -56,7 +56,7 @@ func (t *RecordingTool) Dispatch(ctx context.Context, inv runtime.Invocation) er
 	}
 	if t.Reply != nil {
 		if text, ok := t.Reply(inv); ok {
-			return t.Queue.Send(ctx, runtime.Message{V: 1, ID: runtime.DeriveID("res_", inv.ThreadID, inv.CallID),
+			return t.Queue.Send(ctx, runtime.Message{V: 1, ID: runtime.ResultID(inv.ThreadID, inv.CallID),
 				ThreadID: inv.ThreadID, Kind: runtime.KindToolResult, ToolCallID: inv.CallID, Text: text})
 		}
 	}
