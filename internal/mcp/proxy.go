@@ -103,14 +103,14 @@ func New(cfg Config) (*Proxy, error) {
 		Logger:      cfg.Logger,
 		Tools: []rap.Tool{
 			{
-				Name:        cfg.Name + "_list_tools",
+				Name:        ListToolsName(cfg.Name),
 				Description: fmt.Sprintf("Lists the tools of the MCP server %q with their descriptions and input schemas. Call %s_invoke_tool to use one.", cfg.Name, cfg.Name),
 				InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false}`),
 				Annotations: &rap.Annotations{ReadOnly: true, Idempotent: true},
 				Run:         p.listTools,
 			},
 			{
-				Name:        cfg.Name + "_invoke_tool",
+				Name:        InvokeToolName(cfg.Name),
 				Description: fmt.Sprintf("Calls a tool of the MCP server %q (see %s_list_tools) with arguments matching its input schema.", cfg.Name, cfg.Name),
 				InputSchema: json.RawMessage(`{
 					"type": "object",
@@ -320,3 +320,11 @@ func describeResource(r *sdk.ResourceContents) string {
 	}
 	return fmt.Sprintf("[binary resource %s (%s), %d bytes, omitted]", r.URI, r.MIMEType, len(r.Blob))
 }
+
+// ListToolsName is the name of the tool that lists the tools of the MCP
+// server configured as server.
+func ListToolsName(server string) string { return server + "_list_tools" }
+
+// InvokeToolName is the name of the tool that calls a tool of the MCP
+// server configured as server.
+func InvokeToolName(server string) string { return server + "_invoke_tool" }

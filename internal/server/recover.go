@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentslice/agentslice/internal/disk"
+	"github.com/agentslice/agentslice/internal/mcp"
 	"github.com/agentslice/agentslice/internal/rap/tools"
 	"github.com/agentslice/agentslice/internal/runtime"
 )
@@ -132,7 +133,7 @@ func (s *Server) inProcessTool(name string) bool {
 		}
 	}
 	for _, m := range s.cfg.MCPServers {
-		if name == m.Name+"_list_tools" || name == m.Name+"_invoke_tool" {
+		if name == mcp.ListToolsName(m.Name) || name == mcp.InvokeToolName(m.Name) {
 			return true
 		}
 	}
