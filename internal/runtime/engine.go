@@ -295,7 +295,7 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 			}
 		}
 		s.maybeCompact()
-		if err := s.commit(ctx); err != nil {
+		if err := s.commit(ctx, false); err != nil {
 			return s.res, err
 		}
 		if len(s.st.Outbox) == 0 && (s.st.Pending == nil || s.st.Pending.Dispatched) {
@@ -313,7 +313,7 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 				sentMarker = OutboxSentID(s.version)
 				break
 			}
-			if err := s.commit(ctx); err != nil {
+			if err := s.commit(ctx, true); err != nil {
 				return s.res, err
 			}
 			break
@@ -561,8 +561,10 @@ func (s *slice) appendItem(it Item) {
 // ownPos is the own-history position the next appended item will get.
 func (s *slice) ownPos() int { return s.length + len(s.view) - s.mark }
 
-// commit writes what the slice has produced since the last commit.
-func (s *slice) commit(ctx context.Context) error {
+// commit writes what the slice has produced since the last commit;
+// sentOnly when that is only the record that the outbox went out
+// (Commit.SentOnly).
+func (s *slice) commit(ctx context.Context, sentOnly bool) error {
 	if !s.dirty {
 		return nil
 	}
@@ -574,7 +576,7 @@ func (s *slice) commit(ctx context.Context) error {
 	// Append aliases the view's slots; the engine only ever appends past
 	// them, so they stay as committed.
 	s.commitArg = Commit{ThreadID: s.threadID, Expected: s.version, Append: s.view[s.mark:len(s.view):len(s.view)], State: st,
-		Children: s.children, Inputs: s.inputs, Lease: s.th.Lease}
+		Children: s.children, Inputs: s.inputs, Lease: s.th.Lease, SentOnly: sentOnly}
 	c := &s.commitArg
 	if chaosmutant == MutantNoVersionCheck {
 		s.blindCommit(ctx, c)

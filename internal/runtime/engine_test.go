@@ -410,3 +410,38 @@ func TestToolsetOutageDoesNotCloseAnUndispatchedCall(t *testing.T) {
 		t.Fatalf("pending %+v, want the call dispatched and still waiting for its result", th.State.Pending)
 	}
 }
+
+// sentOnlyStore records each commit's SentOnly flag and what it carried.
+type sentOnlyStore struct {
+	runtime.HistoryStore
+	commits []runtime.Commit
+}
+
+func (s *sentOnlyStore) Commit(ctx context.Context, c *runtime.Commit) error {
+	s.commits = append(s.commits, *c)
+	return s.HistoryStore.Commit(ctx, c)
+}
+
+// Without a dedup store, "sent" is a second commit, and only that one is
+// marked SentOnly (a store may write it behind): it appends nothing,
+// creates no thread and holds the call as dispatched with no outbox left.
+func TestSecondCommitIsSentOnly(t *testing.T) {
+	store := &sentOnlyStore{HistoryStore: local.NewHistoryStore()}
+	e, _ := newEngine(store, &model.Sim{Chunks: 1, Tool: "work", ToolArgs: `{}`})
+	tool := &runtimetest.RecordingTool{}
+	e.Tools.(*runtime.Toolbox).MustAdd(runtime.ToolEntry{Spec: runtime.ToolSpec{Name: "work"}, Async: tool})
+	if _, err := e.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u1")}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(store.commits) != 2 {
+		t.Fatalf("%d commits, want the turn and the sent record", len(store.commits))
+	}
+	turn, sent := store.commits[0], store.commits[1]
+	if turn.SentOnly || len(turn.Append) == 0 {
+		t.Fatalf("the turn's commit: SentOnly %v with %d items", turn.SentOnly, len(turn.Append))
+	}
+	if !sent.SentOnly || len(sent.Append) != 0 || len(sent.Children) != 0 || len(sent.State.Outbox) != 0 ||
+		sent.State.Pending == nil || !sent.State.Pending.Dispatched {
+		t.Fatalf("the second commit: %+v, want SentOnly with the call dispatched and nothing else", sent)
+	}
+}

@@ -170,4 +170,12 @@ type Commit struct {
 	Inputs []string
 	// Lease is the Thread.Lease of the load this commit follows.
 	Lease any
+	// SentOnly marks the commit that records only that the outbox
+	// committed at Expected went out in full (the outbox cleared, the call
+	// marked dispatched with its deadline; nothing appended, no children).
+	// A store may answer it before it is durable, provided it becomes
+	// durable before any later commit of the thread: lost in a crash, it
+	// costs a resend of that outbox with the same IDs, which delivery and
+	// dispatch allow anyway.
+	SentOnly bool
 }
