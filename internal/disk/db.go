@@ -34,10 +34,14 @@ type Options struct {
 	Readers int
 	// DedupTTL is how long a processed message ID is remembered. Default 24h.
 	DedupTTL time.Duration
-	// NoSync turns synchronous=FULL into synchronous=OFF: commits are not
-	// fsynced (tests that kill nothing and benchmarks that say so).
+	// NoSync turns off every fsync (the journal's, and SQLite's
+	// synchronous=FULL becomes OFF): for tests that kill nothing and
+	// benchmarks that say so.
 	NoSync bool
-	Logger *slog.Logger
+	// SegmentBytes is the journal size past which a checkpoint copies it
+	// into the database. Default 64 MiB.
+	SegmentBytes int64
+	Logger       *slog.Logger
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 }
@@ -49,6 +53,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.Readers <= 0 {
 		o.Readers = 4
+	}
+	if o.SegmentBytes <= 0 {
+		o.SegmentBytes = 64 << 20
 	}
 	if o.DedupTTL <= 0 {
 		o.DedupTTL = 24 * time.Hour
@@ -65,13 +72,18 @@ func (o Options) WithDefaults() Options {
 // DB is an open data directory: the database, its lock and its writer.
 // Its stores (History, Dedup, Inbox, Timers) share it. Close it when done.
 type DB struct {
-	dir  string
-	opts Options
-	lock *os.File
-	rdb  *sql.DB  // read connections
-	wdb  *sql.DB  // the one write connection
-	w    *writer  // group commit
-	hist *History // built by Open
+	dir   string
+	opts  Options
+	lock  *os.File
+	rdb   *sql.DB  // read connections
+	wdb   *sql.DB  // the one write connection
+	w     *writer  // group commit to the database
+	j     *journal // group commit to the journal
+	inbox *inboxState
+	hist  *History // built by Open
+	// The background checkpointer (the journal is full).
+	quit chan struct{}
+	wg   sync.WaitGroup
 	mu   sync.Mutex
 	shut bool
 }
@@ -102,14 +114,74 @@ func Open(ctx context.Context, dir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &DB{dir: dir, opts: opts, lock: lock}
+	d := &DB{dir: dir, opts: opts, lock: lock, quit: make(chan struct{})}
 	if err := d.open(ctx); err != nil {
 		d.closeFiles()
 		return nil, err
 	}
+	last, n, err := replay(ctx, d.wdb, dir)
+	if err != nil {
+		d.closeFiles()
+		return nil, err
+	}
+	if n > 0 {
+		opts.Logger.Info("replayed the journal", "dir", dir, "records", n)
+	}
+	if last > 0 {
+		if err := removeSegments(dir, last); err != nil {
+			d.closeFiles()
+			return nil, err
+		}
+	}
+	stored, err := d.inboxKeys(ctx)
+	if err != nil {
+		d.closeFiles()
+		return nil, err
+	}
+	if d.j, err = openJournal(dir, last+1, opts.SegmentBytes, opts.MaxGroup, opts.NoSync); err != nil {
+		d.closeFiles()
+		return nil, err
+	}
+	d.inbox = newInboxState(stored)
 	d.w = newWriter(d.wdb, opts.MaxGroup, opts.Logger)
 	d.hist = newHistory(d)
+	d.wg.Add(1)
+	go d.checkpointWhenFull() // owned by Close
 	return d, nil
+}
+
+// inboxKeys reads which messages the database's inbox holds.
+func (d *DB) inboxKeys(ctx context.Context) (map[inboxKey]struct{}, error) {
+	rows, err := d.rdb.QueryContext(ctx, `SELECT thread, id FROM inbox`)
+	if err != nil {
+		return nil, fmt.Errorf("disk: reading the inbox: %w", err)
+	}
+	defer rows.Close()
+	keys := map[inboxKey]struct{}{}
+	for rows.Next() {
+		var k inboxKey
+		if err := rows.Scan(&k.thread, &k.id); err != nil {
+			return nil, fmt.Errorf("disk: reading the inbox: %w", err)
+		}
+		keys[k] = struct{}{}
+	}
+	return keys, rows.Err()
+}
+
+// checkpointWhenFull checkpoints each time the journal passes
+// Options.SegmentBytes.
+func (d *DB) checkpointWhenFull() {
+	defer d.wg.Done()
+	for {
+		select {
+		case <-d.quit:
+			return
+		case <-d.j.full:
+			if _, err := d.hist.checkpoint(context.Background(), false, 0); err != nil {
+				d.opts.Logger.Warn("checkpoint failed; the journal keeps what it did not copy", "error", err)
+			}
+		}
+	}
 }
 
 // lockDir takes an exclusive, non-blocking flock on dir/LOCK and writes the
@@ -203,9 +275,16 @@ func (d *DB) Dedup() *Dedup { return &Dedup{d: d} }
 // Inbox returns the inbox of accepted messages.
 func (d *DB) Inbox() *Inbox { return &Inbox{d: d} }
 
-// Close stops the writer (waiting for writes in flight), closes the
-// database and releases the lock. Safe to call twice.
+// Close checkpoints (so that the next Open has nothing to replay), stops
+// the writers (waiting for writes in flight), closes the files and releases
+// the lock. Safe to call twice.
 func (d *DB) Close() error {
+	return d.close(true)
+}
+
+// close is Close; without checkpoint it leaves the journal as a crash
+// would (tests).
+func (d *DB) close(checkpoint bool) error {
 	d.mu.Lock()
 	if d.shut {
 		d.mu.Unlock()
@@ -213,10 +292,18 @@ func (d *DB) Close() error {
 	}
 	d.shut = true
 	d.mu.Unlock()
-	if d.w != nil {
-		d.w.close()
+	close(d.quit)
+	d.wg.Wait()
+	var errs []error
+	if checkpoint {
+		if _, err := d.hist.checkpoint(context.Background(), false, 0); err != nil {
+			errs = append(errs, err) // the journal keeps it: the next Open replays it
+		}
 	}
-	return d.closeFiles()
+	errs = append(errs, d.j.close())
+	d.w.close()
+	errs = append(errs, d.closeFiles())
+	return errors.Join(errs...)
 }
 
 func (d *DB) closeFiles() error {
@@ -237,27 +324,43 @@ func (d *DB) closeFiles() error {
 }
 
 // Backup writes a consistent copy of the database to path (VACUUM INTO)
-// while the database is in use. path must not exist.
+// while the database is in use: a checkpoint, then a copy of the database
+// as that checkpoint left it (commits made meanwhile are in the journal,
+// not in the copy). path must not exist.
 func (d *DB) Backup(ctx context.Context, path string) error {
+	if _, err := d.hist.checkpoint(ctx, false, 0); err != nil {
+		return fmt.Errorf("disk: backing up to %s: %w", path, err)
+	}
 	if _, err := d.rdb.ExecContext(ctx, "VACUUM INTO ?", path); err != nil {
 		return fmt.Errorf("disk: backing up to %s: %w", path, err)
 	}
 	return nil
 }
 
-// DiskBytes is the size of the database files (database, WAL).
+// DiskBytes is the size of the data directory's files (database, WAL,
+// journal).
 func (d *DB) DiskBytes() int64 {
 	var n int64
-	for _, suffix := range []string{"", "-wal"} {
-		if fi, err := os.Stat(filepath.Join(d.dir, FileName+suffix)); err == nil {
+	names := []string{FileName, FileName + "-wal"}
+	if segs, err := segments(d.dir); err == nil {
+		for _, s := range segs {
+			names = append(names, segName(s))
+		}
+	}
+	for _, name := range names {
+		if fi, err := os.Stat(filepath.Join(d.dir, name)); err == nil {
 			n += fi.Size()
 		}
 	}
 	return n
 }
 
-// Checkpoint copies the WAL into the database file and truncates it.
+// Checkpoint copies the journal into the database, then the database's
+// WAL into its file, and truncates both.
 func (d *DB) Checkpoint(ctx context.Context) error {
+	if _, err := d.hist.checkpoint(ctx, false, 0); err != nil {
+		return err
+	}
 	return d.w.do(ctx, &wreq{fn: func(c *wconn) error {
 		c.checkpoint = true
 		return nil
@@ -265,3 +368,15 @@ func (d *DB) Checkpoint(ctx context.Context) error {
 }
 
 var _ runtime.HistoryStore = (*History)(nil)
+
+// JournalStats counts what the journal wrote since Open.
+type JournalStats struct {
+	// Syncs is the number of group commits (one write and one fdatasync
+	// each); Records the records they carried; Bytes their size.
+	Syncs, Records, Bytes int64
+}
+
+// JournalStats returns the journal's counters.
+func (d *DB) JournalStats() JournalStats {
+	return JournalStats{Syncs: d.j.groups.Load(), Records: d.j.writes.Load(), Bytes: d.j.bytes.Load()}
+}

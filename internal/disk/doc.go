@@ -2,7 +2,8 @@
 // serve`): threads' history and state, processed message IDs, the inbox of
 // accepted messages and the armed sleeps, in one SQLite database file under a
 // data directory, through modernc.org/sqlite (SQLite translated to Go: no
-// cgo, so `go build` stays one command).
+// cgo, so `go build` stays one command), with a journal of its own in front
+// of it for the writes of the hot path.
 //
 // # Why SQLite (modernc.org/sqlite)
 //
@@ -20,26 +21,46 @@
 // `PRAGMA integrity_check`. modernc.org/sqlite over ncruces because it is a
 // plain database/sql driver with no WebAssembly runtime in between.
 //
-// # Durability and group commit (the fsync policy)
+// # Durability: a journal in front of the database (the fsync policy)
 //
-// The database runs in WAL mode with synchronous=FULL: a transaction is
-// durable when COMMIT returns (the WAL is fsynced). One goroutine owns the
-// write connection and commits in groups: whatever writes are waiting
-// (history commits, inbox and dedup writes, timers) go into one transaction,
-// so one fsync covers them all, and each caller is answered only after that
-// COMMIT. A history commit runs inside its own SAVEPOINT, so one that
-// conflicts is rolled back alone and the rest of the group commits.
+// History commits and inbox changes are the hot path (several per model
+// completion), so they do not go to SQLite one by one: every B-tree update
+// there costs far more than the fsync. They go to a journal instead, an
+// append-only sequence of segment files (journal.go). A writer encodes its
+// record on its own goroutine; one goroutine appends whatever has queued up
+// with one write and one fdatasync (group commit), applies each record to
+// memory and only then answers: when Commit or Inbox.Put returns, the
+// change is on stable storage. The one exception is the commit that only
+// records that an outbox went out (runtime.Commit.SentOnly): it is applied
+// at once and written behind, never after a later commit of its thread.
+//
+// Memory is the authority for the threads it holds: a commit is checked
+// against the thread in memory (read from the database first if need be),
+// and a thread leaves memory only once a checkpoint has copied it into the
+// database. A checkpoint (checkpoint.go) cuts the journal between two group
+// commits, writes what memory holds beyond the database in one
+// transaction, and deletes the segments it covered; it runs when the
+// journal passes Options.SegmentBytes, on FreezeIdle, Backup and Close, and
+// before recovery's queries. Open replays whatever segments are left (a
+// crash), skipping records the database already has; a record cut short at
+// the very end is the write the crash interrupted, never acknowledged;
+// damage anywhere else is refused (ErrCorrupt) with the files untouched. A
+// write or sync error stops the journal for good: the process must restart
+// and recover from the files, since memory may be ahead of them.
+//
+// Timers, dedup records and checkpoints go to SQLite directly through a
+// second writer goroutine that owns the write connection and also commits
+// in groups (WAL, synchronous=FULL). Options.NoSync turns every fsync off.
 //
 // # Tiers
 //
 // A thread that committed recently is hot: its decoded state and items are
-// cached in memory and a load copies them from there. Each commit appends one
-// row of items (the compact binary form of internal/local, derivable IDs left
-// out) and replaces the thread's state. FreezeIdle drops threads idle for a
-// while from memory entirely and, on disk, merges their item rows into one
-// zstd frame per thread (the frozen tier on disk: a thread's history
-// compresses far better whole than per commit). The next load of such a
-// thread reads it back from the database.
+// in memory and a load copies them from there. FreezeIdle checkpoints and
+// drops threads idle for a while from memory entirely, and writes each one's
+// history as one zstd frame (a thread's history compresses far better whole
+// than per commit); a thread checkpointed while still hot gets a row of
+// items per checkpoint instead, merged into its frame when it goes idle.
+// The next load of a dropped thread reads it back from the database.
 //
 // # Schema (versioned by PRAGMA user_version; see migrations)
 //
@@ -53,7 +74,17 @@
 //	dedup   (thread, id, expires)
 //	inbox   (seq, thread, id, body JSON)   accepted, not yet consumed
 //	timers  (thread, call, at, body JSON)  armed sleeps
+//	v4: no table changes; the journal exists (an older build must refuse
+//	    a directory whose journal it would ignore)
 //
-// The data directory holds agentslice.db (plus its -wal and -shm files) and
-// a LOCK file: a second process opening the same directory is refused.
+// The data directory holds agentslice.db (plus its -wal and -shm files),
+// the journal's segments (journal-NNNNNNNN.log) and a LOCK file: a second
+// process opening the same directory is refused.
+//
+// # Errors
+//
+// Open returns ErrLocked, ErrNewerVersion, ErrNotOurs or ErrCorrupt (each
+// leaving the files as they were) or an error naming the file and the
+// operation. Commit returns runtime.ErrConflict for a version mismatch or a
+// commit of the same thread already in flight.
 package disk

@@ -7,9 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	goruntime "runtime"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -29,24 +29,42 @@ type History struct {
 	sh   [shardCount]hshard
 	enc  *zstd.Encoder
 	dec  *zstd.Decoder
+	// ckptMu keeps checkpoints one at a time.
+	ckptMu sync.Mutex
 }
 
 type hshard struct {
 	mu  sync.Mutex
 	hot map[string]*hotThread
+	// busy holds the threads with a commit on its way through the journal
+	// (and the children it creates): a second commit of one conflicts.
+	busy map[string]struct{}
+	// evictions counts threads dropped from hot: a read from the database
+	// that raced with one may be stale and is not cached.
+	evictions uint64
 }
 
-// hotThread is a thread's cached view of what is durable.
+// hotThread is a thread in memory: everything the database and the journal
+// hold of it. While a thread is in memory it is the authority (commits are
+// checked against it); it leaves memory only once a checkpoint has copied
+// it into the database.
 type hotThread struct {
 	state   runtime.ThreadState
 	spawnAt int
 	items   []runtime.Item // own items; immutable up to len
-	rows    int            // item rows on disk not yet merged into the frozen frame
 	touched int64
+	// What the database holds (the journal may hold more).
+	stored    bool  // the thread has a row
+	storedVer int64 // its version
+	storedLen int   // its items (frozen frame and rows)
+	rows      int   // item rows beyond the frozen frame
 }
 
+// dirty says whether the journal holds commits the database does not.
+func (ht *hotThread) dirty() bool { return !ht.stored || ht.storedVer != ht.state.Version }
+
 func newHistory(d *DB) *History {
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(2),
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(goruntime.GOMAXPROCS(0)),
 		zstd.WithLowerEncoderMem(true), zstd.WithZeroFrames(true))
 	if err != nil {
 		panic(fmt.Sprintf("disk: zstd encoder: %v", err)) // only on invalid options
@@ -58,6 +76,7 @@ func newHistory(d *DB) *History {
 	h := &History{d: d, seed: maphash.MakeSeed(), enc: enc, dec: dec}
 	for i := range h.sh {
 		h.sh[i].hot = map[string]*hotThread{}
+		h.sh[i].busy = map[string]struct{}{}
 	}
 	return h
 }
@@ -99,6 +118,7 @@ func (h *History) get(ctx context.Context, id string) (*hotThread, error) {
 		sh.mu.Unlock()
 		return &snap, nil
 	}
+	ev := sh.evictions
 	sh.mu.Unlock()
 	ht, err := h.read(ctx, id)
 	if err != nil || ht == nil {
@@ -106,11 +126,15 @@ func (h *History) get(ctx context.Context, id string) (*hotThread, error) {
 	}
 	ht.touched = h.d.opts.Now().UnixNano()
 	sh.mu.Lock()
-	if cur := sh.hot[id]; cur == nil || cur.state.Version < ht.state.Version {
+	defer sh.mu.Unlock()
+	if cur := sh.hot[id]; cur != nil {
+		snap := *cur // loaded or committed meanwhile: memory is the authority
+		return &snap, nil
+	}
+	if sh.evictions == ev {
 		sh.hot[id] = ht
 	}
 	snap := *ht
-	sh.mu.Unlock()
 	return &snap, nil
 }
 
@@ -123,9 +147,9 @@ func (h *History) read(ctx context.Context, id string) (*hotThread, error) {
 	defer tx.Rollback()
 	var state, frozen []byte
 	var frozenLen int
-	ht := &hotThread{}
-	err = tx.QueryRowContext(ctx, `SELECT spawn_at, state, frozen, frozen_len FROM threads WHERE id = ?`, id).
-		Scan(&ht.spawnAt, &state, &frozen, &frozenLen)
+	ht := &hotThread{stored: true}
+	err = tx.QueryRowContext(ctx, `SELECT spawn_at, version, state, frozen, frozen_len FROM threads WHERE id = ?`, id).
+		Scan(&ht.spawnAt, &ht.storedVer, &state, &frozen, &frozenLen)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -167,9 +191,10 @@ func (h *History) read(ctx context.Context, id string) (*hotThread, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("disk: loading the items of %s: %w", id, err)
 	}
-	if len(ht.items) != ht.state.Length {
-		return nil, fmt.Errorf("disk: thread %s: %d items stored, state says %d", id, len(ht.items), ht.state.Length)
+	if len(ht.items) != ht.state.Length || ht.state.Version != ht.storedVer {
+		return nil, fmt.Errorf("disk: thread %s: %d items stored at version %d, state says %d at %d", id, len(ht.items), ht.storedVer, ht.state.Length, ht.state.Version)
 	}
+	ht.storedLen = len(ht.items)
 	return ht, nil
 }
 
@@ -210,176 +235,206 @@ func attention(st *runtime.ThreadState) int {
 	return 0
 }
 
-// Commit applies c atomically and durably (see the package doc on group
-// commit).
+// Commit applies c atomically and durably: it is checked against the
+// thread in memory (read from the database first if it is not there),
+// written to the journal, and applied to memory once the journal has synced
+// it (see the package doc on group commit).
 func (h *History) Commit(ctx context.Context, c *runtime.Commit) error {
 	if c.State.Version != c.Expected+1 {
 		return fmt.Errorf("disk: commit of %s: state version %d, expected %d", c.ThreadID, c.State.Version, c.Expected+1)
 	}
-	state, err := json.Marshal(&c.State)
-	if err != nil {
-		return fmt.Errorf("disk: encoding the state of %s: %w", c.ThreadID, err)
-	}
 	oldLen := c.State.Length - len(c.Append)
-	var data []byte
-	if len(c.Append) > 0 {
-		data = local.AppendItems(nil, c.ThreadID, oldLen, c.Append)
+	if err := h.reserve(ctx, c, oldLen); err != nil {
+		return err
 	}
-	type kid struct {
-		ch    runtime.ChildThread
-		state []byte
-	}
-	kids := make([]kid, len(c.Children))
-	for i, ch := range c.Children {
-		if kids[i].state, err = json.Marshal(&ch.State); err != nil {
-			return fmt.Errorf("disk: encoding the state of child %s: %w", ch.ID, err)
-		}
-		kids[i].ch = ch
+	rec, err := h.encodeCommit(c, oldLen)
+	if err != nil {
+		h.release(c)
+		return err
 	}
 	now := h.d.opts.Now().UnixNano()
-	att := attention(&c.State)
-	fn := func(w *wconn) error {
-		var n int64
-		var err error
-		if c.Expected == 0 {
-			// A child's row exists at version 0 from its parent's commit.
-			n, err = w.exec(`INSERT INTO threads (id, parent, spawn_at, version, length, state, attention) VALUES (?, ?, 0, ?, ?, ?, ?)
-				ON CONFLICT (id) DO UPDATE SET version = excluded.version, length = excluded.length, state = excluded.state,
-					attention = excluded.attention
-				WHERE threads.version = 0 AND threads.length = ?`, c.ThreadID, c.State.Parent, c.State.Version, c.State.Length, state, att, oldLen)
-		} else {
-			n, err = w.exec(`UPDATE threads SET version = ?, length = ?, state = ?, attention = ? WHERE id = ? AND version = ? AND length = ?`,
-				c.State.Version, c.State.Length, state, att, c.ThreadID, c.Expected, oldLen)
-		}
-		if err != nil {
-			return fmt.Errorf("disk: committing thread %s: %w", c.ThreadID, err)
-		}
-		if n == 0 {
-			return h.whyNot(w, c, oldLen)
-		}
-		if data != nil {
-			if _, err := w.exec(`INSERT INTO items (thread, pos, data) VALUES (?, ?, ?)`, c.ThreadID, oldLen, data); err != nil {
-				return fmt.Errorf("disk: appending to thread %s: %w", c.ThreadID, err)
-			}
-		}
-		for _, k := range kids {
-			n, err := w.exec(`INSERT INTO threads (id, parent, spawn_at, version, length, state, attention) VALUES (?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT (id) DO NOTHING`, k.ch.ID, k.ch.State.Parent, k.ch.SpawnAt, k.ch.State.Version, k.ch.State.Length, k.state, attention(&k.ch.State))
-			if err != nil {
-				return fmt.Errorf("disk: creating child thread %s: %w", k.ch.ID, err)
-			}
-			if n == 0 {
-				return fmt.Errorf("disk: child thread %s already exists: %w", k.ch.ID, runtime.ErrConflict)
-			}
+	if c.SentOnly && len(c.Append) == 0 && len(c.Children) == 0 {
+		// Applied now and written behind: the journal keeps the order,
+		// so any later commit of the thread is durable only after this
+		// one. Lost in a crash, the outbox is sent again (same IDs).
+		// Queued whatever ctx says: a later commit's record must never
+		// reach the journal without this one.
+		h.apply(c, now)
+		if err := h.d.j.submit(context.Background(), &jreq{rec: rec}); err != nil {
+			h.d.opts.Logger.Warn("could not journal that an outbox was sent; it is sent again after a restart", "thread", c.ThreadID, "error", err)
 		}
 		return nil
 	}
-	after := func() {
-		sh := h.shard(c.ThreadID)
+	return h.d.j.do(ctx, &jreq{rec: rec, after: func() { h.apply(c, now) }, fail: func() { h.release(c) }})
+}
+
+// reserve checks c against the thread in memory and marks the thread (and
+// the children c creates) busy until the journal has answered.
+func (h *History) reserve(ctx context.Context, c *runtime.Commit, oldLen int) error {
+	id := c.ThreadID
+	sh := h.shard(id)
+	for {
 		sh.mu.Lock()
-		switch ht := sh.hot[c.ThreadID]; {
-		case ht != nil && ht.state.Version == c.Expected:
-			// Items up to len are shared with earlier snapshots: never
-			// write past len of a shared array.
-			ht.items = append(ht.items[:len(ht.items):len(ht.items)], c.Append...)
-			ht.state = c.State.Clone()
-			ht.touched = now
-			if len(c.Append) > 0 {
-				ht.rows++
+		if _, ok := sh.busy[id]; ok {
+			sh.mu.Unlock()
+			return fmt.Errorf("disk: thread %s has another commit in flight: %w", id, runtime.ErrConflict)
+		}
+		ht := sh.hot[id]
+		ev := sh.evictions
+		if ht == nil {
+			sh.mu.Unlock()
+			read, err := h.read(ctx, id)
+			if err != nil {
+				return err
 			}
-		case ht == nil && c.Expected == 0 && c.State.Parent == "":
-			sh.hot[c.ThreadID] = &hotThread{state: c.State.Clone(), items: slices.Clone(c.Append), rows: min(1, len(c.Append)), touched: now}
-		default:
-			delete(sh.hot, c.ThreadID) // stale or unknown: the next load reads the database
+			sh.mu.Lock()
+			switch {
+			case sh.hot[id] != nil || sh.evictions != ev:
+				sh.mu.Unlock()
+				continue // it came into memory, or left it, meanwhile: look again
+			case read != nil:
+				read.touched = h.d.opts.Now().UnixNano()
+				sh.hot[id] = read
+				sh.mu.Unlock()
+				continue
+			}
+			// Never written: still locked, reserve it below.
 		}
+		var version int64
+		length := 0
+		if ht != nil {
+			version, length = ht.state.Version, ht.state.Length
+		}
+		switch {
+		case version != c.Expected:
+			sh.mu.Unlock()
+			return fmt.Errorf("disk: thread %s is at version %d, commit expected %d: %w", id, version, c.Expected, runtime.ErrConflict)
+		case length != oldLen:
+			sh.mu.Unlock()
+			return fmt.Errorf("disk: commit of %s: state length %d, want %d", id, c.State.Length, length+len(c.Append))
+		}
+		sh.busy[id] = struct{}{}
 		sh.mu.Unlock()
-		for _, k := range kids {
-			ksh := h.shard(k.ch.ID)
-			ksh.mu.Lock()
-			ksh.hot[k.ch.ID] = &hotThread{state: k.ch.State.Clone(), spawnAt: k.ch.SpawnAt, touched: now}
-			ksh.mu.Unlock()
+		break
+	}
+	for i, k := range c.Children {
+		if err := h.reserveChild(ctx, k.ID); err != nil {
+			h.releaseIDs(id)
+			for _, done := range c.Children[:i] {
+				h.releaseIDs(done.ID)
+			}
+			return err
 		}
 	}
-	// Without children the UPDATE/INSERT of the thread is the only
-	// statement that can fail for a conflict, and it runs first: only a
-	// commit that creates children needs a savepoint to undo its own
-	// statements.
-	err = h.d.w.do(ctx, &wreq{fn: fn, after: after, atomic: len(c.Children) > 0})
-	if errors.Is(err, runtime.ErrConflict) {
-		sh := h.shard(c.ThreadID)
+	return nil
+}
+
+// reserveChild marks a thread c creates busy, if it does not exist yet.
+func (h *History) reserveChild(ctx context.Context, id string) error {
+	sh := h.shard(id)
+	sh.mu.Lock()
+	_, busy := sh.busy[id]
+	if busy || sh.hot[id] != nil {
+		sh.mu.Unlock()
+		return fmt.Errorf("disk: child thread %s already exists: %w", id, runtime.ErrConflict)
+	}
+	sh.busy[id] = struct{}{}
+	sh.mu.Unlock()
+	// Threads leave memory only once the database has them: a child that
+	// is neither in memory nor busy exists if and only if it has a row.
+	var one int
+	err := h.d.rdb.QueryRowContext(ctx, `SELECT 1 FROM threads WHERE id = ?`, id).Scan(&one)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		h.releaseIDs(id)
+		return fmt.Errorf("disk: looking up child thread %s: %w", id, err)
+	}
+	h.releaseIDs(id)
+	return fmt.Errorf("disk: child thread %s already exists: %w", id, runtime.ErrConflict)
+}
+
+func (h *History) releaseIDs(ids ...string) {
+	for _, id := range ids {
+		sh := h.shard(id)
 		sh.mu.Lock()
-		delete(sh.hot, c.ThreadID) // the cache may be what was stale
+		delete(sh.busy, id)
 		sh.mu.Unlock()
 	}
-	return err
 }
 
-// whyNot explains a commit that matched no row.
-func (h *History) whyNot(w *wconn, c *runtime.Commit, oldLen int) error {
-	var version int64
-	var length int
-	err := w.queryRow(`SELECT version, length FROM threads WHERE id = ?`, c.ThreadID).Scan(&version, &length)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("disk: committing thread %s: %w", c.ThreadID, err)
+// release undoes reserve (the journal did not take the commit).
+func (h *History) release(c *runtime.Commit) {
+	h.releaseIDs(c.ThreadID)
+	for _, k := range c.Children {
+		h.releaseIDs(k.ID)
 	}
-	if version == c.Expected && length != oldLen {
-		return fmt.Errorf("disk: commit of %s: state length %d, want %d", c.ThreadID, c.State.Length, length+len(c.Append))
-	}
-	return fmt.Errorf("disk: thread %s is at version %d, commit expected %d: %w", c.ThreadID, version, c.Expected, runtime.ErrConflict)
 }
 
-// FreezeIdle drops from memory every thread that has not committed or
-// loaded for at least idle and, on disk, merges each such thread's item rows
-// into its one compressed frame. It returns how many threads it dropped.
-func (h *History) FreezeIdle(idle time.Duration) int {
-	cutoff := h.d.opts.Now().Add(-idle).UnixNano()
-	dropped := 0
-	type cand struct {
-		id string
-		ht *hotThread
+// encodeCommit frames c as a journal record.
+func (h *History) encodeCommit(c *runtime.Commit, oldLen int) ([]byte, error) {
+	state, err := json.Marshal(&c.State)
+	if err != nil {
+		return nil, fmt.Errorf("disk: encoding the state of %s: %w", c.ThreadID, err)
 	}
-	var cands []cand
+	r := commitRec{thread: c.ThreadID, parent: c.State.Parent, expected: c.Expected, version: int(c.State.Version),
+		length: c.State.Length, oldLen: oldLen, state: state, attention: attention(&c.State)}
+	if len(c.Append) > 0 {
+		r.items = local.AppendItems(nil, c.ThreadID, oldLen, c.Append)
+	}
+	for _, ch := range c.Children {
+		ks, err := json.Marshal(&ch.State)
+		if err != nil {
+			return nil, fmt.Errorf("disk: encoding the state of child %s: %w", ch.ID, err)
+		}
+		r.kids = append(r.kids, kidRec{id: ch.ID, parent: ch.State.Parent, spawnAt: ch.SpawnAt, version: int(ch.State.Version),
+			length: ch.State.Length, attention: attention(&ch.State), state: ks})
+	}
+	return frame(nil, r.put), nil
+}
+
+// apply puts a durable commit into memory (on the journal's goroutine;
+// a SentOnly one before it is durable, see Commit).
+func (h *History) apply(c *runtime.Commit, now int64) {
+	sh := h.shard(c.ThreadID)
+	sh.mu.Lock()
+	delete(sh.busy, c.ThreadID)
+	ht := sh.hot[c.ThreadID]
+	if ht == nil { // a new thread: reserve found no row
+		ht = &hotThread{}
+		sh.hot[c.ThreadID] = ht
+	}
+	// Snapshots share the array but read only up to their own len, and
+	// only apply writes to it (under the shard lock): appending in place
+	// is safe.
+	ht.items = append(ht.items, c.Append...)
+	ht.state = c.State.Clone()
+	ht.touched = now
+	sh.mu.Unlock()
+	for _, k := range c.Children {
+		ksh := h.shard(k.ID)
+		ksh.mu.Lock()
+		delete(ksh.busy, k.ID)
+		ksh.hot[k.ID] = &hotThread{state: k.State.Clone(), spawnAt: k.SpawnAt, touched: now}
+		ksh.mu.Unlock()
+	}
+}
+
+// Threads returns the IDs of all stored threads, sorted: those in the
+// database and those only the journal holds yet.
+func (h *History) Threads(ctx context.Context) ([]string, error) {
+	var fresh []string
 	for i := range h.sh {
 		sh := &h.sh[i]
 		sh.mu.Lock()
 		for id, ht := range sh.hot {
-			if ht.touched > cutoff {
-				continue
-			}
-			delete(sh.hot, id)
-			dropped++
-			if ht.rows > 0 {
-				cands = append(cands, cand{id, ht})
+			if !ht.stored {
+				fresh = append(fresh, id)
 			}
 		}
 		sh.mu.Unlock()
 	}
-	var raw []byte
-	for _, c := range cands {
-		n := len(c.ht.items)
-		raw = local.AppendItems(raw[:0], c.id, 0, c.ht.items)
-		frame := h.enc.EncodeAll(raw, nil)
-		id := c.id
-		// Items are immutable up to n: this is right whatever committed
-		// since. Not waited for: it is an optimisation, and a crash before it
-		// commits leaves the rows as they were.
-		r := &wreq{atomic: true, fn: func(w *wconn) error {
-			m, err := w.exec(`UPDATE threads SET frozen = ?, frozen_len = ? WHERE id = ? AND length >= ? AND frozen_len < ?`, frame, n, id, n, n)
-			if err != nil || m == 0 {
-				return err
-			}
-			_, err = w.exec(`DELETE FROM items WHERE thread = ? AND pos < ?`, id, n)
-			return err
-		}}
-		if err := h.d.w.submit(r); err != nil {
-			break
-		}
-	}
-	return dropped
-}
-
-// Threads returns the IDs of all stored threads, sorted.
-func (h *History) Threads(ctx context.Context) ([]string, error) {
 	rows, err := h.d.rdb.QueryContext(ctx, `SELECT id FROM threads ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("disk: listing threads: %w", err)
@@ -393,12 +448,25 @@ func (h *History) Threads(ctx context.Context) ([]string, error) {
 		}
 		ids = append(ids, id)
 	}
-	return ids, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("disk: listing threads: %w", err)
+	}
+	if len(fresh) == 0 {
+		return ids, nil
+	}
+	// A thread checkpointed since the scan above is in both lists.
+	ids = append(ids, fresh...)
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
 }
 
 // NeedAttention returns the threads whose state holds an unsent outbox or
-// an undispatched call (recovery runs a slice for each).
+// an undispatched call (recovery runs a slice for each). It checkpoints
+// first, so that the database answers for every thread.
 func (h *History) NeedAttention(ctx context.Context) ([]string, error) {
+	if _, err := h.checkpoint(ctx, false, 0); err != nil {
+		return nil, err
+	}
 	rows, err := h.d.rdb.QueryContext(ctx, `SELECT id FROM threads WHERE attention = 1 ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("disk: listing threads to recover: %w", err)
@@ -421,8 +489,12 @@ type PendingCall struct {
 	Call     runtime.PendingCall
 }
 
-// PendingCalls returns the dispatched calls still waiting for a result.
+// PendingCalls returns the dispatched calls still waiting for a result. It
+// checkpoints first, like NeedAttention.
 func (h *History) PendingCalls(ctx context.Context) ([]PendingCall, error) {
+	if _, err := h.checkpoint(ctx, false, 0); err != nil {
+		return nil, err
+	}
 	rows, err := h.d.rdb.QueryContext(ctx, `SELECT id, state FROM threads WHERE attention = 2 ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("disk: listing pending calls: %w", err)
@@ -455,6 +527,9 @@ func (h *History) Stats() local.StoreStats {
 		sh.mu.Lock()
 		st.Hot += len(sh.hot)
 		for _, ht := range sh.hot {
+			if !ht.stored {
+				st.Threads++ // only in the journal yet
+			}
 			for j := range ht.items {
 				st.HotBytes += ht.items[j].Size()
 			}

@@ -38,12 +38,15 @@ func TestHistoryConformanceFreezing(t *testing.T) {
 }
 
 // restarting closes and reopens the data directory after every commit:
-// everything a load sees afterwards came from the files.
+// everything a load sees afterwards came from the files. With crash, it
+// closes as a kill would (no checkpoint): everything comes from the
+// journal's replay.
 type restarting struct {
-	t   *testing.T
-	dir string
-	mu  sync.Mutex
-	d   *DB
+	t     *testing.T
+	dir   string
+	crash bool
+	mu    sync.Mutex
+	d     *DB
 }
 
 func (r *restarting) Load(ctx context.Context, id string) (*runtime.Thread, error) {
@@ -57,7 +60,7 @@ func (r *restarting) Commit(ctx context.Context, c *runtime.Commit) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	err := r.d.History().Commit(ctx, c)
-	if cerr := r.d.Close(); cerr != nil {
+	if cerr := r.d.close(!r.crash); cerr != nil {
 		r.t.Errorf("closing: %v", cerr)
 	}
 	d, oerr := Open(ctx, r.dir, Options{})
@@ -69,16 +72,20 @@ func (r *restarting) Commit(ctx context.Context, c *runtime.Commit) error {
 }
 
 func TestHistoryConformanceRestarting(t *testing.T) {
-	storetest.RunHistory(t, func(t *testing.T) runtime.HistoryStore {
-		dir := t.TempDir()
-		d, err := Open(context.Background(), dir, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := &restarting{t: t, dir: dir, d: d}
-		t.Cleanup(func() { r.mu.Lock(); r.d.Close(); r.mu.Unlock() })
-		return r
-	})
+	for _, crash := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Closed", true: "Killed"}[crash], func(t *testing.T) {
+			storetest.RunHistory(t, func(t *testing.T) runtime.HistoryStore {
+				dir := t.TempDir()
+				d, err := Open(context.Background(), dir, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := &restarting{t: t, dir: dir, d: d, crash: crash}
+				t.Cleanup(func() { r.mu.Lock(); r.d.Close(); r.mu.Unlock() })
+				return r
+			})
+		})
+	}
 }
 
 func TestDedupConformance(t *testing.T) {

@@ -151,6 +151,7 @@ func (w *writer) loop() {
 	}()
 	batch := make([]*wreq, 0, w.max)
 	for {
+		clear(batch) // answered requests must not pin what their closures hold
 		batch = batch[:0]
 		select {
 		case r := <-w.ch:

@@ -177,6 +177,10 @@ type Result struct {
 	StoredBytesPerAgent     int64   `json:"stored_bytes_per_agent"`
 	Store                   string  `json:"store"`
 	DiskBytesPerAgent       int64   `json:"disk_bytes_per_agent,omitempty"`
+	// JournalSyncs and JournalRecords count the sqlite store's group
+	// commits (one write and one fdatasync each) and the records in them.
+	JournalSyncs            int64   `json:"journal_syncs,omitempty"`
+	JournalRecords          int64   `json:"journal_records,omitempty"`
 	AgentHistoryZstdRatio   float64 `json:"agent_history_zstd_ratio"`
 	ConventionalBytesPerAgt int64   `json:"conventional_bytes_per_waiting_agent,omitempty"`
 	ConventionalRatio       float64 `json:"conventional_over_agentslice,omitempty"`
@@ -294,6 +298,10 @@ func run(c config) error {
 	res.StoredBytesPerAgent = int64(st.ColdBytes+st.HotBytes) / int64(c.agents)
 	res.Store = c.store
 	res.DiskBytesPerAgent = opened.diskBytes() / int64(c.agents)
+	if opened.db != nil {
+		js := opened.db.JournalStats()
+		res.JournalSyncs, res.JournalRecords = js.Syncs, js.Records
+	}
 	res.Goroutines = goruntime.NumGoroutine()
 	var ms goruntime.MemStats
 	goruntime.ReadMemStats(&ms)
@@ -543,8 +551,8 @@ func summary(out io.Writer, r *Result) {
 	fmt.Fprintf(out, "# history per agent: %d bytes raw, %d bytes stored; one agent's history compresses %.1fx with zstd\n",
 		r.HistoryBytesPerAgentRaw, r.StoredBytesPerAgent, r.AgentHistoryZstdRatio)
 	if r.DiskBytesPerAgent > 0 {
-		fmt.Fprintf(out, "# store %s: %d bytes on disk per agent (database and WAL after a checkpoint); every commit and accepted message fsynced (group commit)\n",
-			r.Store, r.DiskBytesPerAgent)
+		fmt.Fprintf(out, "# store %s: %d bytes on disk per agent (database, WAL and journal after a checkpoint); every commit and accepted message fsynced: %d journal syncs of %.1f records on average\n",
+			r.Store, r.DiskBytesPerAgent, r.JournalSyncs, float64(r.JournalRecords)/float64(max(1, r.JournalSyncs)))
 	}
 	if r.ConventionalBytesPerAgt > 0 {
 		fmt.Fprintf(out, "# conventional design (goroutine per agent, history in a slice): %d bytes per waiting agent, %.1fx ours\n",

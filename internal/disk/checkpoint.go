@@ -1,0 +1,223 @@
+package disk
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	goruntime "runtime"
+	"sync"
+	"time"
+
+	"github.com/agentslice/agentslice/internal/local"
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// A checkpoint copies into the database what the journal holds and deletes
+// the journal segments it covered:
+//
+//  1. On the journal's goroutine, between two group commits, the open
+//     segment is closed and a new one started, and memory is read: every
+//     thread whose commits the database lacks, and the inbox changes since
+//     the last checkpoint. Memory then reflects exactly the closed
+//     segments, so this is a consistent cut (a parent's commit and the
+//     children it created are both in it or both not).
+//  2. Off that goroutine, states are encoded, and the history of each thread
+//     that leaves memory is merged into one zstd frame (one worker per core).
+//  3. One transaction writes it all to the database.
+//  4. Memory records what the database now holds; threads idle since the
+//     cut-off leave memory; the closed segments are deleted.
+//
+// A crash anywhere leaves the segments, which Open replays (a record the
+// database already has is skipped). Commits go on during 2–4, into the new
+// segment.
+
+// ckptEntry is one thread as the cut saw it.
+type ckptEntry struct {
+	id      string
+	ht      *hotThread // identity, to recognise it when settling
+	state   runtime.ThreadState
+	spawnAt int
+	items   []runtime.Item // immutable up to len
+	evict   bool
+	// What the database held at the cut.
+	stored    bool
+	storedLen int
+	rows      int
+
+	// Encoded in step 2.
+	stateJSON []byte
+	frame     []byte // evict: all items; else nil
+	tail      []byte // not evict: items [storedLen, len) as one row
+	err       error
+}
+
+// FreezeIdle checkpoints and drops from memory every thread that has not
+// committed or loaded for at least idle; on disk each such thread's history
+// becomes one compressed frame. It returns how many threads it dropped.
+func (h *History) FreezeIdle(idle time.Duration) int {
+	n, err := h.checkpoint(context.Background(), true, h.d.opts.Now().Add(-idle).UnixNano())
+	if err != nil {
+		h.d.opts.Logger.Warn("checkpoint failed; the journal keeps what it did not copy", "error", err)
+	}
+	return n
+}
+
+// checkpoint runs one checkpoint (see above). With evict, threads touched
+// at or before cutoff leave memory. It returns how many left.
+func (h *History) checkpoint(ctx context.Context, evict bool, cutoff int64) (int, error) {
+	h.ckptMu.Lock()
+	defer h.ckptMu.Unlock()
+	var (
+		snap   []ckptEntry
+		inbox  inboxBatch
+		closed uint64
+	)
+	err := h.d.j.do(ctx, &jreq{cut: func(seg uint64) {
+		closed = seg
+		snap = h.cut(evict, cutoff)
+		inbox = h.d.inbox.cut()
+	}})
+	if err != nil {
+		return 0, fmt.Errorf("disk: checkpoint: %w", err)
+	}
+	if err := h.encodeEntries(snap); err != nil {
+		h.d.inbox.failed(inbox)
+		return 0, err
+	}
+	if len(snap) > 0 || !inbox.empty() {
+		err = h.d.w.do(ctx, &wreq{atomic: true, fn: func(w *wconn) error {
+			if err := writeEntries(w, snap); err != nil {
+				return err
+			}
+			return writeInbox(w, inbox)
+		}})
+		if err != nil {
+			h.d.inbox.failed(inbox)
+			return 0, fmt.Errorf("disk: checkpoint: %w", err)
+		}
+	}
+	dropped := h.settle(snap, evict, cutoff)
+	if err := removeSegments(h.d.dir, closed); err != nil {
+		// Harmless: the next Open replays them and finds nothing new.
+		h.d.opts.Logger.Warn("could not remove checkpointed journal segments", "error", err)
+	}
+	return dropped, nil
+}
+
+// cut reads memory for a checkpoint (on the journal's goroutine).
+func (h *History) cut(evict bool, cutoff int64) []ckptEntry {
+	var snap []ckptEntry
+	for i := range h.sh {
+		sh := &h.sh[i]
+		sh.mu.Lock()
+		for id, ht := range sh.hot {
+			_, busy := sh.busy[id]
+			idle := evict && !busy && ht.touched <= cutoff
+			if !ht.dirty() && !(idle && ht.rows > 0) {
+				continue // nothing to write (an idle clean thread just leaves, in settle)
+			}
+			snap = append(snap, ckptEntry{id: id, ht: ht, state: ht.state, spawnAt: ht.spawnAt, items: ht.items,
+				evict: idle, stored: ht.stored, storedLen: ht.storedLen, rows: ht.rows})
+		}
+		sh.mu.Unlock()
+	}
+	return snap
+}
+
+// encodeEntries encodes states and frames, one worker per core.
+func (h *History) encodeEntries(snap []ckptEntry) error {
+	workers := min(goruntime.GOMAXPROCS(0), max(1, len(snap)/64))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() { // waited for below
+			defer wg.Done()
+			var raw []byte
+			for i := w; i < len(snap); i += workers {
+				e := &snap[i]
+				if e.stateJSON, e.err = json.Marshal(&e.state); e.err != nil {
+					continue
+				}
+				switch {
+				case e.evict:
+					raw = local.AppendItems(raw[:0], e.id, 0, e.items)
+					e.frame = h.enc.EncodeAll(raw, nil)
+				case len(e.items) > e.storedLen:
+					e.tail = local.AppendItems(nil, e.id, e.storedLen, e.items[e.storedLen:])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range snap {
+		if snap[i].err != nil {
+			return fmt.Errorf("disk: checkpoint: encoding the state of %s: %w", snap[i].id, snap[i].err)
+		}
+	}
+	return nil
+}
+
+func writeEntries(w *wconn, snap []ckptEntry) error {
+	for i := range snap {
+		e := &snap[i]
+		st := &e.state
+		var err error
+		if e.evict {
+			_, err = w.exec(`INSERT INTO threads (id, parent, spawn_at, version, length, state, attention, frozen, frozen_len)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (id) DO UPDATE SET version = excluded.version, length = excluded.length, state = excluded.state,
+					attention = excluded.attention, frozen = excluded.frozen, frozen_len = excluded.frozen_len`,
+				e.id, st.Parent, e.spawnAt, st.Version, st.Length, e.stateJSON, attention(st), e.frame, len(e.items))
+			if err == nil && e.rows > 0 {
+				_, err = w.exec(`DELETE FROM items WHERE thread = ? AND pos < ?`, e.id, len(e.items))
+			}
+		} else {
+			_, err = w.exec(sqlUpsertState, e.id, st.Parent, e.spawnAt, st.Version, st.Length, e.stateJSON, attention(st))
+			if err == nil && e.tail != nil {
+				_, err = w.exec(`INSERT INTO items (thread, pos, data) VALUES (?, ?, ?)`, e.id, e.storedLen, e.tail)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("writing thread %s: %w", e.id, err)
+		}
+	}
+	return nil
+}
+
+// settle records in memory what the database now holds and drops the
+// threads that leave memory.
+func (h *History) settle(snap []ckptEntry, evict bool, cutoff int64) int {
+	for i := range snap {
+		e := &snap[i]
+		sh := h.shard(e.id)
+		sh.mu.Lock()
+		if ht := sh.hot[e.id]; ht == e.ht {
+			ht.stored, ht.storedVer, ht.storedLen = true, e.state.Version, len(e.items)
+			switch {
+			case e.evict:
+				ht.rows = 0
+			case e.tail != nil:
+				ht.rows++
+			}
+		}
+		sh.mu.Unlock()
+	}
+	if !evict {
+		return 0
+	}
+	dropped := 0
+	for i := range h.sh {
+		sh := &h.sh[i]
+		sh.mu.Lock()
+		for id, ht := range sh.hot {
+			if _, busy := sh.busy[id]; busy || ht.dirty() || ht.rows > 0 || ht.touched > cutoff {
+				continue
+			}
+			delete(sh.hot, id)
+			sh.evictions++
+			dropped++
+		}
+		sh.mu.Unlock()
+	}
+	return dropped
+}

@@ -1,0 +1,282 @@
+package disk
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// kill closes d as SIGKILL would leave it: nothing checkpointed, the journal
+// as the last acknowledged write left it.
+func kill(t *testing.T, d *DB) {
+	t.Helper()
+	if err := d.close(false); err != nil {
+		t.Fatalf("closing without a checkpoint: %v", err)
+	}
+}
+
+func commitN(t *testing.T, h *History, id string, expected int64, texts ...string) {
+	t.Helper()
+	add := make([]runtime.Item, len(texts))
+	for i, s := range texts {
+		add[i] = runtime.Item{Kind: runtime.ItemUser, Input: id + "-" + s, Text: s}
+	}
+	th, err := h.Load(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &runtime.Commit{ThreadID: id, Expected: expected, Append: add,
+		State: runtime.ThreadState{Version: expected + 1, Length: len(th.Items) + len(add), Stack: []string{id}}}
+	if err := h.Commit(context.Background(), c); err != nil {
+		t.Fatalf("commit %s@%d: %v", id, expected, err)
+	}
+}
+
+func texts(t *testing.T, h *History, id string) string {
+	t.Helper()
+	th, err := h.Load(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, it := range th.Items {
+		out = append(out, it.Text)
+	}
+	return strings.Join(out, ",")
+}
+
+func segFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	segs, err := segments(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range segs {
+		out = append(out, filepath.Join(dir, segName(s)))
+	}
+	return out
+}
+
+// TestKilledCommitsAreReplayed: what was acknowledged before a kill is
+// there after it, whether or not a checkpoint ran in between, and the
+// journal is empty again after the replay.
+func TestKilledCommitsAreReplayed(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(context.Background(), dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitN(t, d.History(), "a", 0, "a1", "a2")
+	commitN(t, d.History(), "b", 0, "b1")
+	if n := d.History().FreezeIdle(-1); n != 2 {
+		t.Fatalf("FreezeIdle dropped %d threads, want 2", n)
+	}
+	commitN(t, d.History(), "a", 1, "a3") // read back from the database, then journaled
+	commitN(t, d.History(), "c", 0, "c1")
+	kill(t, d)
+
+	d = open(t, dir)
+	for id, want := range map[string]string{"a": "a1,a2,a3", "b": "b1", "c": "c1"} {
+		if got := texts(t, d.History(), id); got != want {
+			t.Fatalf("%s after the kill: %q, want %q", id, got, want)
+		}
+	}
+	if ids, _ := d.History().Threads(context.Background()); strings.Join(ids, ",") != "a,b,c" {
+		t.Fatalf("threads after the kill: %v", ids)
+	}
+	if segs := segFiles(t, dir); len(segs) != 1 {
+		t.Fatalf("segments after the replay: %v, want only the new one", segs)
+	}
+}
+
+// TestReplayAfterCheckpointIsIdempotent: a crash after a checkpoint
+// committed but before it removed its segments replays records the
+// database already has; they change nothing.
+func TestReplayAfterCheckpointIsIdempotent(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(context.Background(), dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := d.Inbox()
+	ctx := context.Background()
+	if err := in.Put(ctx, []runtime.Message{msg("a", "m1"), msg("a", "m2")}); err != nil {
+		t.Fatal(err)
+	}
+	commitN(t, d.History(), "a", 0, "a1")
+	commitN(t, d.History(), "a", 1, "a2")
+	if err := in.Done("a", []string{"m1"}); err != nil {
+		t.Fatal(err)
+	}
+	commitN(t, d.History(), "a", 2, "a3") // after Done: the journal has it by now
+	saved := map[string][]byte{}
+	for _, f := range segFiles(t, dir) {
+		b, _ := os.ReadFile(f)
+		saved[f] = b
+	}
+	if err := d.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	commitN(t, d.History(), "a", 3, "a4")
+	kill(t, d)
+	for f, b := range saved { // the checkpoint's segments, as if never removed
+		if err := os.WriteFile(f, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	d = open(t, dir)
+	if got := texts(t, d.History(), "a"); got != "a1,a2,a3,a4" {
+		t.Fatalf("after replaying checkpointed records: %q", got)
+	}
+	pending, err := d.Inbox().Pending(ctx)
+	if err != nil || len(pending) != 1 || pending[0].ID != "m2" {
+		t.Fatalf("inbox: %+v %v, want m2 only", pending, err)
+	}
+}
+
+// TestTornTailIsIgnored: a write cut short at the end of the journal (never
+// acknowledged) is dropped; everything before it is kept.
+func TestTornTailIsIgnored(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(context.Background(), dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitN(t, d.History(), "a", 0, "a1")
+	commitN(t, d.History(), "a", 1, "a2")
+	kill(t, d)
+	segs := segFiles(t, dir)
+	last := segs[len(segs)-1]
+	b, _ := os.ReadFile(last)
+	// Half of a copy of the last record: its header promises more bytes
+	// than there are.
+	if err := os.WriteFile(last, append(b, b[len(b)/2:len(b)/2+12]...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d = open(t, dir)
+	if got := texts(t, d.History(), "a"); got != "a1,a2" {
+		t.Fatalf("after a torn tail: %q", got)
+	}
+}
+
+// TestDamagedJournalIsRefused: damage before the end of the journal cannot
+// be a torn write; Open refuses and changes no file.
+func TestDamagedJournalIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(context.Background(), dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitN(t, d.History(), "a", 0, "a1")
+	// A second segment, so that the damaged one is not the last.
+	if err := d.j.do(context.Background(), &jreq{cut: func(uint64) {}}); err != nil {
+		t.Fatal(err)
+	}
+	commitN(t, d.History(), "a", 1, "a2")
+	kill(t, d)
+	segs := segFiles(t, dir)
+	if len(segs) != 2 {
+		t.Fatalf("segments: %v", segs)
+	}
+	b, _ := os.ReadFile(segs[0])
+	b[len(b)-3] ^= 0xff
+	if err := os.WriteFile(segs[0], b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := os.ReadFile(filepath.Join(dir, FileName))
+	_, err = Open(context.Background(), dir, Options{})
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "segment") {
+		t.Fatalf("Open: %v, want ErrCorrupt naming the segment", err)
+	}
+	after, _ := os.ReadFile(segs[0])
+	if !bytes.Equal(after, b) {
+		t.Fatal("the damaged segment was changed")
+	}
+	if now, _ := os.ReadFile(filepath.Join(dir, FileName)); !bytes.Equal(now, db) {
+		t.Fatal("the database file was changed")
+	}
+}
+
+// TestInboxSurvivesKill: accepted messages survive a kill in order, the
+// consumed ones stay consumed, a retry with the same ID is kept once.
+func TestInboxSurvivesKill(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d, err := Open(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := d.Inbox()
+	for _, m := range []runtime.Message{msg("a", "1"), msg("b", "2")} {
+		if err := in.Put(ctx, []runtime.Message{m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Checkpoint(ctx); err != nil { // 1 and 2 now in the database
+		t.Fatal(err)
+	}
+	for _, m := range []runtime.Message{msg("a", "3"), msg("a", "1"), msg("c", "4")} {
+		if err := in.Put(ctx, []runtime.Message{m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := in.Done("b", []string{"2"}); err != nil { // in the database
+		t.Fatal(err)
+	}
+	if err := in.Done("c", []string{"4"}); err != nil { // only in the journal
+		t.Fatal(err)
+	}
+	if err := in.Put(ctx, []runtime.Message{msg("a", "5")}); err != nil { // after both Dones
+		t.Fatal(err)
+	}
+	kill(t, d)
+	d = open(t, dir)
+	got, err := d.Inbox().Pending(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range got {
+		ids = append(ids, m.ThreadID+"/"+m.ID)
+	}
+	if strings.Join(ids, " ") != "a/1 a/3 a/5" {
+		t.Fatalf("pending after the kill: %v, want a/1 a/3 a/5", ids)
+	}
+}
+
+// TestSentOnlyIsWrittenBehindInOrder: a SentOnly commit is visible at once
+// and reaches the journal before the thread's next commit, so a replay
+// never finds a commit whose predecessor is missing.
+func TestSentOnlyIsWrittenBehindInOrder(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d, err := Open(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := d.History()
+	commitN(t, h, "a", 0, "a1")
+	sent := &runtime.Commit{ThreadID: "a", Expected: 1, SentOnly: true,
+		State: runtime.ThreadState{Version: 2, Length: 1, Stack: []string{"a"}, Tokens: 7}}
+	if err := h.Commit(ctx, sent); err != nil {
+		t.Fatal(err)
+	}
+	if th, _ := h.Load(ctx, "a"); th.State.Version != 2 || th.State.Tokens != 7 {
+		t.Fatalf("after the SentOnly commit: %+v", th.State)
+	}
+	commitN(t, h, "a", 2, "a2")
+	kill(t, d)
+	d = open(t, dir)
+	th, err := d.History().Load(ctx, "a")
+	if err != nil || th.State.Version != 3 || len(th.Items) != 2 {
+		t.Fatalf("after the kill: %+v %v", th, err)
+	}
+}

@@ -1,0 +1,226 @@
+package disk
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+)
+
+// A journal record is framed as
+//
+//	length  uint32 little endian: bytes of payload
+//	crc     uint32 little endian: CRC-32C of payload
+//	payload kind byte, then the kind's fields
+//
+// Fields are unsigned varints and length-prefixed byte strings. A record is
+// written whole by one write call; a crash can leave only the last record
+// of the last segment cut short, which the CRC (or the missing bytes) shows.
+
+const frameHeader = 8
+
+// maxRecord bounds a record's payload: a larger length is taken as damage,
+// not as a reason to allocate.
+const maxRecord = 1 << 30
+
+const (
+	recCommit    = 1 // a history commit
+	recInboxPut  = 2 // messages accepted
+	recInboxDone = 3 // messages consumed
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// errTorn is a record cut short or failing its CRC.
+var errTorn = errors.New("record cut short or damaged")
+
+// frame appends to b a framed record whose payload put appends.
+func frame(b []byte, put func([]byte) []byte) []byte {
+	start := len(b)
+	b = append(b, make([]byte, frameHeader)...)
+	b = put(b)
+	payload := b[start+frameHeader:]
+	binary.LittleEndian.PutUint32(b[start:], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(payload, castagnoli))
+	return b
+}
+
+// unframe splits the first framed record off b. It returns errTorn when b
+// holds less than a whole record or the record fails its check.
+func unframe(b []byte) (payload, rest []byte, err error) {
+	if len(b) < frameHeader {
+		return nil, b, errTorn
+	}
+	n := binary.LittleEndian.Uint32(b)
+	if n > maxRecord || int(n) > len(b)-frameHeader {
+		return nil, b, errTorn
+	}
+	payload = b[frameHeader : frameHeader+int(n)]
+	if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(b[4:]) {
+		return nil, b, errTorn
+	}
+	return payload, b[frameHeader+int(n):], nil
+}
+
+func putUvarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
+
+func putBytes(b, s []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func putString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// reader takes a payload apart; the first error sticks.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errors.New("bad varint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) int() int {
+	v := r.uvarint()
+	if v > 1<<40 {
+		r.err = fmt.Errorf("number %d out of range", v)
+		return 0
+	}
+	return int(v)
+}
+
+func (r *reader) bytes() []byte {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.b)) {
+		r.err = fmt.Errorf("field of %d bytes, %d left", n, len(r.b))
+		return nil
+	}
+	s := r.b[:n:n]
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *reader) string() string { return string(r.bytes()) }
+
+// commitRec is a history commit as the journal holds it: what the SQL of
+// a commit would have written.
+type commitRec struct {
+	thread, parent  string
+	expected        int64
+	version, length int
+	oldLen          int
+	state           []byte // JSON
+	items           []byte // local.AppendItems from oldLen; nil for none
+	attention       int
+	kids            []kidRec
+}
+
+type kidRec struct {
+	id, parent      string
+	spawnAt         int
+	version, length int
+	attention       int
+	state           []byte
+}
+
+func (c *commitRec) put(b []byte) []byte {
+	b = append(b, recCommit)
+	b = putString(b, c.thread)
+	b = putString(b, c.parent)
+	b = putUvarint(b, uint64(c.expected))
+	b = putUvarint(b, uint64(c.version))
+	b = putUvarint(b, uint64(c.length))
+	b = putUvarint(b, uint64(c.oldLen))
+	b = putUvarint(b, uint64(c.attention))
+	b = putBytes(b, c.state)
+	b = putBytes(b, c.items)
+	b = putUvarint(b, uint64(len(c.kids)))
+	for _, k := range c.kids {
+		b = putString(b, k.id)
+		b = putString(b, k.parent)
+		b = putUvarint(b, uint64(k.spawnAt))
+		b = putUvarint(b, uint64(k.version))
+		b = putUvarint(b, uint64(k.length))
+		b = putUvarint(b, uint64(k.attention))
+		b = putBytes(b, k.state)
+	}
+	return b
+}
+
+func (c *commitRec) read(r *reader) {
+	c.thread, c.parent = r.string(), r.string()
+	c.expected = int64(r.uvarint())
+	c.version, c.length, c.oldLen, c.attention = r.int(), r.int(), r.int(), r.int()
+	c.state, c.items = r.bytes(), r.bytes()
+	if len(c.items) == 0 {
+		c.items = nil
+	}
+	n := r.int()
+	if n > len(r.b) {
+		r.err = fmt.Errorf("%d children in %d bytes", n, len(r.b))
+		return
+	}
+	for range n {
+		var k kidRec
+		k.id, k.parent = r.string(), r.string()
+		k.spawnAt, k.version, k.length, k.attention = r.int(), r.int(), r.int(), r.int()
+		k.state = r.bytes()
+		c.kids = append(c.kids, k)
+	}
+}
+
+// inboxRec is recInboxPut (entries with bodies) or recInboxDone (no
+// bodies).
+type inboxRec struct {
+	kind    byte
+	entries []inboxEntry
+}
+
+type inboxEntry struct {
+	thread, id string
+	body       []byte // recInboxPut only
+}
+
+func (in *inboxRec) put(b []byte) []byte {
+	b = append(b, in.kind)
+	b = putUvarint(b, uint64(len(in.entries)))
+	for _, e := range in.entries {
+		b = putString(b, e.thread)
+		b = putString(b, e.id)
+		if in.kind == recInboxPut {
+			b = putBytes(b, e.body)
+		}
+	}
+	return b
+}
+
+func (in *inboxRec) read(r *reader) {
+	n := r.int()
+	if n > len(r.b) {
+		r.err = fmt.Errorf("%d entries in %d bytes", n, len(r.b))
+		return
+	}
+	for range n {
+		e := inboxEntry{thread: r.string(), id: r.string()}
+		if in.kind == recInboxPut {
+			e.body = r.bytes()
+		}
+		in.entries = append(in.entries, e)
+	}
+}

@@ -1,0 +1,147 @@
+package disk
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// ErrCorrupt is returned by Open for a journal that cannot be replayed: a
+// damaged record before the end of the journal, or a commit that does not
+// follow from what the database holds. Nothing was changed.
+var ErrCorrupt = errors.New("disk: corrupt journal")
+
+// replay applies the journal segments left in the directory to the
+// database, in one transaction, and returns the number of the last segment
+// (0 when there was none). Applying a record twice changes nothing (a
+// checkpoint may have copied it before the crash): a commit whose version
+// the database already has is skipped, inbox changes are idempotent. Only
+// the last segment may end in a torn record (a write cut short by the
+// crash, never acknowledged); it is ignored.
+func replay(ctx context.Context, db *sql.DB, dir string) (last uint64, records int, err error) {
+	segs, err := segments(dir)
+	if err != nil || len(segs) == 0 {
+		return 0, 0, err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("disk: replaying the journal: %w", err)
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, 0, fmt.Errorf("disk: replaying the journal: %w", err)
+	}
+	defer tx.Rollback()
+	for i, n := range segs {
+		data, err := os.ReadFile(filepath.Join(dir, segName(n)))
+		if err != nil {
+			return 0, 0, fmt.Errorf("disk: reading journal segment %d: %w", n, err)
+		}
+		off := 0
+		for len(data) > off {
+			payload, _, ferr := unframe(data[off:])
+			if ferr != nil {
+				if i == len(segs)-1 {
+					break // the torn tail of the last write: never acknowledged
+				}
+				return 0, 0, fmt.Errorf("%w: segment %d is damaged at byte %d, before the end of the journal (the files were left as they are)", ErrCorrupt, n, off)
+			}
+			if err := applyRecord(ctx, tx, payload); err != nil {
+				return 0, 0, fmt.Errorf("%w: segment %d, record at byte %d: %v (the files were left as they are)", ErrCorrupt, n, off, err)
+			}
+			off += frameHeader + len(payload)
+			records++
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, 0, fmt.Errorf("disk: committing the replayed journal: %w", err)
+	}
+	return segs[len(segs)-1], records, nil
+}
+
+func applyRecord(ctx context.Context, tx *sql.Tx, payload []byte) error {
+	if len(payload) == 0 {
+		return errors.New("empty record")
+	}
+	r := &reader{b: payload[1:]}
+	switch payload[0] {
+	case recCommit:
+		var c commitRec
+		c.read(r)
+		if r.err != nil {
+			return fmt.Errorf("commit record: %v", r.err)
+		}
+		return replayCommit(ctx, tx, &c)
+	case recInboxPut, recInboxDone:
+		in := inboxRec{kind: payload[0]}
+		in.read(r)
+		if r.err != nil {
+			return fmt.Errorf("inbox record: %v", r.err)
+		}
+		for _, e := range in.entries {
+			var err error
+			if in.kind == recInboxPut {
+				_, err = tx.ExecContext(ctx, sqlInboxPut, e.thread, e.id, e.body)
+			} else {
+				_, err = tx.ExecContext(ctx, sqlInboxDone, e.thread, e.id)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown record kind %d", payload[0])
+}
+
+func replayCommit(ctx context.Context, tx *sql.Tx, c *commitRec) error {
+	var version int64
+	var length int
+	err := tx.QueryRowContext(ctx, `SELECT version, length FROM threads WHERE id = ?`, c.thread).Scan(&version, &length)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if c.expected != 0 {
+			return fmt.Errorf("thread %s: commit expects version %d, the database has no such thread", c.thread, c.expected)
+		}
+		version, length = 0, 0
+	case err != nil:
+		return err
+	}
+	switch {
+	case version >= int64(c.version):
+		return nil // copied by a checkpoint before the crash
+	case version != c.expected || length != c.oldLen:
+		return fmt.Errorf("thread %s: commit expects version %d with %d items, the database has version %d with %d", c.thread, c.expected, c.oldLen, version, length)
+	}
+	if _, err := tx.ExecContext(ctx, sqlUpsertState, c.thread, c.parent, 0, c.version, c.length, c.state, c.attention); err != nil {
+		return err
+	}
+	if c.items != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO items (thread, pos, data) VALUES (?, ?, ?)`, c.thread, c.oldLen, c.items); err != nil {
+			return err
+		}
+	}
+	for _, k := range c.kids {
+		if _, err := tx.ExecContext(ctx, sqlInsertThread, k.id, k.parent, k.spawnAt, k.version, k.length, k.state, k.attention); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// The statements replay and checkpoints share.
+const (
+	// sqlUpsertState writes a thread's state (its spawn_at only when the row
+	// is new: a child's row is created by its parent's commit).
+	sqlUpsertState = `INSERT INTO threads (id, parent, spawn_at, version, length, state, attention) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET version = excluded.version, length = excluded.length, state = excluded.state,
+			attention = excluded.attention`
+	sqlInsertThread = `INSERT INTO threads (id, parent, spawn_at, version, length, state, attention) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO NOTHING`
+	sqlInboxPut  = `INSERT INTO inbox (thread, id, body) VALUES (?, ?, ?) ON CONFLICT (thread, id) DO NOTHING`
+	sqlInboxDone = `DELETE FROM inbox WHERE thread = ? AND id = ?`
+)
