@@ -81,6 +81,8 @@ type DB struct {
 	j     *journal // group commit to the journal
 	inbox *inboxState
 	hist  *History // built by Open
+	// qThread reads one thread's row (History.read).
+	qThread *sql.Stmt
 	// The background checkpointer (the journal is full).
 	quit chan struct{}
 	wg   sync.WaitGroup
@@ -245,6 +247,9 @@ func (d *DB) open(ctx context.Context) error {
 	}
 	d.rdb.SetMaxOpenConns(d.opts.Readers)
 	d.rdb.SetMaxIdleConns(d.opts.Readers)
+	if d.qThread, err = d.rdb.PrepareContext(ctx, `SELECT spawn_at, version, length, state, frozen, frozen_len FROM threads WHERE id = ?`); err != nil {
+		return fmt.Errorf("disk: preparing the thread query on %s: %w", path, err)
+	}
 	return nil
 }
 
@@ -308,6 +313,9 @@ func (d *DB) close(checkpoint bool) error {
 
 func (d *DB) closeFiles() error {
 	var errs []error
+	if d.qThread != nil {
+		errs = append(errs, d.qThread.Close())
+	}
 	if d.rdb != nil {
 		errs = append(errs, d.rdb.Close())
 	}

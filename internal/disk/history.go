@@ -138,24 +138,39 @@ func (h *History) get(ctx context.Context, id string) (*hotThread, error) {
 	return &snap, nil
 }
 
-// read loads a thread from the database in one read transaction.
+// read loads a thread from the database: one prepared query when the
+// thread is not there (a new thread) or its history is all in its frozen
+// frame (an idle thread), else one read transaction for its row and its
+// item rows together.
 func (h *History) read(ctx context.Context, id string) (*hotThread, error) {
+	var state, frozen []byte
+	var frozenLen, length int
+	ht := &hotThread{stored: true}
+	err := h.d.qThread.QueryRowContext(ctx, id).Scan(&ht.spawnAt, &ht.storedVer, &length, &state, &frozen, &frozenLen)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("disk: loading thread %s: %w", id, err)
+	case length == frozenLen:
+		return h.decode(ht, id, state, frozen, frozenLen, nil)
+	}
 	tx, err := h.d.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("disk: loading thread %s: %w", id, err)
 	}
 	defer tx.Rollback()
-	var state, frozen []byte
-	var frozenLen int
-	ht := &hotThread{stored: true}
-	err = tx.QueryRowContext(ctx, `SELECT spawn_at, version, state, frozen, frozen_len FROM threads WHERE id = ?`, id).
-		Scan(&ht.spawnAt, &ht.storedVer, &state, &frozen, &frozenLen)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
+	err = tx.StmtContext(ctx, h.d.qThread).QueryRowContext(ctx, id).Scan(&ht.spawnAt, &ht.storedVer, &length, &state, &frozen, &frozenLen)
 	if err != nil {
 		return nil, fmt.Errorf("disk: loading thread %s: %w", id, err)
 	}
+	return h.decode(ht, id, state, frozen, frozenLen, tx)
+}
+
+// decode fills ht from its row, and from its item rows read through tx
+// (nil when the frame holds every item).
+func (h *History) decode(ht *hotThread, id string, state, frozen []byte, frozenLen int, tx *sql.Tx) (*hotThread, error) {
+	ctx := context.Background()
 	if err := json.Unmarshal(state, &ht.state); err != nil {
 		return nil, fmt.Errorf("disk: thread %s: corrupt state: %w", id, err)
 	}
@@ -168,6 +183,9 @@ func (h *History) read(ctx context.Context, id string) (*hotThread, error) {
 		if ht.items, err = local.DecodeItems(ht.items, raw, id, 0); err != nil || len(ht.items) != frozenLen {
 			return nil, fmt.Errorf("disk: thread %s: frozen history has %d items, want %d: %v", id, len(ht.items), frozenLen, err)
 		}
+	}
+	if tx == nil {
+		return h.check(ht, id)
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT pos, data FROM items WHERE thread = ? AND pos >= ? ORDER BY pos`, id, frozenLen)
 	if err != nil {
@@ -191,6 +209,11 @@ func (h *History) read(ctx context.Context, id string) (*hotThread, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("disk: loading the items of %s: %w", id, err)
 	}
+	return h.check(ht, id)
+}
+
+// check compares what was read with what the state says.
+func (h *History) check(ht *hotThread, id string) (*hotThread, error) {
 	if len(ht.items) != ht.state.Length || ht.state.Version != ht.storedVer {
 		return nil, fmt.Errorf("disk: thread %s: %d items stored at version %d, state says %d at %d", id, len(ht.items), ht.storedVer, ht.state.Length, ht.state.Version)
 	}
@@ -381,7 +404,11 @@ func (h *History) encodeCommit(c *runtime.Commit, oldLen int) ([]byte, error) {
 	r := commitRec{thread: c.ThreadID, parent: c.State.Parent, expected: c.Expected, version: int(c.State.Version),
 		length: c.State.Length, oldLen: oldLen, state: state, attention: attention(&c.State)}
 	if len(c.Append) > 0 {
-		r.items = local.AppendItems(nil, c.ThreadID, oldLen, c.Append)
+		n := 0
+		for i := range c.Append {
+			n += 16 + c.Append[i].Size()
+		}
+		r.items = local.AppendItems(make([]byte, 0, n), c.ThreadID, oldLen, c.Append)
 	}
 	for _, ch := range c.Children {
 		ks, err := json.Marshal(&ch.State)
@@ -391,7 +418,7 @@ func (h *History) encodeCommit(c *runtime.Commit, oldLen int) ([]byte, error) {
 		r.kids = append(r.kids, kidRec{id: ch.ID, parent: ch.State.Parent, spawnAt: ch.SpawnAt, version: int(ch.State.Version),
 			length: ch.State.Length, attention: attention(&ch.State), state: ks})
 	}
-	return frame(nil, r.put), nil
+	return frame(nil, r.size(), r.put), nil
 }
 
 // apply puts a durable commit into memory (on the journal's goroutine;
@@ -409,14 +436,15 @@ func (h *History) apply(c *runtime.Commit, now int64) {
 	// only apply writes to it (under the shard lock): appending in place
 	// is safe.
 	ht.items = append(ht.items, c.Append...)
-	ht.state = c.State.Clone()
+	ht.state = local.KeepState(c.State) // runtime.Commit allows keeping it; loads clone
+	
 	ht.touched = now
 	sh.mu.Unlock()
 	for _, k := range c.Children {
 		ksh := h.shard(k.ID)
 		ksh.mu.Lock()
 		delete(ksh.busy, k.ID)
-		ksh.hot[k.ID] = &hotThread{state: k.State.Clone(), spawnAt: k.SpawnAt, touched: now}
+		ksh.hot[k.ID] = &hotThread{state: local.KeepState(k.State), spawnAt: k.SpawnAt, touched: now}
 		ksh.mu.Unlock()
 	}
 }

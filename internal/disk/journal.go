@@ -138,6 +138,7 @@ func syncDir(dir string) error {
 // do queues r and waits until it is durable and applied (or failed, or ctx
 // ended: it may then still happen).
 func (j *journal) do(ctx context.Context, r *jreq) error {
+	r.done = make(chan error, 1)
 	if err := j.submit(ctx, r); err != nil {
 		if r.fail != nil {
 			r.fail()
@@ -152,9 +153,8 @@ func (j *journal) do(ctx context.Context, r *jreq) error {
 	}
 }
 
-// submit queues r; r.done gets its outcome.
+// submit queues r; r.done, if set, gets its outcome.
 func (j *journal) submit(ctx context.Context, r *jreq) error {
-	r.done = make(chan error, 1)
 	j.mu.RLock()
 	defer j.mu.RUnlock()
 	if j.closed {
@@ -281,7 +281,9 @@ func (j *journal) write(batch []*jreq) {
 		case err != nil && r.fail != nil:
 			r.fail()
 		}
-		r.done <- err
+		if r.done != nil {
+			r.done <- err
+		}
 	}
 	if err == nil && j.size >= j.segBytes {
 		select {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 )
 
 // A journal record is framed as
@@ -34,8 +35,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // errTorn is a record cut short or failing its CRC.
 var errTorn = errors.New("record cut short or damaged")
 
-// frame appends to b a framed record whose payload put appends.
-func frame(b []byte, put func([]byte) []byte) []byte {
+// frame appends to b a framed record whose payload put appends. size is
+// a guess of the payload's size, to allocate once.
+func frame(b []byte, size int, put func([]byte) []byte) []byte {
+	b = slices.Grow(b, frameHeader+size)
 	start := len(b)
 	b = append(b, make([]byte, frameHeader)...)
 	b = put(b)
@@ -139,6 +142,15 @@ type kidRec struct {
 	state           []byte
 }
 
+// size is about what put appends.
+func (c *commitRec) size() int {
+	n := 64 + len(c.thread) + len(c.parent) + len(c.state) + len(c.items)
+	for _, k := range c.kids {
+		n += 32 + len(k.id) + len(k.parent) + len(k.state)
+	}
+	return n
+}
+
 func (c *commitRec) put(b []byte) []byte {
 	b = append(b, recCommit)
 	b = putString(b, c.thread)
@@ -195,6 +207,15 @@ type inboxRec struct {
 type inboxEntry struct {
 	thread, id string
 	body       []byte // recInboxPut only
+}
+
+// size is about what put appends.
+func (in *inboxRec) size() int {
+	n := 16
+	for _, e := range in.entries {
+		n += 16 + len(e.thread) + len(e.id) + len(e.body)
+	}
+	return n
 }
 
 func (in *inboxRec) put(b []byte) []byte {

@@ -275,24 +275,24 @@ func (s *HistoryStore) Commit(ctx context.Context, c *runtime.Commit) error {
 		h.items = append(h.items[:len(h.items):len(h.items)], c.Append...)
 		h.lease = nil
 	}
-	h.state = keep(c.State)
+	h.state = KeepState(c.State)
 	now := s.now().UnixNano()
 	rec.touched = now
 	sh.hot[c.ThreadID] = rec
 	for _, ch := range c.Children {
 		csh := &s.shards[s.shardOf(ch.ID)]
-		crec := &record{hot: &hotRecord{state: keep(ch.State), spawnAt: ch.SpawnAt}, touched: now, shard: uint8(s.shardOf(ch.ID))}
+		crec := &record{hot: &hotRecord{state: KeepState(ch.State), spawnAt: ch.SpawnAt}, touched: now, shard: uint8(s.shardOf(ch.ID))}
 		csh.threads[ch.ID] = crec
 		csh.hot[ch.ID] = crec
 	}
 	return nil
 }
 
-// keep returns a committed state as the store keeps it: without a copy
+// KeepState returns a committed state as a store keeps it: without a copy
 // (runtime.Commit allows that), but with every slice's capacity clipped so
 // that nothing appended to the committer's slices can land in the store's.
 // Loads hand out deep copies.
-func keep(st runtime.ThreadState) runtime.ThreadState {
+func KeepState(st runtime.ThreadState) runtime.ThreadState {
 	st.Stack = slices.Clip(st.Stack)
 	st.Outbox = slices.Clip(st.Outbox)
 	st.Deferred = slices.Clip(st.Deferred)
