@@ -58,13 +58,15 @@ type hotThread struct {
 	storedVer int64 // its version
 	storedLen int   // its items (frozen frame and rows)
 	rows      int   // item rows beyond the frozen frame
+	// lease is the LoadLeased whose slice may append past len(items).
+	lease *leaseToken
 }
 
 // dirty says whether the journal holds commits the database does not.
 func (ht *hotThread) dirty() bool { return !ht.stored || ht.storedVer != ht.state.Version }
 
 func newHistory(d *DB) *History {
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(goruntime.GOMAXPROCS(0)),
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(goruntime.GOMAXPROCS(0)),
 		zstd.WithLowerEncoderMem(true), zstd.WithZeroFrames(true))
 	if err != nil {
 		panic(fmt.Sprintf("disk: zstd encoder: %v", err)) // only on invalid options
@@ -106,6 +108,46 @@ func (h *History) Load(ctx context.Context, threadID string) (*runtime.Thread, e
 	items = append(items, ht.items...)
 	return &runtime.Thread{ID: threadID, State: ht.state.Clone(), Items: items, Inherited: inherited}, nil
 }
+
+// leaseToken identifies one LoadLeased.
+type leaseToken struct{}
+
+// LoadLeased is Load for the slice that will write the thread
+// (runtime.LeaseLoader): a root thread in memory that no other slice
+// borrows gets the stored items themselves, with room to append in place,
+// instead of a copy. Its commit then keeps those very slots.
+func (h *History) LoadLeased(ctx context.Context, threadID string) (*runtime.Thread, error) {
+	if _, err := h.get(ctx, threadID); err != nil { // into memory if it is on disk
+		return nil, err
+	}
+	sh := h.shard(threadID)
+	sh.mu.Lock()
+	ht := sh.hot[threadID]
+	if ht == nil || ht.state.Parent != "" || ht.lease != nil {
+		sh.mu.Unlock()
+		return h.Load(ctx, threadID)
+	}
+	if cap(ht.items)-len(ht.items) < headroom {
+		ht.items = slices.Grow(ht.items, max(headroom, len(ht.items)))
+	}
+	tok := &leaseToken{}
+	ht.lease = tok
+	th := &runtime.Thread{ID: threadID, State: ht.state.Clone(), Items: ht.items, Lease: tok}
+	sh.mu.Unlock()
+	return th, nil
+}
+
+// Release ends a lease of LoadLeased.
+func (h *History) Release(threadID string, lease any) {
+	sh := h.shard(threadID)
+	sh.mu.Lock()
+	if ht := sh.hot[threadID]; ht != nil && ht.lease != nil && ht.lease == lease {
+		ht.lease = nil
+	}
+	sh.mu.Unlock()
+}
+
+var _ runtime.LeaseLoader = (*History)(nil)
 
 // get returns a snapshot of the thread (nil when it was never written),
 // from memory or else from the database. The snapshot's items must not be
@@ -432,12 +474,22 @@ func (h *History) apply(c *runtime.Commit, now int64) {
 		ht = &hotThread{}
 		sh.hot[c.ThreadID] = ht
 	}
-	// Snapshots share the array but read only up to their own len, and
-	// only apply writes to it (under the shard lock): appending in place
-	// is safe.
-	ht.items = append(ht.items, c.Append...)
+	// Snapshots share the array but read only up to their own len; past
+	// len writes only apply (under the shard lock) and the slice holding
+	// the lease (LoadLeased), whose commit this is, or is not.
+	switch n := len(ht.items); {
+	case len(c.Append) > 0 && cap(ht.items) > n && &ht.items[:n+1][n] == &c.Append[0] && (ht.lease == nil || c.Lease == ht.lease):
+		ht.items = ht.items[:n+len(c.Append)] // the leased view appended these very slots
+	case ht.lease == nil || c.Lease == ht.lease:
+		ht.items = append(ht.items, c.Append...)
+	default:
+		// Another slice holds the lease and may be writing past len: move
+		// to a new array and revoke the lease.
+		ht.items = append(ht.items[:n:n], c.Append...)
+		ht.lease = nil
+	}
 	ht.state = local.KeepState(c.State) // runtime.Commit allows keeping it; loads clone
-	
+
 	ht.touched = now
 	sh.mu.Unlock()
 	for _, k := range c.Children {

@@ -88,6 +88,10 @@ func TestHistoryConformanceRestarting(t *testing.T) {
 	}
 }
 
+func TestLeaseConformance(t *testing.T) {
+	storetest.RunLease(t, func(t *testing.T) storetest.LeaseStore { return open(t, t.TempDir()).History() })
+}
+
 func TestDedupConformance(t *testing.T) {
 	storetest.RunDedup(t, func(t *testing.T) runtime.DedupStore { return open(t, t.TempDir()).Dedup() })
 }

@@ -1,8 +1,6 @@
 package local
 
 import (
-	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -28,42 +26,5 @@ func TestDedupStoreConformance(t *testing.T) {
 // copy, and if it commits first the lessee's in-place writes must not reach
 // the store, and the lessee's commit must conflict.
 func TestLeaseAgainstConcurrentWriter(t *testing.T) {
-	ctx := context.Background()
-	s := NewHistoryStore()
-	first := []runtime.Item{{Kind: runtime.ItemUser, Input: "u0", Text: "zero"}}
-	if err := s.Commit(ctx, &runtime.Commit{ThreadID: "t", Expected: 0, Append: first,
-		State: runtime.ThreadState{Version: 1, Length: 1, Stack: []string{"t"}}}); err != nil {
-		t.Fatal(err)
-	}
-	a, err := s.LoadLeased(ctx, "t")
-	if err != nil || a.Lease == nil {
-		t.Fatalf("first leased load: lease %v err %v", a.Lease, err)
-	}
-	b, err := s.LoadLeased(ctx, "t")
-	if err != nil || b.Lease != nil {
-		t.Fatalf("second concurrent load got a lease too: %v", err)
-	}
-	// B wins.
-	bItem := runtime.Item{Kind: runtime.ItemUser, Input: "ub", Text: "from b"}
-	if err := s.Commit(ctx, &runtime.Commit{ThreadID: "t", Expected: 1, Append: []runtime.Item{bItem},
-		State: runtime.ThreadState{Version: 2, Length: 2, Stack: []string{"t"}}, Lease: b.Lease}); err != nil {
-		t.Fatal(err)
-	}
-	// A appends in place, as the engine does, then tries to commit.
-	aItem := runtime.Item{Kind: runtime.ItemUser, Input: "ua", Text: "from a"}
-	a.Items = append(a.Items, aItem)
-	err = s.Commit(ctx, &runtime.Commit{ThreadID: "t", Expected: 1, Append: []runtime.Item{aItem},
-		State: runtime.ThreadState{Version: 2, Length: 2, Stack: []string{"t"}}, Lease: a.Lease})
-	if !errors.Is(err, runtime.ErrConflict) {
-		t.Fatalf("lessee's stale commit: %v", err)
-	}
-	s.Release("t", a.Lease)
-	got, _ := s.Load(ctx, "t")
-	if len(got.Items) != 2 || got.Items[1].Input != "ub" {
-		t.Fatalf("store holds %+v, want zero then b's item", got.Items)
-	}
-	// The lease is free again for the next slice.
-	if c, _ := s.LoadLeased(ctx, "t"); c.Lease == nil {
-		t.Fatal("no lease after release")
-	}
+	storetest.RunLease(t, func(t *testing.T) storetest.LeaseStore { return NewHistoryStore() })
 }
