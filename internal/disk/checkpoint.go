@@ -84,6 +84,15 @@ func (h *History) checkpoint(ctx context.Context, evict bool, cutoff int64) (int
 		h.d.inbox.failed(inbox)
 		return 0, err
 	}
+	// New rows go into the thread filter before they exist, so that no
+	// read after the commit skips them.
+	var fresh []string
+	for i := range snap {
+		if !snap[i].stored {
+			fresh = append(fresh, snap[i].id)
+		}
+	}
+	grow := h.d.ids.add(fresh...)
 	if len(snap) > 0 || !inbox.empty() {
 		err = h.d.w.do(ctx, &wreq{atomic: true, fn: func(w *wconn) error {
 			if err := writeEntries(w, snap); err != nil {
@@ -94,6 +103,13 @@ func (h *History) checkpoint(ctx context.Context, evict bool, cutoff int64) (int
 		if err != nil {
 			h.d.inbox.failed(inbox)
 			return 0, fmt.Errorf("disk: checkpoint: %w", err)
+		}
+	}
+	if grow {
+		// No other writer of thread rows runs meanwhile (checkpoints are
+		// one at a time), so the table is complete.
+		if err := h.d.ids.rebuild(ctx, h.d, nil); err != nil {
+			return 0, err // the old filter stays: over capacity, still correct
 		}
 	}
 	dropped := h.settle(snap, evict, cutoff)

@@ -83,6 +83,8 @@ type DB struct {
 	hist  *History // built by Open
 	// qThread reads one thread's row (History.read).
 	qThread *sql.Stmt
+	// ids holds every thread ID the database has (and maybe others).
+	ids *idFilter
 	// The background checkpointer (the journal is full).
 	quit chan struct{}
 	wg   sync.WaitGroup
@@ -134,6 +136,11 @@ func Open(ctx context.Context, dir string, opts Options) (*DB, error) {
 			d.closeFiles()
 			return nil, err
 		}
+	}
+	d.ids = newIDFilter(0)
+	if err := d.ids.rebuild(ctx, d, nil); err != nil {
+		d.closeFiles()
+		return nil, err
 	}
 	stored, err := d.inboxKeys(ctx)
 	if err != nil {

@@ -185,6 +185,9 @@ func (h *History) get(ctx context.Context, id string) (*hotThread, error) {
 // frame (an idle thread), else one read transaction for its row and its
 // item rows together.
 func (h *History) read(ctx context.Context, id string) (*hotThread, error) {
+	if !h.d.ids.mayHave(id) {
+		return nil, nil // never written: no query
+	}
 	var state, frozen []byte
 	var frozenLen, length int
 	ht := &hotThread{stored: true}
