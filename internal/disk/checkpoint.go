@@ -2,7 +2,6 @@ package disk
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	goruntime "runtime"
 	"sync"
@@ -151,7 +150,7 @@ func (h *History) encodeEntries(snap []ckptEntry) error {
 			var raw []byte
 			for i := w; i < len(snap); i += workers {
 				e := &snap[i]
-				if e.stateJSON, e.err = json.Marshal(&e.state); e.err != nil {
+				if e.stateJSON, e.err = marshal(&e.state); e.err != nil {
 					continue
 				}
 				switch {

@@ -442,7 +442,7 @@ func (h *History) release(c *runtime.Commit) {
 
 // encodeCommit frames c as a journal record.
 func (h *History) encodeCommit(c *runtime.Commit, oldLen int) ([]byte, error) {
-	state, err := json.Marshal(&c.State)
+	state, err := marshal(&c.State)
 	if err != nil {
 		return nil, fmt.Errorf("disk: encoding the state of %s: %w", c.ThreadID, err)
 	}
@@ -456,7 +456,7 @@ func (h *History) encodeCommit(c *runtime.Commit, oldLen int) ([]byte, error) {
 		r.items = local.AppendItems(make([]byte, 0, n), c.ThreadID, oldLen, c.Append)
 	}
 	for _, ch := range c.Children {
-		ks, err := json.Marshal(&ch.State)
+		ks, err := marshal(&ch.State)
 		if err != nil {
 			return nil, fmt.Errorf("disk: encoding the state of child %s: %w", ch.ID, err)
 		}

@@ -24,7 +24,7 @@ type Inbox struct{ d *DB }
 func (in *Inbox) Put(ctx context.Context, msgs []runtime.Message) error {
 	rec := inboxRec{kind: recInboxPut, entries: make([]inboxEntry, len(msgs))}
 	for i := range msgs {
-		body, err := json.Marshal(&msgs[i])
+		body, err := marshal(&msgs[i])
 		if err != nil {
 			return fmt.Errorf("disk: encoding message %s: %w", msgs[i].ID, err)
 		}
