@@ -66,7 +66,7 @@ type hotThread struct {
 func (ht *hotThread) dirty() bool { return !ht.stored || ht.storedVer != ht.state.Version }
 
 func newHistory(d *DB) *History {
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(goruntime.GOMAXPROCS(0)),
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(goruntime.GOMAXPROCS(0)),
 		zstd.WithLowerEncoderMem(true), zstd.WithZeroFrames(true))
 	if err != nil {
 		panic(fmt.Sprintf("disk: zstd encoder: %v", err)) // only on invalid options

@@ -227,4 +227,8 @@ func TestMigrateFromEmpty(t *testing.T) {
 	if err := d.rdb.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 		t.Fatalf("journal mode %q (%v), want wal", mode, err)
 	}
+	var pageSize int
+	if err := d.rdb.QueryRow("PRAGMA page_size").Scan(&pageSize); err != nil || pageSize != 2048 {
+		t.Fatalf("page size %d (%v), want 2048", pageSize, err)
+	}
 }
