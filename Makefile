@@ -15,7 +15,7 @@ AGENTS  ?= 20000
 TURNS   ?= 20
 WAVE    ?= 500
 
-.PHONY: all test test-go e2e loadtest loadtest-full loadtest-scaling loadtest-storage loadtest-priority vet fmt fuzz chaos mutants build synth deploy destroy cdk-deps
+.PHONY: all test test-go e2e loadtest loadtest-full loadtest-durable loadtest-scaling loadtest-storage loadtest-priority vet fmt fuzz chaos mutants build synth deploy destroy cdk-deps
 
 all: test
 
@@ -49,6 +49,15 @@ loadtest:
 # The full-size run the README reports (80,000 agents x 20 turns).
 loadtest-full:
 	$(MAKE) loadtest AGENTS=80000
+
+# The durable store of serve under the same workload: every commit and
+# accepted message fsynced (journal, group commit), 80,000 agents x 20 turns
+# on two cores, both profiles (README, "On the durable store").
+DURABLE_AGENTS ?= 80000
+loadtest-durable:
+	@for p in $(PROFILE); do \
+	  GOMAXPROCS=2 $(GO) run ./loadtest/density -store sqlite -profile $$p -agents $(DURABLE_AGENTS) -turns $(TURNS) -wave $(WAVE) -baseline-agents -1 || exit 1; \
+	done
 
 # Multi-core scaling: each profile at GOMAXPROCS=1 and at every core (nproc),
 # each in a fresh child process; per profile one JSON line with cps_1, cps_n,

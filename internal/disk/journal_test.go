@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -279,4 +280,56 @@ func TestSentOnlyIsWrittenBehindInOrder(t *testing.T) {
 	if err != nil || th.State.Version != 3 || len(th.Items) != 2 {
 		t.Fatalf("after the kill: %+v %v", th, err)
 	}
+}
+
+// TestJournalFailureStopsWrites: once a write to the journal fails, that
+// commit fails and is not applied, every later one fails too (memory may
+// be ahead of the files, so nothing is written after), and a restart
+// recovers what was acknowledged before.
+func TestJournalFailureStopsWrites(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d, err := Open(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := d.History()
+	commitN(t, h, "a", 0, "a1")
+	// The segment's descriptor now points at /dev/full: its next write
+	// fails with ENOSPC, as on a full disk.
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no /dev/full: %v", err)
+	}
+	defer full.Close()
+	fd := int(d.j.f.Fd())
+	saved, err := syscall.Dup(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(saved)
+	if err := syscall.Dup3(int(full.Fd()), fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	c := &runtime.Commit{ThreadID: "a", Expected: 1, Append: []runtime.Item{{Kind: runtime.ItemUser, Input: "u2", Text: "a2"}},
+		State: runtime.ThreadState{Version: 2, Length: 2, Stack: []string{"a"}}}
+	if err := h.Commit(ctx, c); err == nil || !strings.Contains(err.Error(), "restart") {
+		t.Fatalf("commit after the failure: %v, want an error saying to restart", err)
+	}
+	if th, _ := h.Load(ctx, "a"); th.State.Version != 1 {
+		t.Fatalf("the failed commit was applied: version %d", th.State.Version)
+	}
+	// The disk works again, but the journal stays stopped.
+	if err := syscall.Dup3(saved, fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Inbox().Put(ctx, []runtime.Message{msg("b", "m1")}); err == nil {
+		t.Fatal("an inbox write after the failure succeeded")
+	}
+	d.close(false)
+	d = open(t, dir)
+	if got := texts(t, d.History(), "a"); got != "a1" {
+		t.Fatalf("after the restart: %q, want what was acknowledged", got)
+	}
+	commitN(t, d.History(), "a", 1, "a2")
 }
