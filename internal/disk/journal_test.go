@@ -22,6 +22,16 @@ func kill(t *testing.T, d *DB) {
 	}
 }
 
+// openUnmanaged opens dir for a test that closes (or kills) it itself.
+func openUnmanaged(t *testing.T, dir string) *DB {
+	t.Helper()
+	d, err := Open(context.Background(), dir, Options{})
+	if err != nil {
+		t.Fatalf("Open(%s): %v", dir, err)
+	}
+	return d
+}
+
 func commitN(t *testing.T, h *History, id string, expected int64, texts ...string) {
 	t.Helper()
 	add := make([]runtime.Item, len(texts))
@@ -70,10 +80,7 @@ func segFiles(t *testing.T, dir string) []string {
 // journal is empty again after the replay.
 func TestKilledCommitsAreReplayed(t *testing.T) {
 	dir := t.TempDir()
-	d, err := Open(context.Background(), dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := openUnmanaged(t, dir)
 	commitN(t, d.History(), "a", 0, "a1", "a2")
 	commitN(t, d.History(), "b", 0, "b1")
 	if n := d.History().FreezeIdle(-1); n != 2 {
@@ -102,10 +109,7 @@ func TestKilledCommitsAreReplayed(t *testing.T) {
 // database already has; they change nothing.
 func TestReplayAfterCheckpointIsIdempotent(t *testing.T) {
 	dir := t.TempDir()
-	d, err := Open(context.Background(), dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := openUnmanaged(t, dir)
 	in := d.Inbox()
 	ctx := context.Background()
 	if err := in.Put(ctx, []runtime.Message{msg("a", "m1"), msg("a", "m2")}); err != nil {
@@ -147,10 +151,7 @@ func TestReplayAfterCheckpointIsIdempotent(t *testing.T) {
 // acknowledged) is dropped; everything before it is kept.
 func TestTornTailIsIgnored(t *testing.T) {
 	dir := t.TempDir()
-	d, err := Open(context.Background(), dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := openUnmanaged(t, dir)
 	commitN(t, d.History(), "a", 0, "a1")
 	commitN(t, d.History(), "a", 1, "a2")
 	kill(t, d)
@@ -172,10 +173,7 @@ func TestTornTailIsIgnored(t *testing.T) {
 // be a torn write; Open refuses and changes no file.
 func TestDamagedJournalIsRefused(t *testing.T) {
 	dir := t.TempDir()
-	d, err := Open(context.Background(), dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := openUnmanaged(t, dir)
 	commitN(t, d.History(), "a", 0, "a1")
 	// A second segment, so that the damaged one is not the last.
 	if err := d.j.do(context.Background(), &jreq{cut: func(uint64) {}}); err != nil {
@@ -193,7 +191,7 @@ func TestDamagedJournalIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	db, _ := os.ReadFile(filepath.Join(dir, FileName))
-	_, err = Open(context.Background(), dir, Options{})
+	_, err := Open(context.Background(), dir, Options{})
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "segment") {
 		t.Fatalf("Open: %v, want ErrCorrupt naming the segment", err)
 	}
@@ -211,10 +209,7 @@ func TestDamagedJournalIsRefused(t *testing.T) {
 func TestInboxSurvivesKill(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	d, err := Open(ctx, dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := openUnmanaged(t, dir)
 	in := d.Inbox()
 	for _, m := range []runtime.Message{msg("a", "1"), msg("b", "2")} {
 		if err := in.Put(ctx, []runtime.Message{m}); err != nil {
@@ -259,10 +254,7 @@ func TestInboxSurvivesKill(t *testing.T) {
 func TestSentOnlyIsWrittenBehindInOrder(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	d, err := Open(ctx, dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := openUnmanaged(t, dir)
 	h := d.History()
 	commitN(t, h, "a", 0, "a1")
 	sent := &runtime.Commit{ThreadID: "a", Expected: 1, SentOnly: true,
@@ -289,10 +281,7 @@ func TestSentOnlyIsWrittenBehindInOrder(t *testing.T) {
 func TestJournalFailureStopsWrites(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	d, err := Open(ctx, dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := openUnmanaged(t, dir)
 	h := d.History()
 	commitN(t, h, "a", 0, "a1")
 	// The segment's descriptor now points at /dev/full: its next write
