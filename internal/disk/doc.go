@@ -64,18 +64,19 @@
 //
 // # Schema (versioned by PRAGMA user_version; see migrations)
 //
-//	threads (id PK, parent, spawn_at, version, length, state JSON,
+//	threads (id PK (v4: seq PK, id UNIQUE), parent, spawn_at, version, length, state JSON,
 //	         frozen (zstd frame of own items [0, frozen_len)), frozen_len,
 //	         attention (v2: 1 when the state holds an unsent outbox or an
 //	         undispatched call))
-//	items   (seq, thread, pos, data)  one row per commit: own items from
-//	        pos on; v3: rowid order is insertion order (a group's rows share
+//	items   (seq, thread, pos, data)  one row per checkpoint of a hot
+//	        thread: own items from pos on; v3: rowid order is insertion order (a group's rows share
 //	        pages) with a unique index on (thread, pos)
 //	dedup   (thread, id, expires)
 //	inbox   (seq, thread, id, body JSON)   accepted, not yet consumed
 //	timers  (thread, call, at, body JSON)  armed sleeps
-//	v4: no table changes; the journal exists (an older build must refuse
-//	    a directory whose journal it would ignore)
+//	v4: the journal exists (an older build must refuse a directory whose
+//	    journal it would ignore); threads becomes a rowid table (seq PK,
+//	    id UNIQUE), so that small rows share leaf pages
 //
 // The data directory holds agentslice.db (plus its -wal and -shm files),
 // the journal's segments (journal-NNNNNNNN.log) and a LOCK file: a second

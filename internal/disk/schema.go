@@ -72,11 +72,33 @@ var migrations = []struct {
 		`ALTER TABLE items_v3 RENAME TO items`,
 		`CREATE UNIQUE INDEX items_thread_pos ON items (thread, pos)`,
 	}},
-	// No table changes: history commits and inbox changes now reach these
-	// tables through the journal (journal-*.log beside the database). The
-	// version step makes an older build, which would ignore the journal
-	// and lose what only it holds, refuse the directory.
-	{"the journal", nil},
+	// History commits and inbox changes now reach these tables through the
+	// journal (journal-*.log beside the database); this version makes an
+	// older build, which would ignore the journal and lose what only it
+	// holds, refuse the directory. And threads becomes a rowid table: a
+	// WITHOUT ROWID row keeps at most about a quarter of a page in its
+	// leaf, so a small thread's frame (under a KB on the benchmark's
+	// infinity profile) took an overflow page of its own; in a rowid table
+	// rows up to a page long stay in the leaf, several to a page.
+	{"the journal; threads as a rowid table", []string{
+		`CREATE TABLE threads_v4 (
+			seq        INTEGER PRIMARY KEY,
+			id         TEXT NOT NULL UNIQUE,
+			parent     TEXT NOT NULL DEFAULT '',
+			spawn_at   INTEGER NOT NULL DEFAULT 0,
+			version    INTEGER NOT NULL,
+			length     INTEGER NOT NULL,
+			state      BLOB NOT NULL,
+			frozen     BLOB,
+			frozen_len INTEGER NOT NULL DEFAULT 0,
+			attention  INTEGER NOT NULL DEFAULT 0
+		)`,
+		`INSERT INTO threads_v4 (id, parent, spawn_at, version, length, state, frozen, frozen_len, attention)
+			SELECT id, parent, spawn_at, version, length, state, frozen, frozen_len, attention FROM threads ORDER BY id`,
+		`DROP TABLE threads`,
+		`ALTER TABLE threads_v4 RENAME TO threads`,
+		`CREATE INDEX threads_attention ON threads (attention, id) WHERE attention > 0`,
+	}},
 }
 
 // SchemaVersion is the schema version this build writes.
