@@ -410,6 +410,9 @@ func (h *History) reserveChild(ctx context.Context, id string) error {
 	sh.mu.Unlock()
 	// Threads leave memory only once the database has them: a child that
 	// is neither in memory nor busy exists if and only if it has a row.
+	if !h.d.ids.mayHave(id) {
+		return nil
+	}
 	var one int
 	err := h.d.rdb.QueryRowContext(ctx, `SELECT 1 FROM threads WHERE id = ?`, id).Scan(&one)
 	switch {
