@@ -117,15 +117,19 @@ type SliceResult struct {
 // included); permanent problems with single messages are reported in
 // SliceResult.Rejected instead.
 func (e *Engine) RunSlice(ctx context.Context, in SliceInput) (res *SliceResult, err error) {
-	s := &slice{e: e, lim: e.Limits.withDefaults(), threadID: in.ThreadID}
-	s.res = &s.result
+	s := newSlice(e, in.ThreadID)
+	out := s.res // the result outlives the recycled slice
 	start := e.now()
 	defer func() {
-		if r := recover(); r != nil {
+		r := recover()
+		if r != nil {
 			err = fmt.Errorf("runtime: slice of thread %s panicked: %v\n%s", in.ThreadID, r, debug.Stack())
 		}
-		e.observe(ctx, Event{Type: EventSliceFinished, ThreadID: in.ThreadID, SliceID: s.res.SliceID,
-			MessageIDs: s.res.Processed, Duration: e.now().Sub(start), Err: err})
+		e.observe(ctx, Event{Type: EventSliceFinished, ThreadID: in.ThreadID, SliceID: out.SliceID,
+			MessageIDs: out.Processed, Duration: e.now().Sub(start), Err: err})
+		if r == nil {
+			s.recycle()
+		}
 	}()
 	return s.run(ctx, in)
 }
@@ -179,14 +183,12 @@ type slice struct {
 	// check): the slice is retried.
 	foldErr error
 
-	// Allocated with the slice rather than one by one: its result, the
+	// Kept with the (recycled) slice rather than allocated one by one: the
 	// commit and completion request it hands on (each used by one call at
-	// a time), and room for the inputs of a typical slice.
-	result    SliceResult
+	// a time, see slicepool.go) and room for the inputs of a typical slice.
 	commitArg Commit
 	req       CompletionRequest
 	inputsBuf [2]string
-	procBuf   [2]string
 }
 
 func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
@@ -203,7 +205,7 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 			s.mcancel()
 		}
 	}()
-	s.inputs, s.res.Processed = s.inputsBuf[:0], s.procBuf[:0]
+	s.inputs = s.inputsBuf[:0]
 	batch := s.validate(in)
 	if len(batch) > 0 && s.e.Dedup != nil && !in.FirstDelivery {
 		var err error
@@ -247,9 +249,6 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 	}
 	s.wasClosed = th.State.Closed
 	s.res.SliceID = sliceID(s.threadID, s.version, batch)
-	var textHandle *[]byte
-	textHandle, s.buf.text = getTextBuffer()
-	defer func() { putTextBuffer(textHandle, s.buf.text) }()
 	s.e.observe(ctx, Event{Type: EventSliceStarted, ThreadID: s.threadID, SliceID: s.res.SliceID,
 		MessageIDs: ids(batch), Version: s.version})
 
