@@ -15,9 +15,11 @@ import (
 // A thread with mail is "ready": it sits, as a thread ID, in the ready
 // queue of its class; no goroutine exists for it yet. At most
 // SchedulerConfig.Slots slices run at once. When a slot is free the
-// scheduler picks the next thread, starts its goroutine for one slice, and
-// when the slice ends the thread goes back to the end of its class's queue
-// if it has more mail. One thread never runs twice at once and its mailbox
+// scheduler picks the next thread and runs it on a goroutine: the one whose
+// thread just gave the slot back, or a new one when none did (a goroutine
+// exits when nothing ready may run, so idle threads have none). When the
+// slice ends the thread goes back to the end of its class's queue if it has
+// more mail. One thread never runs twice at once and its mailbox
 // is drained in arrival order, so per-thread FIFO is exactly what it was;
 // priority only decides which thread runs next.
 //
