@@ -5,7 +5,6 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"sync/atomic"
-	"time"
 
 	"github.com/agentslice/agentslice/internal/runtime"
 )
@@ -146,7 +145,6 @@ type ready struct {
 	threadID string
 	sh       *mailboxShard
 	box      *mailbox
-	since    time.Time
 	seq      uint64
 }
 
@@ -187,9 +185,9 @@ func newScheduler(c SchedulerConfig) *scheduler {
 }
 
 // add makes a thread ready.
-func (sc *scheduler) add(threadID string, sh *mailboxShard, box *mailbox, now time.Time) {
+func (sc *scheduler) add(threadID string, sh *mailboxShard, box *mailbox) {
 	sc.seq++
-	sc.queue[box.class].push(ready{threadID: threadID, sh: sh, box: box, since: now, seq: sc.seq})
+	sc.queue[box.class].push(ready{threadID: threadID, sh: sh, box: box, seq: sc.seq})
 	sc.nwait[box.class].Add(1)
 }
 

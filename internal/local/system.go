@@ -281,7 +281,7 @@ func (s *System) threadStarts(threadID string, sh *mailboxShard, box *mailbox) b
 		s.idle = make(chan struct{})
 	}
 	s.active++
-	s.sched.add(threadID, sh, box, s.cfg.Now())
+	s.sched.add(threadID, sh, box)
 	s.dispatch(false)
 	return true
 }
@@ -307,7 +307,7 @@ func (s *System) requeue(threadID string, sh *mailboxShard, box *mailbox) (ready
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sched.done(box.class)
-	s.sched.add(threadID, sh, box, s.cfg.Now())
+	s.sched.add(threadID, sh, box)
 	return s.dispatch(true)
 }
 
@@ -429,7 +429,7 @@ func (s *System) runBatch(ctx context.Context, threadID string, batch []runtime.
 	for attempt := 1; attempt <= s.cfg.SliceAttempts; attempt++ {
 		var res *runtime.SliceResult
 		res, err = s.engine.RunSlice(ctx, runtime.SliceInput{ThreadID: threadID, Messages: batch,
-			FirstDelivery: attempt == 1, Deadline: s.cfg.Now().Add(s.cfg.SliceTimeout)})
+			FirstDelivery: attempt == 1, Timeout: s.cfg.SliceTimeout})
 		if res != nil && len(res.Rejected) > 0 {
 			for _, r := range res.Rejected {
 				s.deadLetter(find(batch, r.ID), r.Err.Error())

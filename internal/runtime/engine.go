@@ -83,8 +83,12 @@ type SliceInput struct {
 	// Deadline, when set, is when the slice stops starting completions
 	// (less Limits.DeadlineMargin) and continues in a new slice, like a
 	// context deadline, but without cancelling a completion in flight and
-	// without the cost of a context timer (the embedded system uses it).
+	// without the cost of a context timer.
 	Deadline time.Time
+	// Timeout, when positive, is Deadline given relative to the start of
+	// the slice, so that the caller need not read the clock for it (the
+	// embedded system uses it). When both are set the earlier one counts.
+	Timeout time.Duration
 }
 
 // Rejection is a message the slice refused, with the reason.
@@ -120,6 +124,11 @@ func (e *Engine) RunSlice(ctx context.Context, in SliceInput) (res *SliceResult,
 	s := newSlice(e, in.ThreadID)
 	out := s.res // the result outlives the recycled slice
 	start := e.now()
+	if in.Timeout > 0 {
+		if dl := start.Add(in.Timeout); in.Deadline.IsZero() || dl.Before(in.Deadline) {
+			in.Deadline = dl
+		}
+	}
 	defer func() {
 		r := recover()
 		if r != nil {
