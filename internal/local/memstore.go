@@ -88,7 +88,8 @@ func (s *HistoryStore) Load(ctx context.Context, threadID string) (*runtime.Thre
 
 // LoadLeased is Load for the slice that will write the thread: a root
 // thread's stored items are lent to it, to append to in place, until it
-// commits or calls Release. A second concurrent loader gets a copy.
+// commits or calls Release, and its state is the stored one, not a deep
+// copy (runtime.LeaseLoader). A second concurrent loader gets copies.
 func (s *HistoryStore) LoadLeased(ctx context.Context, threadID string) (*runtime.Thread, error) {
 	return s.load(threadID, true)
 }
@@ -106,19 +107,22 @@ func (s *HistoryStore) load(threadID string, lease bool) (*runtime.Thread, error
 		return nil, err
 	}
 	h := rec.hot
-	state, own, parent, spawnAt := h.state.Clone(), h.items, h.state.Parent, h.spawnAt
+	own, parent, spawnAt := h.items, h.state.Parent, h.spawnAt
 	if lease && parent == "" && h.lease == nil {
 		// The common case: hand the slice the stored items themselves,
-		// with room to append in place. No copy.
+		// with room to append in place, and the stored state, whose
+		// slices the leaseholder changes copy-on-write only (see
+		// runtime.LeaseLoader; keep clipped them). No copy.
 		if cap(h.items)-len(h.items) < viewHeadroom {
 			h.items = slices.Grow(h.items, max(viewHeadroom, len(h.items)))
 		}
 		tok := &leaseToken{}
 		h.lease = tok
-		items := h.items
+		th := &runtime.Thread{ID: threadID, State: h.state, Items: h.items, Lease: tok}
 		sh.mu.Unlock()
-		return &runtime.Thread{ID: threadID, State: state, Items: items, Lease: tok}, nil
+		return th, nil
 	}
+	state := h.state.Clone()
 	sh.mu.Unlock()
 
 	var items []runtime.Item
@@ -291,7 +295,7 @@ func (s *HistoryStore) Commit(ctx context.Context, c *runtime.Commit) error {
 // keep returns a committed state as the store keeps it: without a copy
 // (runtime.Commit allows that), but with every slice's capacity clipped so
 // that nothing appended to the committer's slices can land in the store's.
-// Loads hand out deep copies.
+// Loads hand out deep copies, leased loads the kept state itself.
 func keep(st runtime.ThreadState) runtime.ThreadState {
 	st.Stack = slices.Clip(st.Stack)
 	st.Outbox = slices.Clip(st.Outbox)
