@@ -42,7 +42,9 @@ type HistoryStore struct {
 type shard struct {
 	mu      sync.Mutex
 	threads map[string]*record
-	hot     map[string]*record
+	// hot holds the records whose hot is set (and, briefly, some frozen
+	// ones, which FreezeIdle drops).
+	hot map[string]*record
 }
 
 // record is one thread: hot (hot != nil) or frozen (cold holds it all).
@@ -223,8 +225,9 @@ func (s *HistoryStore) Commit(ctx context.Context, c *runtime.Commit) error {
 	if c.State.Version != c.Expected+1 {
 		return fmt.Errorf("local: commit of %s: state version %d, expected %d", c.ThreadID, c.State.Version, c.Expected+1)
 	}
+	home := s.shardOf(c.ThreadID)
 	var idxBuf [4]int
-	idx := append(idxBuf[:0], s.shardOf(c.ThreadID))
+	idx := append(idxBuf[:0], home)
 	for _, ch := range c.Children {
 		idx = append(idx, s.shardOf(ch.ID))
 	}
@@ -238,7 +241,7 @@ func (s *HistoryStore) Commit(ctx context.Context, c *runtime.Commit) error {
 			s.shards[i].mu.Unlock()
 		}
 	}()
-	sh := &s.shards[s.shardOf(c.ThreadID)]
+	sh := &s.shards[home]
 	rec := sh.threads[c.ThreadID]
 	if rec != nil {
 		if err := s.thaw(sh, c.ThreadID, rec); err != nil {
@@ -258,8 +261,9 @@ func (s *HistoryStore) Commit(ctx context.Context, c *runtime.Commit) error {
 		}
 	}
 	if rec == nil {
-		rec = &record{hot: &hotRecord{}, shard: uint8(s.shardOf(c.ThreadID))}
+		rec = &record{hot: &hotRecord{}, shard: uint8(home)}
 		sh.threads[c.ThreadID] = rec
+		sh.hot[c.ThreadID] = rec // a record with hot set is in sh.hot (thaw puts it back)
 	}
 	h := rec.hot
 	if h.state.Length+len(c.Append) != c.State.Length {
@@ -282,7 +286,6 @@ func (s *HistoryStore) Commit(ctx context.Context, c *runtime.Commit) error {
 	h.state = keep(c.State)
 	now := s.now().UnixNano()
 	rec.touched = now
-	sh.hot[c.ThreadID] = rec
 	for _, ch := range c.Children {
 		csh := &s.shards[s.shardOf(ch.ID)]
 		crec := &record{hot: &hotRecord{state: keep(ch.State), spawnAt: ch.SpawnAt}, touched: now, shard: uint8(s.shardOf(ch.ID))}
