@@ -58,15 +58,17 @@ type record struct {
 
 type hotRecord struct {
 	// lease is held by the one slice allowed to append to items in place
-	// (beyond len, which no one else reads); nil when free.
-	lease   *leaseToken
+	// (beyond len, which no one else reads); nil when free. It is the
+	// Thread that leased load returned (its Lease).
+	lease *runtime.Thread
+	// spare is the Thread of the last lease given back with Release, reused
+	// by the next leased load: its holder does not use it after Release
+	// (runtime.LeaseLoader). A revoked lease's Thread is never reused.
+	spare   *runtime.Thread
 	state   runtime.ThreadState
 	spawnAt int            // how much of the parent's view a child inherits
 	items   []runtime.Item // own items, immutable up to len
 }
-
-// leaseToken identifies one load's lease.
-type leaseToken struct{ _ byte }
 
 // NewHistoryStore returns an empty store.
 func NewHistoryStore() *HistoryStore {
@@ -118,9 +120,12 @@ func (s *HistoryStore) load(threadID string, lease bool) (*runtime.Thread, error
 		if cap(h.items)-len(h.items) < viewHeadroom {
 			h.items = slices.Grow(h.items, max(viewHeadroom, len(h.items)))
 		}
-		tok := &leaseToken{}
-		h.lease = tok
-		th := &runtime.Thread{ID: threadID, State: h.state, Items: h.items, Lease: tok}
+		th := h.spare
+		if th == nil {
+			th = new(runtime.Thread)
+		}
+		*th = runtime.Thread{ID: threadID, State: h.state, Items: h.items, Lease: th}
+		h.lease, h.spare = th, nil
 		sh.mu.Unlock()
 		return th, nil
 	}
@@ -215,8 +220,8 @@ func (s *HistoryStore) Release(threadID string, lease any) {
 	sh := &s.shards[s.shardOf(threadID)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if rec := sh.threads[threadID]; rec != nil && rec.hot != nil && rec.hot.lease != nil && rec.hot.lease == lease {
-		rec.hot.lease = nil
+	if rec := sh.threads[threadID]; rec != nil && rec.hot != nil && rec.hot.lease != nil && any(rec.hot.lease) == lease {
+		rec.hot.lease, rec.hot.spare = nil, rec.hot.lease
 	}
 }
 
