@@ -307,7 +307,12 @@ func attention(st *runtime.ThreadState) int {
 // thread in memory (read from the database first if it is not there),
 // written to the journal, and applied to memory once the journal has synced
 // it (see the package doc on group commit).
-func (h *History) Commit(ctx context.Context, c *runtime.Commit) error {
+func (h *History) Commit(ctx context.Context, cm *runtime.Commit) error {
+	// A copy: the journal may apply the commit after Commit returned (ctx
+	// ended while it waited), and the engine reuses its Commit.
+	c := new(runtime.Commit)
+	*c = *cm
+	c.Inputs = nil // not kept; they alias the committing slice
 	if c.State.Version != c.Expected+1 {
 		return fmt.Errorf("disk: commit of %s: state version %d, expected %d", c.ThreadID, c.State.Version, c.Expected+1)
 	}

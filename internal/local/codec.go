@@ -79,7 +79,7 @@ func appendItem(b []byte, threadID string, pos int, it *runtime.Item, lastCall *
 	callID, input := it.CallID, it.Input
 	switch it.Kind {
 	case runtime.ItemToolCall:
-		if callID != "" && callID == runtime.CallIDAt(threadID, pos) {
+		if callID != "" && runtime.IsCallIDAt(callID, threadID, pos) {
 			flags |= flagDerivedCall
 			callID = ""
 		}
@@ -89,7 +89,7 @@ func appendItem(b []byte, threadID string, pos int, it *runtime.Item, lastCall *
 			flags |= flagSameCall
 			callID = ""
 		}
-		if input != "" && input == runtime.ResultID(threadID, it.CallID) {
+		if input != "" && runtime.IsResultID(input, threadID, it.CallID) {
 			flags |= flagDerivedInput
 			input = ""
 		}

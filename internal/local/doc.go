@@ -2,9 +2,10 @@
 // and a goroutine only for threads that have work.
 //
 // A message sent to a thread lands in that thread's mailbox; if the thread
-// has no goroutine, one starts and drains the mailbox slice by slice, then
-// exits. An idle thread is a record in the HistoryStore and nothing else: no
-// goroutine, no channel, and no timer unless it sleeps.
+// has no goroutine, one drains the mailbox slice by slice (a new goroutine,
+// or one whose thread has just given back its slot), then goes on with the
+// next ready thread or exits. An idle thread is a record in the HistoryStore
+// and nothing else: no goroutine, no channel, and no timer unless it sleeps.
 //
 // Nothing on the per-message path is shared by all threads: mailboxes and
 // stored threads are sharded by thread ID, each shard with its own lock, so

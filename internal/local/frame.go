@@ -24,25 +24,58 @@ type piece struct {
 }
 
 // frame is a compressed history: one piece, or a few when it crosses slabs.
+// The first piece is held inline and the rest behind a pointer, so that a
+// frame is 24 bytes and costs no allocation of its own in the usual case
+// (the record holding it is one 48-byte object per idle thread).
 type frame struct {
-	pieces []piece
-	n      int
+	first piece
+	more  *[]piece // the pieces after the first, in order; nil for most frames
 }
 
-func (f frame) len() int { return f.n }
+// pieces calls fn for each piece in order.
+func (f frame) pieces(fn func(piece)) {
+	if f.first.s == nil {
+		return
+	}
+	fn(f.first)
+	if f.more != nil {
+		for _, p := range *f.more {
+			fn(p)
+		}
+	}
+}
+
+func (f frame) len() int {
+	n := 0
+	f.pieces(func(p piece) { n += int(p.n) })
+	return n
+}
 
 // bytes returns the frame's bytes, contiguous. Slab bytes are never
 // overwritten once written, so this needs no lock.
 func (f frame) bytes() []byte {
-	if len(f.pieces) == 1 {
-		p := f.pieces[0]
+	if f.more == nil {
+		p := f.first
+		if p.s == nil {
+			return nil
+		}
 		return p.s.buf[p.off : p.off+p.n : p.off+p.n]
 	}
-	out := make([]byte, 0, f.n)
-	for _, p := range f.pieces {
-		out = append(out, p.s.buf[p.off:p.off+p.n]...)
-	}
+	out := make([]byte, 0, f.len())
+	f.pieces(func(p piece) { out = append(out, p.s.buf[p.off:p.off+p.n]...) })
 	return out
+}
+
+// add appends a piece to the frame.
+func (f *frame) add(p piece) {
+	switch {
+	case f.first.s == nil:
+		f.first = p
+	case f.more == nil:
+		f.more = &[]piece{p}
+	default:
+		*f.more = append(*f.more, p)
+	}
 }
 
 type arena struct {
@@ -58,7 +91,7 @@ func newArena(size int) *arena { return &arena{slabs: map[*slab]struct{}{}, size
 func (a *arena) alloc(b []byte, owner *record) frame {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	f := frame{n: len(b)}
+	var f frame
 	for len(b) > 0 {
 		if a.cur == nil || len(a.cur.buf) == cap(a.cur.buf) {
 			a.cur = &slab{buf: make([]byte, 0, a.size)}
@@ -72,7 +105,7 @@ func (a *arena) alloc(b []byte, owner *record) frame {
 		if k := len(s.owners); k == 0 || s.owners[k-1] != owner {
 			s.owners = append(s.owners, owner)
 		}
-		f.pieces = append(f.pieces, piece{s: s, off: int32(off), n: int32(n)})
+		f.add(piece{s: s, off: int32(off), n: int32(n)})
 		b = b[n:]
 	}
 	return f
@@ -82,12 +115,12 @@ func (a *arena) alloc(b []byte, owner *record) frame {
 func (a *arena) free(f frame) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, p := range f.pieces {
+	f.pieces(func(p piece) {
 		p.s.live -= int(p.n)
 		if p.s.live == 0 && p.s != a.cur {
 			delete(a.slabs, p.s)
 		}
-	}
+	})
 }
 
 // sparse returns the full slabs less than half live, with their owners.
@@ -109,12 +142,9 @@ func (a *arena) sparse() map[*slab][]*record {
 
 // uses reports whether f has a piece in s.
 func (f frame) uses(s *slab) bool {
-	for _, p := range f.pieces {
-		if p.s == s {
-			return true
-		}
-	}
-	return false
+	found := false
+	f.pieces(func(p piece) { found = found || p.s == s })
+	return found
 }
 
 // stats returns the bytes the arena holds and how many of them are live.

@@ -42,7 +42,9 @@ type HistoryStore struct {
 type shard struct {
 	mu      sync.Mutex
 	threads map[string]*record
-	hot     map[string]*record
+	// hot holds the records whose hot is set (and, briefly, some frozen
+	// ones, which FreezeIdle drops).
+	hot map[string]*record
 }
 
 // record is one thread: hot (hot != nil) or frozen (cold holds it all).
@@ -56,15 +58,17 @@ type record struct {
 
 type hotRecord struct {
 	// lease is held by the one slice allowed to append to items in place
-	// (beyond len, which no one else reads); nil when free.
-	lease   *leaseToken
+	// (beyond len, which no one else reads); nil when free. It is the
+	// Thread that leased load returned (its Lease).
+	lease *runtime.Thread
+	// spare is the Thread of the last lease given back with Release, reused
+	// by the next leased load: its holder does not use it after Release
+	// (runtime.LeaseLoader). A revoked lease's Thread is never reused.
+	spare   *runtime.Thread
 	state   runtime.ThreadState
 	spawnAt int            // how much of the parent's view a child inherits
 	items   []runtime.Item // own items, immutable up to len
 }
-
-// leaseToken identifies one load's lease.
-type leaseToken struct{ _ byte }
 
 // NewHistoryStore returns an empty store.
 func NewHistoryStore() *HistoryStore {
@@ -88,7 +92,8 @@ func (s *HistoryStore) Load(ctx context.Context, threadID string) (*runtime.Thre
 
 // LoadLeased is Load for the slice that will write the thread: a root
 // thread's stored items are lent to it, to append to in place, until it
-// commits or calls Release. A second concurrent loader gets a copy.
+// commits or calls Release, and its state is the stored one, not a deep
+// copy (runtime.LeaseLoader). A second concurrent loader gets copies.
 func (s *HistoryStore) LoadLeased(ctx context.Context, threadID string) (*runtime.Thread, error) {
 	return s.load(threadID, true)
 }
@@ -106,19 +111,25 @@ func (s *HistoryStore) load(threadID string, lease bool) (*runtime.Thread, error
 		return nil, err
 	}
 	h := rec.hot
-	state, own, parent, spawnAt := h.state.Clone(), h.items, h.state.Parent, h.spawnAt
+	own, parent, spawnAt := h.items, h.state.Parent, h.spawnAt
 	if lease && parent == "" && h.lease == nil {
 		// The common case: hand the slice the stored items themselves,
-		// with room to append in place. No copy.
+		// with room to append in place, and the stored state, whose
+		// slices the leaseholder changes copy-on-write only (see
+		// runtime.LeaseLoader; keep clipped them). No copy.
 		if cap(h.items)-len(h.items) < viewHeadroom {
 			h.items = slices.Grow(h.items, max(viewHeadroom, len(h.items)))
 		}
-		tok := &leaseToken{}
-		h.lease = tok
-		items := h.items
+		th := h.spare
+		if th == nil {
+			th = new(runtime.Thread)
+		}
+		*th = runtime.Thread{ID: threadID, State: h.state, Items: h.items, Lease: th}
+		h.lease, h.spare = th, nil
 		sh.mu.Unlock()
-		return &runtime.Thread{ID: threadID, State: state, Items: items, Lease: tok}, nil
+		return th, nil
 	}
+	state := h.state.Clone()
 	sh.mu.Unlock()
 
 	var items []runtime.Item
@@ -209,8 +220,8 @@ func (s *HistoryStore) Release(threadID string, lease any) {
 	sh := &s.shards[s.shardOf(threadID)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if rec := sh.threads[threadID]; rec != nil && rec.hot != nil && rec.hot.lease != nil && rec.hot.lease == lease {
-		rec.hot.lease = nil
+	if rec := sh.threads[threadID]; rec != nil && rec.hot != nil && rec.hot.lease != nil && any(rec.hot.lease) == lease {
+		rec.hot.lease, rec.hot.spare = nil, rec.hot.lease
 	}
 }
 
@@ -219,8 +230,9 @@ func (s *HistoryStore) Commit(ctx context.Context, c *runtime.Commit) error {
 	if c.State.Version != c.Expected+1 {
 		return fmt.Errorf("local: commit of %s: state version %d, expected %d", c.ThreadID, c.State.Version, c.Expected+1)
 	}
+	home := s.shardOf(c.ThreadID)
 	var idxBuf [4]int
-	idx := append(idxBuf[:0], s.shardOf(c.ThreadID))
+	idx := append(idxBuf[:0], home)
 	for _, ch := range c.Children {
 		idx = append(idx, s.shardOf(ch.ID))
 	}
@@ -234,7 +246,7 @@ func (s *HistoryStore) Commit(ctx context.Context, c *runtime.Commit) error {
 			s.shards[i].mu.Unlock()
 		}
 	}()
-	sh := &s.shards[s.shardOf(c.ThreadID)]
+	sh := &s.shards[home]
 	rec := sh.threads[c.ThreadID]
 	if rec != nil {
 		if err := s.thaw(sh, c.ThreadID, rec); err != nil {
@@ -254,8 +266,9 @@ func (s *HistoryStore) Commit(ctx context.Context, c *runtime.Commit) error {
 		}
 	}
 	if rec == nil {
-		rec = &record{hot: &hotRecord{}, shard: uint8(s.shardOf(c.ThreadID))}
+		rec = &record{hot: &hotRecord{}, shard: uint8(home)}
 		sh.threads[c.ThreadID] = rec
+		sh.hot[c.ThreadID] = rec // a record with hot set is in sh.hot (thaw puts it back)
 	}
 	h := rec.hot
 	if h.state.Length+len(c.Append) != c.State.Length {
@@ -278,7 +291,6 @@ func (s *HistoryStore) Commit(ctx context.Context, c *runtime.Commit) error {
 	h.state = KeepState(c.State)
 	now := s.now().UnixNano()
 	rec.touched = now
-	sh.hot[c.ThreadID] = rec
 	for _, ch := range c.Children {
 		csh := &s.shards[s.shardOf(ch.ID)]
 		crec := &record{hot: &hotRecord{state: KeepState(ch.State), spawnAt: ch.SpawnAt}, touched: now, shard: uint8(s.shardOf(ch.ID))}
@@ -291,7 +303,7 @@ func (s *HistoryStore) Commit(ctx context.Context, c *runtime.Commit) error {
 // KeepState returns a committed state as a store keeps it: without a copy
 // (runtime.Commit allows that), but with every slice's capacity clipped so
 // that nothing appended to the committer's slices can land in the store's.
-// Loads hand out deep copies.
+// Loads hand out deep copies, leased loads the kept state itself.
 func KeepState(st runtime.ThreadState) runtime.ThreadState {
 	st.Stack = slices.Clip(st.Stack)
 	st.Outbox = slices.Clip(st.Outbox)

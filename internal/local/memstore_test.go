@@ -1,6 +1,8 @@
 package local
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -27,4 +29,43 @@ func TestDedupStoreConformance(t *testing.T) {
 // the store, and the lessee's commit must conflict.
 func TestLeaseAgainstConcurrentWriter(t *testing.T) {
 	storetest.RunLease(t, func(t *testing.T) storetest.LeaseStore { return NewHistoryStore() })
+}
+
+// A leased load may reuse the Thread of a lease given back with Release, but
+// never one whose lease was revoked while its holder may still read it.
+func TestLeasedThreadReusedOnlyAfterRelease(t *testing.T) {
+	ctx := context.Background()
+	s := NewHistoryStore()
+	commit := func(v int64, lease any) {
+		t.Helper()
+		it := runtime.Item{Kind: runtime.ItemUser, Input: fmt.Sprintf("u%d", v), Text: "x"}
+		if err := s.Commit(ctx, &runtime.Commit{ThreadID: "t", Expected: v, Append: []runtime.Item{it},
+			State: runtime.ThreadState{Version: v + 1, Length: int(v) + 1, Stack: []string{"t"}}, Lease: lease}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(0, nil)
+	a, _ := s.LoadLeased(ctx, "t")
+	s.Release("t", a.Lease)
+	b, _ := s.LoadLeased(ctx, "t")
+	if b != a {
+		t.Fatal("the Thread of a released lease was not reused")
+	}
+	// A writer without the lease revokes b's; the next lease must not hand
+	// out b's Thread, which b's holder may still be reading.
+	commit(1, nil)
+	bItems, bVersion := len(b.Items), b.State.Version
+	c, _ := s.LoadLeased(ctx, "t")
+	if c == b || c.Lease == nil {
+		t.Fatalf("leased load after a revoked lease: same Thread %v, lease %v", c == b, c.Lease)
+	}
+	s.Release("t", b.Lease) // the revoked holder ends: ignored
+	s.Release("t", c.Lease)
+	d, _ := s.LoadLeased(ctx, "t")
+	if d == b {
+		t.Fatal("a revoked lease's Thread was handed out again")
+	}
+	if len(b.Items) != bItems || b.State.Version != bVersion {
+		t.Fatalf("the revoked holder's Thread changed under it: %d items, version %d", len(b.Items), b.State.Version)
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"sync/atomic"
-	"time"
 
 	"github.com/agentslice/agentslice/internal/runtime"
 )
@@ -15,9 +14,11 @@ import (
 // A thread with mail is "ready": it sits, as a thread ID, in the ready
 // queue of its class; no goroutine exists for it yet. At most
 // SchedulerConfig.Slots slices run at once. When a slot is free the
-// scheduler picks the next thread, starts its goroutine for one slice, and
-// when the slice ends the thread goes back to the end of its class's queue
-// if it has more mail. One thread never runs twice at once and its mailbox
+// scheduler picks the next thread and runs it on a goroutine: the one whose
+// thread just gave the slot back, or a new one when none did (a goroutine
+// exits when nothing ready may run, so idle threads have none). When the
+// slice ends the thread goes back to the end of its class's queue if it has
+// more mail. One thread never runs twice at once and its mailbox
 // is drained in arrival order, so per-thread FIFO is exactly what it was;
 // priority only decides which thread runs next.
 //
@@ -144,7 +145,6 @@ type ready struct {
 	threadID string
 	sh       *mailboxShard
 	box      *mailbox
-	since    time.Time
 	seq      uint64
 }
 
@@ -185,9 +185,9 @@ func newScheduler(c SchedulerConfig) *scheduler {
 }
 
 // add makes a thread ready.
-func (sc *scheduler) add(threadID string, sh *mailboxShard, box *mailbox, now time.Time) {
+func (sc *scheduler) add(threadID string, sh *mailboxShard, box *mailbox) {
 	sc.seq++
-	sc.queue[box.class].push(ready{threadID: threadID, sh: sh, box: box, since: now, seq: sc.seq})
+	sc.queue[box.class].push(ready{threadID: threadID, sh: sh, box: box, seq: sc.seq})
 	sc.nwait[box.class].Add(1)
 }
 

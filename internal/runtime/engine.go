@@ -83,8 +83,12 @@ type SliceInput struct {
 	// Deadline, when set, is when the slice stops starting completions
 	// (less Limits.DeadlineMargin) and continues in a new slice, like a
 	// context deadline, but without cancelling a completion in flight and
-	// without the cost of a context timer (the embedded system uses it).
+	// without the cost of a context timer.
 	Deadline time.Time
+	// Timeout, when positive, is Deadline given relative to the start of
+	// the slice, so that the caller need not read the clock for it (the
+	// embedded system uses it). When both are set the earlier one counts.
+	Timeout time.Duration
 }
 
 // Rejection is a message the slice refused, with the reason.
@@ -117,15 +121,24 @@ type SliceResult struct {
 // included); permanent problems with single messages are reported in
 // SliceResult.Rejected instead.
 func (e *Engine) RunSlice(ctx context.Context, in SliceInput) (res *SliceResult, err error) {
-	s := &slice{e: e, lim: e.Limits.withDefaults(), threadID: in.ThreadID}
-	s.res = &s.result
+	s := newSlice(e, in.ThreadID)
+	out := s.res // the result outlives the recycled slice
 	start := e.now()
+	if in.Timeout > 0 {
+		if dl := start.Add(in.Timeout); in.Deadline.IsZero() || dl.Before(in.Deadline) {
+			in.Deadline = dl
+		}
+	}
 	defer func() {
-		if r := recover(); r != nil {
+		r := recover()
+		if r != nil {
 			err = fmt.Errorf("runtime: slice of thread %s panicked: %v\n%s", in.ThreadID, r, debug.Stack())
 		}
-		e.observe(ctx, Event{Type: EventSliceFinished, ThreadID: in.ThreadID, SliceID: s.res.SliceID,
-			MessageIDs: s.res.Processed, Duration: e.now().Sub(start), Err: err})
+		e.observe(ctx, Event{Type: EventSliceFinished, ThreadID: in.ThreadID, SliceID: out.SliceID,
+			MessageIDs: out.Processed, Duration: e.now().Sub(start), Err: err})
+		if r == nil {
+			s.recycle()
+		}
 	}()
 	return s.run(ctx, in)
 }
@@ -179,14 +192,12 @@ type slice struct {
 	// check): the slice is retried.
 	foldErr error
 
-	// Allocated with the slice rather than one by one: its result, the
+	// Kept with the (recycled) slice rather than allocated one by one: the
 	// commit and completion request it hands on (each used by one call at
-	// a time), and room for the inputs of a typical slice.
-	result    SliceResult
+	// a time, see slicepool.go) and room for the inputs of a typical slice.
 	commitArg Commit
 	req       CompletionRequest
 	inputsBuf [2]string
-	procBuf   [2]string
 }
 
 func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
@@ -203,7 +214,7 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 			s.mcancel()
 		}
 	}()
-	s.inputs, s.res.Processed = s.inputsBuf[:0], s.procBuf[:0]
+	s.inputs = s.inputsBuf[:0]
 	batch := s.validate(in)
 	if len(batch) > 0 && s.e.Dedup != nil && !in.FirstDelivery {
 		var err error
@@ -247,9 +258,6 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 	}
 	s.wasClosed = th.State.Closed
 	s.res.SliceID = sliceID(s.threadID, s.version, batch)
-	var textHandle *[]byte
-	textHandle, s.buf.text = getTextBuffer()
-	defer func() { putTextBuffer(textHandle, s.buf.text) }()
 	s.e.observe(ctx, Event{Type: EventSliceStarted, ThreadID: s.threadID, SliceID: s.res.SliceID,
 		MessageIDs: ids(batch), Version: s.version})
 

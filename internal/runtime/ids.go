@@ -30,14 +30,22 @@ func appendPart(buf []byte, p string) []byte {
 
 // idFrom is DeriveID of parts already joined by appendPart.
 func idFrom(prefix string, buf []byte) string {
-	sum := sha256.Sum256(buf)
 	var out [64]byte
-	n := copy(out[:], prefix)
-	if n < len(prefix) {
+	if len(prefix) > len(out)-idEncoding.EncodedLen(16) {
+		sum := sha256.Sum256(buf)
 		return prefix + idEncoding.EncodeToString(sum[:16])
 	}
-	idEncoding.Encode(out[n:], sum[:16])
-	return string(out[:n+idEncoding.EncodedLen(16)])
+	return string(appendIDFrom(out[:0], prefix, buf))
+}
+
+// appendIDFrom appends idFrom(prefix, buf) to dst.
+func appendIDFrom(dst []byte, prefix string, buf []byte) []byte {
+	sum := sha256.Sum256(buf)
+	dst = append(dst, prefix...)
+	n := len(dst)
+	dst = append(dst, make([]byte, idEncoding.EncodedLen(16))...)
+	idEncoding.Encode(dst[n:], sum[:16])
+	return dst
 }
 
 // callID is the ID of the tool call recorded at position pos of a thread's
@@ -48,10 +56,14 @@ func callID(threadID string, pos int) string {
 		return DeriveID("call_", threadID, strconv.Itoa(pos), strconv.FormatUint(rand.Uint64(), 36))
 	}
 	var stack [256]byte
+	return idFrom("call_", callIDInput(stack[:0], threadID, pos))
+}
+
+// callIDInput appends the parts callID derives its ID from.
+func callIDInput(buf []byte, threadID string, pos int) []byte {
 	var num [20]byte
-	buf := appendPart(stack[:0], threadID)
-	buf = appendPart(buf, string(strconv.AppendInt(num[:0], int64(pos), 10)))
-	return idFrom("call_", buf)
+	buf = appendPart(buf, threadID)
+	return appendPart(buf, string(strconv.AppendInt(num[:0], int64(pos), 10)))
 }
 
 // CallIDAt is the ID the engine gives a model's tool call recorded at
@@ -59,10 +71,30 @@ func callID(threadID string, pos int) string {
 // storing IDs they can derive.
 func CallIDAt(threadID string, pos int) string { return callID(threadID, pos) }
 
+// IsCallIDAt reports whether id == CallIDAt(threadID, pos), without
+// allocating (stores check every call they encode).
+func IsCallIDAt(id, threadID string, pos int) bool {
+	if chaosmutant == MutantRandomCallID {
+		return id == CallIDAt(threadID, pos)
+	}
+	var stack [256]byte
+	var out [64]byte
+	return string(appendIDFrom(out[:0], "call_", callIDInput(stack[:0], threadID, pos))) == id
+}
+
 // ResultID is the message ID tools built on this runtime give the result of
 // a call (the RAP receiver and the kit use it), so a tool that posts its
 // result twice is deduplicated.
 func ResultID(threadID, callID string) string { return DeriveID("res_", threadID, callID) }
+
+// IsResultID reports whether id == ResultID(threadID, callID), without
+// allocating.
+func IsResultID(id, threadID, callID string) bool {
+	var stack [512]byte
+	var out [64]byte
+	buf := appendPart(appendPart(stack[:0], threadID), callID)
+	return string(appendIDFrom(out[:0], "res_", buf)) == id
+}
 
 func completionID(threadID string, version int64, n int) string {
 	var stack [256]byte

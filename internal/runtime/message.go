@@ -40,15 +40,24 @@ const (
 	KindAgent      Kind = "agent"       // a person switches the agent the thread runs as (Agent: its name)
 )
 
-var knownKinds = map[Kind]bool{
-	KindUser: true, KindToolResult: true, KindEvent: true, KindWake: true,
-	KindReport: true, KindParent: true, KindStart: true, KindNotice: true,
-	KindContinue: true, KindSummary: true, KindCheck: true, KindStop: true, KindClose: true, KindModel: true, KindAgent: true,
+// known reports whether k is one of the message kinds. (A switch, not a
+// map: every message is validated when it is sent and again in its slice.)
+func (k Kind) known() bool {
+	switch k {
+	case KindUser, KindToolResult, KindEvent, KindWake, KindReport, KindParent, KindStart, KindNotice,
+		KindContinue, KindSummary, KindCheck, KindStop, KindClose, KindModel, KindAgent:
+		return true
+	}
+	return false
 }
 
-// needsCallID lists the kinds that refer to a tool call.
-var needsCallID = map[Kind]bool{
-	KindToolResult: true, KindEvent: true, KindWake: true, KindReport: true, KindNotice: true, KindCheck: true,
+// needsCallID reports whether messages of kind k refer to a tool call.
+func (k Kind) needsCallID() bool {
+	switch k {
+	case KindToolResult, KindEvent, KindWake, KindReport, KindNotice, KindCheck:
+		return true
+	}
+	return false
 }
 
 // Content is one part of a tool result: text or a base64 image.
@@ -106,10 +115,10 @@ func (m *Message) Validate() error {
 	if err := checkID(m.ThreadID); err != nil {
 		return bad("thread_id", "%s", err)
 	}
-	if !knownKinds[m.Kind] {
+	if !m.Kind.known() {
 		return bad("kind", "unknown kind %q", m.Kind)
 	}
-	if needsCallID[m.Kind] {
+	if m.Kind.needsCallID() {
 		if err := checkID(m.ToolCallID); err != nil {
 			return bad("tool_call_id", "%s (required for kind %s)", err, m.Kind)
 		}
@@ -164,6 +173,8 @@ func checkID(id string) error {
 		return fmt.Errorf("missing")
 	case len(id) > MaxIDLen:
 		return fmt.Errorf("%d bytes long, more than %d", len(id), MaxIDLen)
+	case printableASCII(id):
+		return nil // the common case, in one pass
 	case !utf8.ValidString(id):
 		return fmt.Errorf("not valid UTF-8")
 	}
@@ -173,6 +184,17 @@ func checkID(id string) error {
 		}
 	}
 	return nil
+}
+
+// printableASCII reports whether id is only ASCII characters from 0x21 to
+// 0x7e, which checkID accepts.
+func printableASCII(id string) bool {
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x21 || c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // DecodeMessage parses and validates one JSON-encoded message. Unknown fields

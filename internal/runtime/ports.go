@@ -23,7 +23,13 @@ type HistoryStore interface {
 // slice the stored view itself (Thread.Lease), so that it appends in place
 // instead of copying. The engine uses LoadLeased instead of Load when a store
 // has it, passes the lease back in every Commit, and calls Release when the
-// slice ends, whatever its outcome. Plain Load never leases.
+// slice ends, whatever its outcome; the leased Thread is not used after
+// Release (a store may hand the same Thread to the next leased load). Plain
+// Load never leases. The State of a
+// leased load may share its slices and pointers with the store (with their
+// capacity clipped): the caller changes it copy-on-write only, appending
+// to or replacing slices and never writing an element or a pointed-to
+// value in place, as the engine does with its working state.
 type LeaseLoader interface {
 	LoadLeased(ctx context.Context, threadID string) (*Thread, error)
 	Release(threadID string, lease any)

@@ -1,38 +1,9 @@
 package runtime
 
-import "sync"
-
-// textBuffers recycles the byte buffers completions stream into: a slice
-// made one per slice (2 KiB, zeroed) was a tenth of the allocated bytes per
-// completion in the density benchmark's profile. What reaches history is a
-// string copied out of the buffer, so a buffer is never referenced after
-// its slice.
-var textBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
-
-// maxPooledText is the largest buffer kept for reuse; a rare huge
-// completion's buffer goes to the garbage collector instead.
-const maxPooledText = 64 << 10
-
-// getTextBuffer returns an empty buffer and the handle to give back to
-// putTextBuffer with the buffer as it grew.
-// getTextBuffer returns an empty buffer and the handle to give back to
-// putTextBuffer with the buffer as it grew.
-func getTextBuffer() (*[]byte, []byte) {
-	h := textBuffers.Get().(*[]byte)
-	return h, (*h)[:0]
-}
-
-func putTextBuffer(h *[]byte, b []byte) {
-	if cap(b) > maxPooledText {
-		return
-	}
-	*h = b[:0]
-	textBuffers.Put(h)
-}
-
 // turnBuffer collects one streamed completion. Nothing reaches history until
 // the completion has ended without error; a failed stream is discarded. Its
-// byte buffers are reused across the completions of a slice.
+// byte buffers are reused across the completions of a slice and, with
+// the slice, across slices (slicepool.go).
 type turnBuffer struct {
 	text, reasoning []byte
 	call            *ToolCallDraft // nil, or &draft

@@ -46,6 +46,7 @@ type config struct {
 	progress            bool
 	cpuProfile          string
 	memProfile          string
+	mutexProfile        string
 	scaling             bool
 	store, data         string
 }
@@ -109,6 +110,7 @@ func main() {
 	flag.BoolVar(&c.progress, "progress", true, "show a progress bar on stderr")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.StringVar(&c.memProfile, "memprofile", "", "write a heap profile (idle agents) to this file")
+	flag.StringVar(&c.mutexProfile, "mutexprofile", "", "write a mutex contention profile of the run (every contended lock sampled) to this file")
 	flag.BoolVar(&c.scaling, "scaling", false, "run the profile at GOMAXPROCS=1 and at every core, each in a child process, and print one JSON line comparing them")
 	flag.Parse()
 	if err := c.validate(); err != nil {
@@ -244,6 +246,9 @@ func run(c config) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if c.mutexProfile != "" {
+		goruntime.SetMutexProfileFraction(1)
+	}
 	var heap0 goruntime.MemStats
 	goruntime.ReadMemStats(&heap0)
 	total := int64(c.agents) * int64(c.turns) * 2
@@ -327,6 +332,11 @@ func run(c config) error {
 			res.ConventionalRatio = float64(b.BytesPerAgent) / float64(res.BytesPerIdleAgent)
 		}
 	}
+	if c.mutexProfile != "" {
+		if err := writeProfile("mutex", c.mutexProfile); err != nil {
+			return err
+		}
+	}
 	if c.memProfile != "" {
 		f, err := os.Create(c.memProfile)
 		if err != nil {
@@ -345,6 +355,19 @@ func run(c config) error {
 	line, _ := json.Marshal(res)
 	fmt.Println(string(line))
 	return nil
+}
+
+// writeProfile writes the named runtime/pprof profile to path.
+func writeProfile(name, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 type countObserver struct{ n *atomic.Int64 }
