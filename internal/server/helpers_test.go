@@ -24,7 +24,29 @@ import (
 	"github.com/agentslice/agentslice/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain gives the tests a home directory of their own: a server built
+// without Config.Data falls back to $HOME/.local/share/agentslice, and no
+// test may write to (or read) the real one. It then checks for leaked
+// goroutines.
+func TestMain(m *testing.M) {
+	home, err := os.MkdirTemp("", "agentslice-server-home-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("HOME", home)
+	os.Unsetenv("XDG_DATA_HOME")
+	os.Unsetenv(DataDirEnv)
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.RemoveAll(home)
+	os.Exit(code)
+}
 
 // timeout bounds every wait of these tests.
 const timeout = 30 * time.Second
