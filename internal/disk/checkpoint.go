@@ -112,6 +112,9 @@ func (h *History) checkpoint(ctx context.Context, evict bool, cutoff int64) (int
 		}
 	}
 	dropped := h.settle(snap, evict, cutoff)
+	if h.d.beforeRetire != nil {
+		h.d.beforeRetire()
+	}
 	if err := removeSegments(h.d.dir, closed); err != nil {
 		// Harmless: the next Open replays them and finds nothing new.
 		h.d.opts.Logger.Warn("could not remove checkpointed journal segments", "error", err)

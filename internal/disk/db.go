@@ -85,6 +85,9 @@ type DB struct {
 	qThread *sql.Stmt
 	// ids holds every thread ID the database has (and maybe others).
 	ids *idFilter
+	// beforeRetire, when set (tests), runs after a checkpoint committed,
+	// before it retires the segments it covered: where a crash leaves them.
+	beforeRetire func()
 	// The background checkpointer (the journal is full).
 	quit chan struct{}
 	wg   sync.WaitGroup
@@ -353,10 +356,10 @@ func (d *DB) Backup(ctx context.Context, path string) error {
 }
 
 // DiskBytes is the size of the data directory's files (database, WAL,
-// journal).
+// journal and its spare segment).
 func (d *DB) DiskBytes() int64 {
 	var n int64
-	names := []string{FileName, FileName + "-wal"}
+	names := []string{FileName, FileName + "-wal", spareName}
 	if segs, err := segments(d.dir); err == nil {
 		for _, s := range segs {
 			names = append(names, segName(s))

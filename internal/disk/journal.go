@@ -20,12 +20,21 @@ import (
 // framed records (encoded on their own goroutines); it appends whatever has
 // queued up with one write and one fdatasync (group commit), then applies
 // each record to memory (its after function) and answers. A checkpoint
-// later copies what the journal holds into the database and deletes the
+// later copies what the journal holds into the database and retires the
 // segments it covered (see checkpoint.go); Open replays what is left.
+//
+// A retired segment is not deleted but kept as the spare
+// (journal-spare.log), and the next cut renames it to the new segment's
+// name and writes over it: an fdatasync of blocks already written needs no
+// metadata update, about half the time of one that grows the file (0.35
+// against 0.73 ms per 80 KB group measured here). See record.go for how a
+// reused file's leftovers are told from records.
 
 const (
 	segPrefix = "journal-"
 	segSuffix = ".log"
+	// spareName is the reused file; segments() does not list it.
+	spareName = "journal-spare.log"
 )
 
 func segName(n uint64) string { return fmt.Sprintf("%s%08d%s", segPrefix, n, segSuffix) }
@@ -107,10 +116,17 @@ func openJournal(dir string, first uint64, segBytes int64, max int, noSync bool)
 	return j, nil
 }
 
-// create makes segment n and makes its directory entry durable.
+// create makes segment n, from the spare when there is one, and makes its
+// directory entry durable.
 func (j *journal) create(n uint64) (*os.File, error) {
 	path := filepath.Join(j.dir, segName(n))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if err := os.Rename(filepath.Join(j.dir, spareName), path); err == nil {
+		flags = os.O_WRONLY
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("disk: reusing the spare journal segment as %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, flags, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("disk: creating journal segment %s: %w", path, err)
 	}
@@ -250,9 +266,10 @@ func (j *journal) write(batch []*jreq) {
 	if err == nil {
 		j.buf = j.buf[:0]
 		for _, r := range batch {
+			seal(r.rec, j.seg)
 			j.buf = append(j.buf, r.rec...)
 		}
-		if _, werr := j.f.Write(j.buf); werr != nil {
+		if _, werr := j.f.WriteAt(j.buf, j.size); werr != nil {
 			err = fmt.Errorf("disk: writing to journal segment %d: %w", j.seg, werr)
 		} else if !j.noSync {
 			if serr := fdatasync(j.f); serr != nil {
@@ -293,8 +310,22 @@ func (j *journal) write(batch []*jreq) {
 	}
 }
 
-// runCut starts a new segment and runs the cut's function.
+// runCut ends the segment with a recEnd record, starts a new one and runs
+// the cut's function.
 func (j *journal) runCut(r *jreq) {
+	if j.failed != nil {
+		r.done <- j.failed
+		return
+	}
+	end := frame(nil, 1, func(b []byte) []byte { return append(b, recEnd) })
+	seal(end, j.seg)
+	if _, err := j.f.WriteAt(end, j.size); err != nil {
+		j.failed = fmt.Errorf("disk: ending journal segment %d: %w", j.seg, err)
+	} else if !j.noSync {
+		if err := fdatasync(j.f); err != nil {
+			j.failed = fmt.Errorf("disk: syncing journal segment %d: %w", j.seg, err)
+		}
+	}
 	if j.failed != nil {
 		r.done <- j.failed
 		return
@@ -326,18 +357,34 @@ func fdatasync(f *os.File) error {
 	}
 }
 
-// removeSegments deletes segments [.., through], oldest first, so that the
-// segments left are always a suffix of the journal.
+// removeSegments retires segments [.., through], oldest first, so that the
+// segments left are always a suffix of the journal: the newest of them
+// becomes the spare when there is none, the others are deleted.
 func removeSegments(dir string, through uint64) error {
 	segs, err := segments(dir)
 	if err != nil {
 		return err
 	}
+	var retired []uint64
 	for _, n := range segs {
-		if n > through {
-			break
+		if n <= through {
+			retired = append(retired, n)
 		}
-		if err := os.Remove(filepath.Join(dir, segName(n))); err != nil && !errors.Is(err, os.ErrNotExist) {
+	}
+	keep := -1
+	if _, err := os.Stat(filepath.Join(dir, spareName)); errors.Is(err, os.ErrNotExist) && len(retired) > 0 {
+		keep = len(retired) - 1
+	}
+	for i, n := range retired {
+		path := filepath.Join(dir, segName(n))
+		if i == keep {
+			// Its records are valid for its own number only: as the spare,
+			// and later under another number, they are leftovers.
+			if err := os.Rename(path, filepath.Join(dir, spareName)); err == nil {
+				continue
+			}
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("disk: removing journal segment %d: %w", n, err)
 		}
 	}

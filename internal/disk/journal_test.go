@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,19 +123,30 @@ func TestReplayAfterCheckpointIsIdempotent(t *testing.T) {
 	}
 	commitN(t, d.History(), "a", 2, "a3") // after Done: the journal has it by now
 	saved := map[string][]byte{}
-	for _, f := range segFiles(t, dir) {
-		b, _ := os.ReadFile(f)
-		saved[f] = b
+	d.beforeRetire = func() { // the segments as a crash right after the commit leaves them
+		for _, f := range segFiles(t, dir) {
+			b, _ := os.ReadFile(f)
+			saved[f] = b
+		}
 	}
 	if err := d.Checkpoint(ctx); err != nil {
 		t.Fatal(err)
 	}
+	d.beforeRetire = nil
 	commitN(t, d.History(), "a", 3, "a4")
 	kill(t, d)
-	for f, b := range saved { // the checkpoint's segments, as if never removed
+	restored := 0
+	for f, b := range saved { // the covered segments, as if never retired
+		if _, err := os.Stat(f); err == nil {
+			continue // the segment that was open then: it has a4 now
+		}
 		if err := os.WriteFile(f, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
+		restored++
+	}
+	if restored == 0 {
+		t.Fatal("the checkpoint retired no segment")
 	}
 
 	d = open(t, dir)
@@ -321,4 +333,62 @@ func TestJournalFailureStopsWrites(t *testing.T) {
 		t.Fatalf("after the restart: %q, want what was acknowledged", got)
 	}
 	commitN(t, d.History(), "a", 1, "a2")
+}
+
+// TestReusedSegmentLeftoversAreIgnored: a retired segment's file becomes a
+// later segment and is written over; the records of its earlier life that
+// follow the new ones, even aligned on record boundaries, are not replayed
+// (their CRCs were made with the old segment number).
+func TestReusedSegmentLeftoversAreIgnored(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d := openUnmanaged(t, dir)
+	in := d.Inbox()
+	put := func(thread string, i int) {
+		t.Helper()
+		if err := in.Put(ctx, []runtime.Message{msg(thread, fmt.Sprintf("m%02d", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 50 {
+		put("a", i)
+	}
+	first, err := os.Stat(segFiles(t, dir)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Checkpoint(ctx); err != nil { // a/* in the database; segment 1 becomes the spare
+		t.Fatal(err)
+	}
+	ids := make([]string, 50)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("m%02d", i)
+	}
+	if err := in.Done("a", ids); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Checkpoint(ctx); err != nil { // a/* gone; the spare is now segment 3
+		t.Fatal(err)
+	}
+	segs := segFiles(t, dir)
+	now, err := os.Stat(segs[len(segs)-1])
+	if err != nil || !os.SameFile(first, now) {
+		t.Fatalf("the open segment %v is not segment 1's file reused (%v)", segs, err)
+	}
+	for i := range 10 { // same sizes as a/*: a/m10.. follow, aligned
+		put("b", i)
+	}
+	kill(t, d)
+	d = open(t, dir)
+	pending, err := d.Inbox().Pending(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range pending {
+		got = append(got, m.ThreadID+"/"+m.ID)
+	}
+	if len(got) != 10 || got[0] != "b/m00" || got[9] != "b/m09" {
+		t.Fatalf("inbox after the kill: %v, want b/m00..b/m09 and no leftover of a/*", got)
+	}
 }

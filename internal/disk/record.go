@@ -11,12 +11,18 @@ import (
 // A journal record is framed as
 //
 //	length  uint32 little endian: bytes of payload
-//	crc     uint32 little endian: CRC-32C of payload
+//	crc     uint32 little endian: CRC-32C of the segment's number (uint64
+//	        little endian) followed by the payload
 //	payload kind byte, then the kind's fields
 //
-// Fields are unsigned varints and length-prefixed byte strings. A record is
-// written whole by one write call; a crash can leave only the last record
-// of the last segment cut short, which the CRC (or the missing bytes) shows.
+// Fields are unsigned varints and length-prefixed byte strings. Writers
+// frame a record with the CRC left zero; the journal seals it (seal) once it
+// knows the segment the record goes to. Segment files are reused (see
+// journal.go), so what follows a segment's last record may be records of the
+// file's earlier life: their CRCs were computed with another segment number
+// and fail. A segment that was cut ends with a recEnd record; only the last
+// segment may end without one, in a record cut short by a crash (never
+// acknowledged) or in such leftovers.
 
 const frameHeader = 8
 
@@ -28,6 +34,7 @@ const (
 	recCommit    = 1 // a history commit
 	recInboxPut  = 2 // messages accepted
 	recInboxDone = 3 // messages consumed
+	recEnd       = 4 // the segment was cut here: nothing follows
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -35,31 +42,43 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // errTorn is a record cut short or failing its CRC.
 var errTorn = errors.New("record cut short or damaged")
 
-// frame appends to b a framed record whose payload put appends. size is
-// a guess of the payload's size, to allocate once.
+// frame appends to b a framed record whose payload put appends, its CRC
+// not yet set (seal). size is a guess of the payload's size, to allocate
+// once.
 func frame(b []byte, size int, put func([]byte) []byte) []byte {
 	b = slices.Grow(b, frameHeader+size)
 	start := len(b)
 	b = append(b, make([]byte, frameHeader)...)
 	b = put(b)
-	payload := b[start+frameHeader:]
-	binary.LittleEndian.PutUint32(b[start:], uint32(len(payload)))
-	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(payload, castagnoli))
+	binary.LittleEndian.PutUint32(b[start:], uint32(len(b)-start-frameHeader))
 	return b
 }
 
-// unframe splits the first framed record off b. It returns errTorn when b
-// holds less than a whole record or the record fails its check.
-func unframe(b []byte) (payload, rest []byte, err error) {
+// recordCRC is the CRC of a payload in segment seg.
+func recordCRC(seg uint64, payload []byte) uint32 {
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], seg)
+	return crc32.Update(crc32.Checksum(n[:], castagnoli), castagnoli, payload)
+}
+
+// seal sets the CRC of the one framed record in rec for segment seg.
+func seal(rec []byte, seg uint64) {
+	binary.LittleEndian.PutUint32(rec[4:], recordCRC(seg, rec[frameHeader:]))
+}
+
+// unframe splits the first framed record of segment seg off b. It returns
+// errTorn when b holds less than a whole record or the record fails its
+// check.
+func unframe(b []byte, seg uint64) (payload, rest []byte, err error) {
 	if len(b) < frameHeader {
 		return nil, b, errTorn
 	}
 	n := binary.LittleEndian.Uint32(b)
-	if n > maxRecord || int(n) > len(b)-frameHeader {
+	if n == 0 || n > maxRecord || int(n) > len(b)-frameHeader {
 		return nil, b, errTorn
 	}
 	payload = b[frameHeader : frameHeader+int(n)]
-	if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(b[4:]) {
+	if recordCRC(seg, payload) != binary.LittleEndian.Uint32(b[4:]) {
 		return nil, b, errTorn
 	}
 	return payload, b[frameHeader+int(n):], nil

@@ -18,9 +18,10 @@ var ErrCorrupt = errors.New("disk: corrupt journal")
 // database, in one transaction, and returns the number of the last segment
 // (0 when there was none). Applying a record twice changes nothing (a
 // checkpoint may have copied it before the crash): a commit whose version
-// the database already has is skipped, inbox changes are idempotent. Only
-// the last segment may end in a torn record (a write cut short by the
-// crash, never acknowledged); it is ignored.
+// the database already has is skipped, inbox changes are idempotent. A
+// segment that was cut ends with a recEnd record; only the last may end
+// without one, in a torn record or a reused file's leftovers, which are
+// ignored (see record.go).
 func replay(ctx context.Context, db *sql.DB, dir string) (last uint64, records int, err error) {
 	segs, err := segments(dir)
 	if err != nil || len(segs) == 0 {
@@ -41,14 +42,17 @@ func replay(ctx context.Context, db *sql.DB, dir string) (last uint64, records i
 		if err != nil {
 			return 0, 0, fmt.Errorf("disk: reading journal segment %d: %w", n, err)
 		}
-		off := 0
-		for len(data) > off {
-			payload, _, ferr := unframe(data[off:])
+		last := i == len(segs)-1
+		for off := 0; ; {
+			payload, _, ferr := unframe(data[off:], n)
 			if ferr != nil {
-				if i == len(segs)-1 {
-					break // the torn tail of the last write: never acknowledged
+				if last {
+					break // a write cut short by the crash (never acknowledged), or a reused file's leftovers
 				}
 				return 0, 0, fmt.Errorf("%w: segment %d is damaged at byte %d, before the end of the journal (the files were left as they are)", ErrCorrupt, n, off)
+			}
+			if payload[0] == recEnd {
+				break // cut here; what follows is a reused file's leftovers
 			}
 			if err := applyRecord(ctx, tx, payload); err != nil {
 				return 0, 0, fmt.Errorf("%w: segment %d, record at byte %d: %v (the files were left as they are)", ErrCorrupt, n, off, err)
