@@ -316,6 +316,13 @@ func (d *DB) close(checkpoint bool) error {
 		}
 	}
 	errs = append(errs, d.j.close())
+	// After close the loop has ended: j.size is the open segment's records.
+	if checkpoint && errors.Join(errs...) == nil && d.j.size == 0 {
+		// A clean stop leaves no journal: the open segment holds nothing
+		// but a reused file's leftovers.
+		os.Remove(filepath.Join(d.dir, spareName))
+		os.Remove(filepath.Join(d.dir, segName(d.j.seg)))
+	}
 	d.w.close()
 	errs = append(errs, d.closeFiles())
 	return errors.Join(errs...)
@@ -355,16 +362,27 @@ func (d *DB) Backup(ctx context.Context, path string) error {
 	return nil
 }
 
-// DiskBytes is the size of the data directory's files (database, WAL,
-// journal and its spare segment).
+// DiskBytes is the size of the database's files (database, WAL).
 func (d *DB) DiskBytes() int64 {
-	var n int64
-	names := []string{FileName, FileName + "-wal", spareName}
+	return d.fileBytes(FileName, FileName+"-wal")
+}
+
+// JournalBytes is the size of the journal's files: the segments and the
+// spare, whose blocks are reused (up to about two segments of
+// Options.SegmentBytes while running, whatever the number of threads;
+// nothing after a clean Close).
+func (d *DB) JournalBytes() int64 {
+	names := []string{spareName}
 	if segs, err := segments(d.dir); err == nil {
 		for _, s := range segs {
 			names = append(names, segName(s))
 		}
 	}
+	return d.fileBytes(names...)
+}
+
+func (d *DB) fileBytes(names ...string) int64 {
+	var n int64
 	for _, name := range names {
 		if fi, err := os.Stat(filepath.Join(d.dir, name)); err == nil {
 			n += fi.Size()

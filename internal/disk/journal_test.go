@@ -392,3 +392,28 @@ func TestReusedSegmentLeftoversAreIgnored(t *testing.T) {
 		t.Fatalf("inbox after the kill: %v, want b/m00..b/m09 and no leftover of a/*", got)
 	}
 }
+
+// TestCleanCloseLeavesNoJournal: after Close, the database holds
+// everything and no journal file is left; the next Open starts a new one.
+func TestCleanCloseLeavesNoJournal(t *testing.T) {
+	dir := t.TempDir()
+	d := openUnmanaged(t, dir)
+	commitN(t, d.History(), "a", 0, "a1")
+	if err := d.Checkpoint(context.Background()); err != nil { // makes a spare
+		t.Fatal(err)
+	}
+	commitN(t, d.History(), "a", 1, "a2")
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if segs := segFiles(t, dir); len(segs) != 0 {
+		t.Fatalf("segments after a clean close: %v", segs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, spareName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the spare is still there (%v)", err)
+	}
+	d = open(t, dir)
+	if got := texts(t, d.History(), "a"); got != "a1,a2" {
+		t.Fatalf("after the clean close: %q", got)
+	}
+}

@@ -52,16 +52,17 @@ func openStore(c config) (*openedStore, error) {
 	return nil, fmt.Errorf("-store must be memory or sqlite, got %q", c.store)
 }
 
-// diskBytes checkpoints the WAL and returns the bytes of the database
-// files; 0 for the memory store.
-func (o *openedStore) diskBytes() int64 {
+// diskBytes checkpoints and returns the bytes of the database files and
+// of the journal's files (a fixed cost, whatever the number of agents); 0
+// for the memory store.
+func (o *openedStore) diskBytes() (db, journal int64) {
 	if o.db == nil {
-		return 0
+		return 0, 0
 	}
 	if err := o.db.Checkpoint(context.Background()); err != nil {
 		fmt.Fprintf(os.Stderr, "density: checkpoint: %v\n", err)
 	}
-	return o.db.DiskBytes()
+	return o.db.DiskBytes(), o.db.JournalBytes()
 }
 
 func (o *openedStore) close() {
