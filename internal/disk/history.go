@@ -138,6 +138,11 @@ func (h *History) LoadLeased(ctx context.Context, threadID string) (*runtime.Thr
 }
 
 // Release ends a lease of LoadLeased.
+// CommitsWaitForDisk reports that Commit waits for the journal's fsync
+// (unless Options.NoSync): the embedded system then runs more slices at once
+// (local.DiskWaiter), so that more commits share each sync.
+func (h *History) CommitsWaitForDisk() bool { return !h.d.opts.NoSync }
+
 func (h *History) Release(threadID string, lease any) {
 	sh := h.shard(threadID)
 	sh.mu.Lock()

@@ -43,8 +43,9 @@ import (
 // order. The zero value is ready to use (see WithDefaults).
 type SchedulerConfig struct {
 	// Slots bounds the slices running at once. Default: the models'
-	// configured concurrency (Budget.Concurrency) plus 4 per core, or 64
-	// per core when no budget gives a concurrency.
+	// configured concurrency (Budget.Concurrency) plus 4 per core, or,
+	// when no budget gives a concurrency, 64 per core, or 512 per core
+	// when the history store's commits wait for the disk (DiskWaiter).
 	Slots int
 	// BackgroundShare is the fraction of the picks background work gets
 	// while both classes wait, for slots and for a model's budget alike.
@@ -58,13 +59,29 @@ type SchedulerConfig struct {
 	Budget *Budget
 }
 
+// DiskWaiter is implemented by history stores whose Commit returns only
+// once the commit is on disk, such as a group commit's fsync (internal/disk).
+// Such a slice holds its slot while it waits and uses no CPU, and the more
+// slices wait together, the more commits one fsync carries; so the default
+// Slots is larger for them (512 per core instead of 64: on two cores, the
+// durable density benchmark ran 12–20% more completions per second with
+// 1,024 slots than with 128, and no faster with 2,048).
+type DiskWaiter interface {
+	CommitsWaitForDisk() bool
+}
+
 // WithDefaults returns c with zero fields set to their defaults.
-func (c SchedulerConfig) WithDefaults() SchedulerConfig {
+func (c SchedulerConfig) WithDefaults() SchedulerConfig { return c.withDefaults(false) }
+
+func (c SchedulerConfig) withDefaults(diskBound bool) SchedulerConfig {
 	if c.Slots <= 0 {
 		cores := goruntime.GOMAXPROCS(0)
-		if c.Budget != nil && c.Budget.Concurrency > 0 {
+		switch {
+		case c.Budget != nil && c.Budget.Concurrency > 0:
 			c.Slots = c.Budget.Concurrency + 4*cores
-		} else {
+		case diskBound:
+			c.Slots = 512 * cores
+		default:
 			c.Slots = 64 * cores
 		}
 	}

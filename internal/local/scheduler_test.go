@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"fmt"
+	goruntime "runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -258,5 +259,68 @@ func TestSchedulerConfigIsChecked(t *testing.T) {
 		if _, err := New(Config{Model: &model.Sim{}, Tools: runtime.NewToolbox(), Scheduler: c}); err == nil {
 			t.Errorf("config %+v accepted", c)
 		}
+	}
+}
+
+// gatedStore holds every commit until release is closed, and reports
+// through CommitsWaitForDisk that its commits wait (like the disk store's
+// fsync).
+type gatedStore struct {
+	*HistoryStore
+	waits   bool
+	release chan struct{}
+
+	mu       sync.Mutex
+	inFlight int
+	reached  chan struct{} // closed when inFlight reaches at
+	at       int
+}
+
+func (g *gatedStore) CommitsWaitForDisk() bool { return g.waits }
+
+func (g *gatedStore) Commit(ctx context.Context, c *runtime.Commit) error {
+	g.mu.Lock()
+	g.inFlight++
+	if g.inFlight == g.at {
+		close(g.reached)
+	}
+	g.mu.Unlock()
+	<-g.release
+	return g.HistoryStore.Commit(ctx, c)
+}
+
+// A store whose commits wait for the disk gets more slots by default: more
+// slices wait in Commit at once than the 64 per core a memory store gets,
+// so one fsync can carry their commits together.
+func TestDiskWaitingStoreGetsMoreSlots(t *testing.T) {
+	cores := goruntime.GOMAXPROCS(0)
+	for _, waits := range []bool{false, true} {
+		g := &gatedStore{HistoryStore: NewHistoryStore(), waits: waits, release: make(chan struct{}),
+			reached: make(chan struct{}), at: 64*cores + 1}
+		h := newHarness(t, &model.Sim{Chunks: 1}, func(c *Config) { c.History = g })
+		want := 64 * cores
+		if waits {
+			want = 512 * cores
+		}
+		if got := h.sys.cfg.Scheduler.Slots; got != want {
+			t.Fatalf("CommitsWaitForDisk %v: %d slots by default, want %d", waits, got, want)
+		}
+		if !waits {
+			close(g.release)
+			continue
+		}
+		for i := range g.at {
+			h.send(user(fmt.Sprintf("t%04d", i), "m", "hello"))
+		}
+		select {
+		case <-g.reached:
+		case <-time.After(30 * time.Second):
+			g.mu.Lock()
+			n := g.inFlight
+			g.mu.Unlock()
+			t.Fatalf("only %d commits waited at once; want %d", n, g.at)
+		}
+		close(g.release)
+		h.wait()
 	}
 }

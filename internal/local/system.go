@@ -136,7 +136,8 @@ func New(cfg Config) (*System, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	cfg.Scheduler = cfg.Scheduler.WithDefaults()
+	dw, ok := cfg.History.(DiskWaiter)
+	cfg.Scheduler = cfg.Scheduler.withDefaults(ok && dw.CommitsWaitForDisk())
 	if err := cfg.Scheduler.validate(); err != nil {
 		return nil, err
 	}

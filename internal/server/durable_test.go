@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentslice/agentslice/internal/disk"
+	"github.com/agentslice/agentslice/internal/local"
 	"github.com/agentslice/agentslice/internal/runtime"
 	"github.com/agentslice/agentslice/internal/testenv"
 )
@@ -199,5 +200,25 @@ func TestRecoveryOfPendingCalls(t *testing.T) {
 		if th := getThread(t, srv, id); th.Status != want {
 			t.Fatalf("%s: %s, want still %s", id, th.Status, want)
 		}
+	}
+}
+
+// serve's history wrapper keeps the disk store's answer to
+// CommitsWaitForDisk, so the embedded system sizes its slots for it.
+func TestPublishingStoreKeepsDiskWaiting(t *testing.T) {
+	t.Parallel()
+	for _, noSync := range []bool{false, true} {
+		db, err := disk.Open(context.Background(), t.TempDir(), disk.Options{NoSync: noSync})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dw, ok := newPublishingStore(db.History(), &Server{}).(local.DiskWaiter)
+		if !ok || dw.CommitsWaitForDisk() == noSync {
+			t.Errorf("NoSync %v: the wrapped disk store reports DiskWaiter %v, waiting %v", noSync, ok, ok && dw.CommitsWaitForDisk())
+		}
+		db.Close()
+	}
+	if dw, ok := newPublishingStore(local.NewHistoryStore(), &Server{}).(local.DiskWaiter); ok && dw.CommitsWaitForDisk() {
+		t.Error("the wrapped memory store reports that its commits wait for the disk")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentslice/agentslice/internal/local"
 	"github.com/agentslice/agentslice/internal/rap"
 	"github.com/agentslice/agentslice/internal/runtime"
 )
@@ -202,6 +203,12 @@ func newPublishingStore(inner runtime.HistoryStore, srv *Server) runtime.History
 		return leasingStore{publishingStore: ps, leaser: l}
 	}
 	return ps
+}
+
+// CommitsWaitForDisk passes the inner store's answer on (local.DiskWaiter).
+func (p publishingStore) CommitsWaitForDisk() bool {
+	dw, ok := p.HistoryStore.(local.DiskWaiter)
+	return ok && dw.CommitsWaitForDisk()
 }
 
 func (p publishingStore) Commit(ctx context.Context, c *runtime.Commit) error {
