@@ -5,6 +5,7 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentslice/agentslice/internal/local"
@@ -21,8 +22,11 @@ import (
 //     segments, so this is a consistent cut (a parent's commit and the
 //     children it created are both in it or both not).
 //  2. Off that goroutine, states are encoded, and the history of each thread
-//     that leaves memory is merged into one zstd frame (one worker per core).
-//  3. One transaction writes it all to the database.
+//     that leaves memory is merged into one zstd frame (one worker per core,
+//     a chunk of entries at a time).
+//  3. One transaction writes it all to the database, each chunk as soon as
+//     it is encoded (so zstd and SQLite overlap; the transaction, and with
+//     it the other writers of the database, waits for the last chunk).
 //  4. Memory records what the database now holds; threads idle since the
 //     cut-off leave memory; the closed segments are deleted.
 //
@@ -79,10 +83,6 @@ func (h *History) checkpoint(ctx context.Context, evict bool, cutoff int64) (int
 	if err != nil {
 		return 0, fmt.Errorf("disk: checkpoint: %w", err)
 	}
-	if err := h.encodeEntries(snap); err != nil {
-		h.d.inbox.failed(inbox)
-		return 0, err
-	}
 	// New rows go into the thread filter before they exist, so that no
 	// read after the commit skips them.
 	var fresh []string
@@ -93,16 +93,25 @@ func (h *History) checkpoint(ctx context.Context, evict bool, cutoff int64) (int
 	}
 	grow := h.d.ids.add(fresh...)
 	if len(snap) > 0 || !inbox.empty() {
+		enc := h.startEncoding(snap)
 		err = h.d.w.do(ctx, &wreq{atomic: true, fn: func(w *wconn) error {
-			if err := writeEntries(w, snap); err != nil {
-				return err
+			for i := range enc.ready {
+				chunk, err := enc.wait(i)
+				if err != nil {
+					return err
+				}
+				if err := writeEntries(w, chunk); err != nil {
+					return err
+				}
 			}
 			return writeInbox(w, inbox)
 		}})
+		enc.wg.Wait() // a failed transaction may leave workers encoding
 		if err != nil {
 			h.d.inbox.failed(inbox)
 			return 0, fmt.Errorf("disk: checkpoint: %w", err)
 		}
+		h.d.askWALCopy()
 	}
 	if grow {
 		// No other writer of thread rows runs meanwhile (checkpoints are
@@ -142,37 +151,73 @@ func (h *History) cut(evict bool, cutoff int64) []ckptEntry {
 	return snap
 }
 
-// encodeEntries encodes states and frames, one worker per core.
-func (h *History) encodeEntries(snap []ckptEntry) error {
-	workers := min(goruntime.GOMAXPROCS(0), max(1, len(snap)/64))
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() { // waited for below
-			defer wg.Done()
+// encoding encodes a checkpoint's entries (states, and each leaving thread's
+// frame) on one worker per core, a chunk at a time in order, while the
+// database transaction writes the chunks already done: zstd and SQLite
+// overlap instead of taking turns.
+type encoding struct {
+	snap  []ckptEntry
+	ready []chan struct{} // closed when chunk i is encoded
+	wg    sync.WaitGroup
+}
+
+// encodeChunk is how many entries a worker encodes before the transaction
+// may write them: small enough that the writer starts early, large enough
+// that handing chunks over costs nothing next to zstd.
+const encodeChunk = 16
+
+func (h *History) startEncoding(snap []ckptEntry) *encoding {
+	e := &encoding{snap: snap, ready: make([]chan struct{}, (len(snap)+encodeChunk-1)/encodeChunk)}
+	for i := range e.ready {
+		e.ready[i] = make(chan struct{})
+	}
+	var next atomic.Int64
+	for range min(goruntime.GOMAXPROCS(0), len(e.ready)) {
+		e.wg.Add(1)
+		go func() { // waited for by checkpoint (e.wg)
+			defer e.wg.Done()
 			var raw []byte
-			for i := w; i < len(snap); i += workers {
-				e := &snap[i]
-				if e.stateJSON, e.err = marshal(&e.state); e.err != nil {
-					continue
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= len(e.ready) {
+					return
 				}
-				switch {
-				case e.evict:
-					raw = local.AppendItems(raw[:0], e.id, 0, e.items)
-					e.frame = h.enc.EncodeAll(raw, nil)
-				case len(e.items) > e.storedLen:
-					e.tail = local.AppendItems(nil, e.id, e.storedLen, e.items[e.storedLen:])
+				for i := c * encodeChunk; i < min(len(snap), (c+1)*encodeChunk); i++ {
+					raw = h.encodeEntry(&snap[i], raw)
 				}
+				close(e.ready[c])
 			}
 		}()
 	}
-	wg.Wait()
-	for i := range snap {
-		if snap[i].err != nil {
-			return fmt.Errorf("disk: checkpoint: encoding the state of %s: %w", snap[i].id, snap[i].err)
+	return e
+}
+
+// wait returns chunk c once it is encoded, or the first entry's error.
+func (e *encoding) wait(c int) ([]ckptEntry, error) {
+	<-e.ready[c]
+	chunk := e.snap[c*encodeChunk : min(len(e.snap), (c+1)*encodeChunk)]
+	for i := range chunk {
+		if chunk[i].err != nil {
+			return nil, fmt.Errorf("encoding the state of %s: %w", chunk[i].id, chunk[i].err)
 		}
 	}
-	return nil
+	return chunk, nil
+}
+
+// encodeEntry encodes one entry, using raw as scratch space, which it
+// returns for the next.
+func (h *History) encodeEntry(e *ckptEntry, raw []byte) []byte {
+	if e.stateJSON, e.err = marshal(&e.state); e.err != nil {
+		return raw
+	}
+	switch {
+	case e.evict:
+		raw = local.AppendItems(raw[:0], e.id, 0, e.items)
+		e.frame = h.enc.EncodeAll(raw, nil)
+	case len(e.items) > e.storedLen:
+		e.tail = local.AppendItems(nil, e.id, e.storedLen, e.items[e.storedLen:])
+	}
+	return raw
 }
 
 func writeEntries(w *wconn, snap []ckptEntry) error {

@@ -88,7 +88,12 @@ type DB struct {
 	// beforeRetire, when set (tests), runs after a checkpoint committed,
 	// before it retires the segments it covered: where a crash leaves them.
 	beforeRetire func()
-	// The background checkpointer (the journal is full).
+	// walDB is the connection that copies the WAL into the database file
+	// (copyWAL), walDue asks the background goroutine for a copy.
+	walDB  *sql.DB
+	walMu  sync.Mutex
+	walDue chan struct{}
+	// The background checkpointer (the journal is full) and WAL copier.
 	quit chan struct{}
 	wg   sync.WaitGroup
 	mu   sync.Mutex
@@ -121,7 +126,7 @@ func Open(ctx context.Context, dir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &DB{dir: dir, opts: opts, lock: lock, quit: make(chan struct{})}
+	d := &DB{dir: dir, opts: opts, lock: lock, quit: make(chan struct{}), walDue: make(chan struct{}, 1)}
 	if err := d.open(ctx); err != nil {
 		d.closeFiles()
 		return nil, err
@@ -157,8 +162,9 @@ func Open(ctx context.Context, dir string, opts Options) (*DB, error) {
 	d.inbox = newInboxState(stored)
 	d.w = newWriter(d.wdb, opts.MaxGroup, opts.Logger)
 	d.hist = newHistory(d)
-	d.wg.Add(1)
+	d.wg.Add(2)
 	go d.checkpointWhenFull() // owned by Close
+	go d.copyWALWhenDue()     // owned by Close
 	return d, nil
 }
 
@@ -196,6 +202,51 @@ func (d *DB) checkpointWhenFull() {
 	}
 }
 
+// WAL copies. SQLite appends a transaction's pages to the WAL file and copies
+// them into the database file later (a WAL checkpoint). By default the
+// committing connection does that copy at commit once the WAL holds 1,000
+// pages, inside the commit: a checkpoint's transaction of 500 frozen threads
+// (11 MB) took about 105 ms to commit with the copy and 53 ms without. The
+// write connection turns that off (wal_autocheckpoint=0), and a connection
+// of its own copies the WAL on a goroutine after each checkpoint
+// (History.checkpoint asks, walDue). A PASSIVE copy never blocks writers or
+// readers; what it cannot copy yet (a reader still uses it) waits for the
+// next. Durability does not change: the WAL is synced at every commit, and
+// the copy syncs the database file before SQLite reuses the WAL.
+
+// copyWALWhenDue copies the WAL each time a checkpoint asks.
+func (d *DB) copyWALWhenDue() {
+	defer d.wg.Done()
+	for {
+		select {
+		case <-d.quit:
+			return
+		case <-d.walDue:
+			if err := d.copyWAL(context.Background()); err != nil {
+				d.opts.Logger.Warn("copying the WAL into the database failed; the next checkpoint tries again", "error", err)
+			}
+		}
+	}
+}
+
+// askWALCopy asks copyWALWhenDue for a copy (one pending request is enough).
+func (d *DB) askWALCopy() {
+	select {
+	case d.walDue <- struct{}{}:
+	default:
+	}
+}
+
+// copyWAL copies what it can of the WAL into the database file now.
+func (d *DB) copyWAL(ctx context.Context) error {
+	d.walMu.Lock()
+	defer d.walMu.Unlock()
+	if _, err := d.walDB.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
+		return fmt.Errorf("disk: copying the WAL of %s: %w", d.dir, err)
+	}
+	return nil
+}
+
 // lockDir takes an exclusive, non-blocking flock on dir/LOCK and writes the
 // holder's pid into it.
 func lockDir(dir string) (*os.File, error) {
@@ -231,6 +282,7 @@ func (d *DB) dsn(sync bool) string {
 		} else {
 			q.Add("_pragma", "synchronous(FULL)")
 		}
+		q.Add("_pragma", "wal_autocheckpoint(0)") // see copyWAL
 	}
 	return "file:" + filepath.Join(d.dir, FileName) + "?" + q.Encode()
 }
@@ -255,6 +307,12 @@ func (d *DB) open(ctx context.Context) error {
 	if d.rdb, err = sql.Open("sqlite", d.dsn(false)); err != nil {
 		return fmt.Errorf("disk: opening %s for reading: %w", path, err)
 	}
+	if d.walDB, err = sql.Open("sqlite", d.dsn(true)); err != nil {
+		return fmt.Errorf("disk: opening %s for WAL copies: %w", path, err)
+	}
+	d.walDB.SetMaxOpenConns(1)
+	d.walDB.SetMaxIdleConns(1)
+	d.walDB.SetConnMaxLifetime(0)
 	d.rdb.SetMaxOpenConns(d.opts.Readers)
 	d.rdb.SetMaxIdleConns(d.opts.Readers)
 	if d.qThread, err = d.rdb.PrepareContext(ctx, `SELECT spawn_at, version, length, state, frozen, frozen_len FROM threads WHERE id = ?`); err != nil {
@@ -336,8 +394,11 @@ func (d *DB) closeFiles() error {
 	if d.rdb != nil {
 		errs = append(errs, d.rdb.Close())
 	}
+	if d.walDB != nil {
+		errs = append(errs, d.walDB.Close())
+	}
 	if d.wdb != nil {
-		errs = append(errs, d.wdb.Close())
+		errs = append(errs, d.wdb.Close()) // the last connection: SQLite copies and removes the WAL
 	}
 	if d.lock != nil {
 		errs = append(errs, d.lock.Close()) // releases the flock
@@ -362,8 +423,12 @@ func (d *DB) Backup(ctx context.Context, path string) error {
 	return nil
 }
 
-// DiskBytes is the size of the database's files (database, WAL).
+// DiskBytes is the size of the database's files (database, WAL), once
+// what the WAL holds is copied into the database file.
 func (d *DB) DiskBytes() int64 {
+	if err := d.copyWAL(context.Background()); err != nil {
+		d.opts.Logger.Warn("measuring the database's size without copying the WAL", "error", err)
+	}
 	return d.fileBytes(FileName, FileName+"-wal")
 }
 

@@ -3,6 +3,7 @@ package disk
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentslice/agentslice/internal/runtime"
 )
@@ -415,5 +417,48 @@ func TestCleanCloseLeavesNoJournal(t *testing.T) {
 	d = open(t, dir)
 	if got := texts(t, d.History(), "a"); got != "a1,a2" {
 		t.Fatalf("after the clean close: %q", got)
+	}
+}
+
+// TestCheckpointCopiesTheWAL: the write connection leaves the WAL to the
+// copier (wal_autocheckpoint=0), which copies it into the database file after
+// each checkpoint, so the checkpointed threads reach the database file
+// without another commit.
+func TestCheckpointCopiesTheWAL(t *testing.T) {
+	dir := t.TempDir()
+	d := open(t, dir)
+	commitN(t, d.History(), "a", 0, "a1", "a2")
+	if n := d.History().FreezeIdle(-1); n != 1 {
+		t.Fatalf("FreezeIdle dropped %d threads, want 1", n)
+	}
+	copyDB := func() string {
+		d.walMu.Lock() // no copy is half done
+		defer d.walMu.Unlock()
+		b, err := os.ReadFile(filepath.Join(dir, FileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), FileName)
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		db, err := sql.Open("sqlite", "file:"+copyDB())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		err = db.QueryRow(`SELECT count(*) FROM threads WHERE id = 'a' AND frozen IS NOT NULL`).Scan(&n)
+		db.Close()
+		if err == nil && n == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the database file alone still lacks the frozen thread (count %d, %v): the WAL was never copied", n, err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
