@@ -325,7 +325,7 @@ func (h *History) Commit(ctx context.Context, cm *runtime.Commit) error {
 	if err := h.reserve(ctx, c, oldLen); err != nil {
 		return err
 	}
-	rec, err := h.encodeCommit(c, oldLen)
+	rec, pooled, err := h.encodeCommit(c, oldLen)
 	if err != nil {
 		h.release(c)
 		return err
@@ -338,12 +338,12 @@ func (h *History) Commit(ctx context.Context, cm *runtime.Commit) error {
 		// Queued whatever ctx says: a later commit's record must never
 		// reach the journal without this one.
 		h.apply(c, now)
-		if err := h.d.j.submit(context.Background(), &jreq{rec: rec}); err != nil {
+		if err := h.d.j.submit(context.Background(), &jreq{rec: rec, pooled: pooled}); err != nil {
 			h.d.opts.Logger.Warn("could not journal that an outbox was sent; it is sent again after a restart", "thread", c.ThreadID, "error", err)
 		}
 		return nil
 	}
-	return h.d.j.do(ctx, &jreq{rec: rec, after: func() { h.apply(c, now) }, fail: func() { h.release(c) }})
+	return h.d.j.do(ctx, &jreq{rec: rec, pooled: pooled, after: func() { h.apply(c, now) }, fail: func() { h.release(c) }})
 }
 
 // reserve checks c against the thread in memory and marks the thread (and
@@ -454,10 +454,14 @@ func (h *History) release(c *runtime.Commit) {
 }
 
 // encodeCommit frames c as a journal record.
-func (h *History) encodeCommit(c *runtime.Commit, oldLen int) ([]byte, error) {
-	state, err := marshal(&c.State)
+func (h *History) encodeCommit(c *runtime.Commit, oldLen int) ([]byte, *[]byte, error) {
+	sb, ib := getBuf(), getBuf()
+	defer putBuf(sb)
+	defer putBuf(ib)
+	state, err := appendJSON(*sb, &c.State)
+	*sb = state
 	if err != nil {
-		return nil, fmt.Errorf("disk: encoding the state of %s: %w", c.ThreadID, err)
+		return nil, nil, fmt.Errorf("disk: encoding the state of %s: %w", c.ThreadID, err)
 	}
 	r := commitRec{thread: c.ThreadID, parent: c.State.Parent, expected: c.Expected, version: int(c.State.Version),
 		length: c.State.Length, oldLen: oldLen, state: state, attention: attention(&c.State)}
@@ -466,17 +470,20 @@ func (h *History) encodeCommit(c *runtime.Commit, oldLen int) ([]byte, error) {
 		for i := range c.Append {
 			n += 16 + c.Append[i].Size()
 		}
-		r.items = local.AppendItems(make([]byte, 0, n), c.ThreadID, oldLen, c.Append)
+		r.items = local.AppendItems(slices.Grow(*ib, n), c.ThreadID, oldLen, c.Append)
+		*ib = r.items
 	}
 	for _, ch := range c.Children {
 		ks, err := marshal(&ch.State)
 		if err != nil {
-			return nil, fmt.Errorf("disk: encoding the state of child %s: %w", ch.ID, err)
+			return nil, nil, fmt.Errorf("disk: encoding the state of child %s: %w", ch.ID, err)
 		}
 		r.kids = append(r.kids, kidRec{id: ch.ID, parent: ch.State.Parent, spawnAt: ch.SpawnAt, version: int(ch.State.Version),
 			length: ch.State.Length, attention: attention(&ch.State), state: ks})
 	}
-	return frame(nil, r.size(), r.put), nil
+	rb := getBuf()
+	rec := frame(*rb, r.size(), r.put)
+	return rec, rb, nil
 }
 
 // apply puts a durable commit into memory (on the journal's goroutine;

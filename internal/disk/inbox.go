@@ -30,7 +30,8 @@ func (in *Inbox) Put(ctx context.Context, msgs []runtime.Message) error {
 		}
 		rec.entries[i] = inboxEntry{thread: msgs[i].ThreadID, id: msgs[i].ID, body: body}
 	}
-	err := in.d.j.do(ctx, &jreq{rec: frame(nil, rec.size(), rec.put), after: func() { in.d.inbox.put(rec.entries) }})
+	buf := getBuf()
+	err := in.d.j.do(ctx, &jreq{rec: frame(*buf, rec.size(), rec.put), pooled: buf, after: func() { in.d.inbox.put(rec.entries) }})
 	if err != nil {
 		return fmt.Errorf("disk: storing %d accepted messages: %w", len(msgs), err)
 	}
@@ -44,7 +45,8 @@ func (in *Inbox) Done(threadID string, ids []string) error {
 	for i, id := range ids {
 		rec.entries[i] = inboxEntry{thread: threadID, id: id}
 	}
-	err := in.d.j.submit(context.Background(), &jreq{rec: frame(nil, rec.size(), rec.put), after: func() { in.d.inbox.done(rec.entries) }})
+	buf := getBuf()
+	err := in.d.j.submit(context.Background(), &jreq{rec: frame(*buf, rec.size(), rec.put), pooled: buf, after: func() { in.d.inbox.done(rec.entries) }})
 	if err != nil {
 		return fmt.Errorf("disk: removing consumed messages of %s: %w", threadID, err)
 	}

@@ -68,11 +68,14 @@ func segments(dir string) ([]uint64, error) {
 // fail runs instead of after when the record was not written (also when it
 // was never queued).
 type jreq struct {
-	rec   []byte
-	after func()
-	fail  func()
-	cut   func(closed uint64)
-	done  chan error
+	rec []byte
+	// pooled, when set, holds rec's buffer, which goes back to recBufs
+	// once the journal has copied it.
+	pooled *[]byte
+	after  func()
+	fail   func()
+	cut    func(closed uint64)
+	done   chan error
 }
 
 type journal struct {
@@ -268,6 +271,13 @@ func (j *journal) write(batch []*jreq) {
 		for _, r := range batch {
 			seal(r.rec, j.seg)
 			j.buf = append(j.buf, r.rec...)
+		}
+		for _, r := range batch {
+			if r.pooled != nil {
+				*r.pooled = r.rec
+				putBuf(r.pooled)
+				r.rec, r.pooled = nil, nil
+			}
 		}
 		if _, werr := j.f.WriteAt(j.buf, j.size); werr != nil {
 			err = fmt.Errorf("disk: writing to journal segment %d: %w", j.seg, werr)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"slices"
+	"sync"
 )
 
 // A journal record is framed as
@@ -52,6 +53,26 @@ func frame(b []byte, size int, put func([]byte) []byte) []byte {
 	b = put(b)
 	binary.LittleEndian.PutUint32(b[start:], uint32(len(b)-start-frameHeader))
 	return b
+}
+
+// Record buffers are recycled: a commit's record, and the scratch space its
+// state and items are encoded in, are built on the committing goroutine,
+// and the journal copies the record into its group's buffer, after which
+// nothing refers to it (jreq.pooled). This saved three allocations of about
+// a kilobyte per commit.
+var recBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledBuf keeps a rare large record's buffer out of the pool.
+const maxPooledBuf = 64 << 10
+
+func getBuf() *[]byte { return recBufs.Get().(*[]byte) }
+
+func putBuf(p *[]byte) {
+	if p == nil || cap(*p) > maxPooledBuf {
+		return
+	}
+	*p = (*p)[:0]
+	recBufs.Put(p)
 }
 
 // recordCRC is the CRC of a payload in segment seg.
