@@ -94,7 +94,7 @@ func (h *History) checkpoint(ctx context.Context, evict bool, cutoff int64) (int
 	grow := h.d.ids.add(fresh...)
 	if len(snap) > 0 || !inbox.empty() {
 		enc := h.startEncoding(snap)
-		err = h.d.w.do(ctx, &wreq{atomic: true, fn: func(w *wconn) error {
+		err = h.d.w.do(ctx, &wreq{atomic: true, lazy: true, fn: func(w *wconn) error {
 			for i := range enc.ready {
 				chunk, err := enc.wait(i)
 				if err != nil {
@@ -121,14 +121,51 @@ func (h *History) checkpoint(ctx context.Context, evict bool, cutoff int64) (int
 		}
 	}
 	dropped := h.settle(snap, evict, cutoff)
+	h.retirable = max(h.retirable, closed)
+	if h.d.opts.NoSync {
+		h.retire()
+	} else {
+		h.d.askWALCopy() // which syncs, then retires the segments
+	}
+	return dropped, nil
+}
+
+// retire deletes the journal segments that committed checkpoints copied,
+// once the database's WAL is synced: a checkpoint's transaction commits
+// without an fsync of its own (lazy, about half its commit time), so until
+// then a power failure could roll it back, and the segments are what would
+// be replayed. It runs on the WAL copier's goroutine after each checkpoint,
+// and at once from Close and Checkpoint. h.ckptMu must be held (a cut takes
+// the spare segment that this may make).
+func (h *History) retire() {
+	upTo := h.retirable
+	if upTo <= h.retired {
+		return
+	}
+	if !h.d.opts.NoSync {
+		if err := h.d.syncWAL(); err != nil {
+			// Harmless: the segments stay, and the next Open replays them.
+			h.d.opts.Logger.Warn("could not sync the database; its journal segments stay", "error", err)
+			return
+		}
+	}
 	if h.d.beforeRetire != nil {
 		h.d.beforeRetire()
 	}
-	if err := removeSegments(h.d.dir, closed); err != nil {
+	if err := removeSegments(h.d.dir, upTo); err != nil {
 		// Harmless: the next Open replays them and finds nothing new.
 		h.d.opts.Logger.Warn("could not remove checkpointed journal segments", "error", err)
+		return
 	}
-	return dropped, nil
+	h.retired = upTo
+}
+
+// retireNow retires what committed checkpoints covered, without waiting
+// for the WAL copier.
+func (h *History) retireNow() {
+	h.ckptMu.Lock()
+	defer h.ckptMu.Unlock()
+	h.retire()
 }
 
 // cut reads memory for a checkpoint (on the journal's goroutine).

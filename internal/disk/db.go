@@ -88,6 +88,8 @@ type DB struct {
 	// beforeRetire, when set (tests), runs after a checkpoint committed,
 	// before it retires the segments it covered: where a crash leaves them.
 	beforeRetire func()
+	// syncFault, when set (tests), replaces syncWAL's fdatasync.
+	syncFault func() error
 	// walDB is the connection that copies the WAL into the database file
 	// (copyWAL), walDue asks the background goroutine for a copy.
 	walDB  *sql.DB
@@ -160,7 +162,7 @@ func Open(ctx context.Context, dir string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	d.inbox = newInboxState(stored)
-	d.w = newWriter(d.wdb, opts.MaxGroup, opts.Logger)
+	d.w = newWriter(d.wdb, opts.MaxGroup, opts.NoSync, opts.Logger)
 	d.hist = newHistory(d)
 	d.wg.Add(2)
 	go d.checkpointWhenFull() // owned by Close
@@ -222,6 +224,7 @@ func (d *DB) copyWALWhenDue() {
 		case <-d.quit:
 			return
 		case <-d.walDue:
+			d.hist.retireNow()
 			if err := d.copyWAL(context.Background()); err != nil {
 				d.opts.Logger.Warn("copying the WAL into the database failed; the next checkpoint tries again", "error", err)
 			}
@@ -235,6 +238,23 @@ func (d *DB) askWALCopy() {
 	case d.walDue <- struct{}{}:
 	default:
 	}
+}
+
+// syncWAL makes every committed transaction durable, lazy ones included:
+// one fdatasync of the WAL file, where SQLite appends them.
+func (d *DB) syncWAL() error {
+	if d.syncFault != nil {
+		return d.syncFault()
+	}
+	f, err := os.OpenFile(filepath.Join(d.dir, FileName+"-wal"), os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("disk: opening the WAL to sync it: %w", err)
+	}
+	defer f.Close()
+	if err := fdatasync(f); err != nil {
+		return fmt.Errorf("disk: syncing the WAL: %w", err)
+	}
+	return nil
 }
 
 // copyWAL copies what it can of the WAL into the database file now.
@@ -372,6 +392,7 @@ func (d *DB) close(checkpoint bool) error {
 		if _, err := d.hist.checkpoint(context.Background(), false, 0); err != nil {
 			errs = append(errs, err) // the journal keeps it: the next Open replays it
 		}
+		d.hist.retireNow()
 	}
 	errs = append(errs, d.j.close())
 	// After close the loop has ended: j.size is the open segment's records.
@@ -462,6 +483,7 @@ func (d *DB) Checkpoint(ctx context.Context) error {
 	if _, err := d.hist.checkpoint(ctx, false, 0); err != nil {
 		return err
 	}
+	d.hist.retireNow()
 	return d.w.do(ctx, &wreq{fn: func(c *wconn) error {
 		c.checkpoint = true
 		return nil

@@ -55,7 +55,14 @@
 //
 // Timers, dedup records and checkpoints go to SQLite directly through a
 // second writer goroutine that owns the write connection and also commits
-// in groups (WAL, synchronous=FULL). Options.NoSync turns every fsync off.
+// in groups (WAL, synchronous=FULL). A checkpoint's transaction is the
+// exception: it commits alone and without an fsync (synchronous=NORMAL,
+// writer.go), since the journal segments it copied are deleted only after
+// the WAL has been synced (History.retire, on the goroutine that then copies
+// the WAL into the database file; at once on Close and Checkpoint). Until
+// then a power failure can roll the transaction back and a restart replays
+// the segments. SQLite's own WAL copy is off the commit path as well
+// (wal_autocheckpoint=0, DB.copyWAL). Options.NoSync turns every fsync off.
 //
 // # Tiers
 //

@@ -29,8 +29,11 @@ type History struct {
 	sh   [shardCount]hshard
 	enc  *zstd.Encoder
 	dec  *zstd.Decoder
-	// ckptMu keeps checkpoints one at a time.
+	// ckptMu keeps checkpoints (and retirements) one at a time.
 	ckptMu sync.Mutex
+	// retirable: the journal segments up to this one are in the database
+	// (a committed checkpoint), not yet synced; retired: removed up to here.
+	retirable, retired uint64
 }
 
 type hshard struct {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -460,5 +461,95 @@ func TestCheckpointCopiesTheWAL(t *testing.T) {
 			t.Fatalf("the database file alone still lacks the frozen thread (count %d, %v): the WAL was never copied", n, err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSegmentsStayUntilTheDatabaseIsSynced: a checkpoint's transaction
+// commits without an fsync, so the segments it copied are deleted only once
+// the WAL is synced; while syncing fails, they stay (and a restart replays
+// them), and the next sync that works deletes them.
+func TestSegmentsStayUntilTheDatabaseIsSynced(t *testing.T) {
+	dir := t.TempDir()
+	d := openUnmanaged(t, dir)
+	tried := make(chan struct{}, 16)
+	d.hist.ckptMu.Lock()
+	d.syncFault = func() error {
+		tried <- struct{}{}
+		return errors.New("injected sync failure")
+	}
+	d.hist.ckptMu.Unlock()
+	commitN(t, d.History(), "a", 0, "a1")
+	before := segFiles(t, dir)
+	if n := d.History().FreezeIdle(-1); n != 1 {
+		t.Fatalf("FreezeIdle dropped %d threads, want 1", n)
+	}
+	select {
+	case <-tried:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no sync was tried after the checkpoint")
+	}
+	d.hist.ckptMu.Lock() // the copier's attempt is over
+	for _, f := range before {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("segment %s was deleted although the database was never synced: %v", f, err)
+		}
+	}
+	d.syncFault = nil
+	d.hist.ckptMu.Unlock()
+	commitN(t, d.History(), "b", 0, "b1")
+	if err := d.Checkpoint(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range before {
+		if _, err := os.Stat(f); err == nil {
+			t.Fatalf("segment %s is still there after a checkpoint whose sync worked", f)
+		}
+	}
+	kill(t, d)
+	d = open(t, dir)
+	if got := texts(t, d.History(), "a") + "|" + texts(t, d.History(), "b"); got != "a1|b1" {
+		t.Fatalf("after the restart: %q", got)
+	}
+}
+
+// TestLazyWritesGroupApart: a checkpoint's lazy transaction (no fsync)
+// never carries a write that must be durable when it is answered.
+func TestLazyWritesGroupApart(t *testing.T) {
+	d := open(t, t.TempDir())
+	var mu sync.Mutex
+	var mixed, groups int
+	d.w.onGroup = func(batch []*wreq) {
+		mu.Lock()
+		defer mu.Unlock()
+		groups++
+		for _, r := range batch {
+			if r.lazy != batch[0].lazy {
+				mixed++
+			}
+		}
+	}
+	hold := make(chan struct{})
+	first := &wreq{fn: func(*wconn) error { <-hold; return nil }}
+	if err := d.w.submit(first); err != nil {
+		t.Fatal(err)
+	}
+	var queued []*wreq
+	for i := range 20 {
+		r := &wreq{lazy: i%2 == 0, fn: func(*wconn) error { return nil }}
+		if err := d.w.submit(r); err != nil {
+			t.Fatal(err)
+		}
+		queued = append(queued, r)
+	}
+	close(hold)
+	for _, r := range append(queued, first) {
+		if err := <-r.done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if mixed > 0 || groups < 3 {
+		t.Fatalf("%d groups, %d writes in a group of the other kind; want lazy and durable writes apart", groups, mixed)
 	}
 }

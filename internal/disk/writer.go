@@ -21,7 +21,13 @@ type wreq struct {
 	fn     func(c *wconn) error
 	after  func()
 	atomic bool
-	done   chan error
+	// lazy writes commit in a group of their own, without an fsync
+	// (synchronous=NORMAL): after a crash of the process they are there,
+	// after a power failure they may be rolled back. The caller makes them
+	// durable later (DB.syncWAL); checkpoints can, because the journal
+	// segments they copy stay until then.
+	lazy bool
+	done chan error
 }
 
 // wconn is the write connection as the ops see it.
@@ -78,12 +84,19 @@ type writer struct {
 	mu     sync.RWMutex
 	closed bool
 
+	// noSync: every group already commits without an fsync.
+	noSync bool
+	// failed, once set (on the writer's goroutine), fails every later group.
+	failed error
+	// onGroup, when set (tests), is told each group's requests.
+	onGroup func([]*wreq)
+
 	// Groups and Writes count transactions and writes (for benchmarks).
 	groups, writes int64
 }
 
-func newWriter(db *sql.DB, max int, log *slog.Logger) *writer {
-	w := &writer{db: db, max: max, log: log, ch: make(chan *wreq, max*4), quit: make(chan struct{})}
+func newWriter(db *sql.DB, max int, noSync bool, log *slog.Logger) *writer {
+	w := &writer{db: db, max: max, noSync: noSync, log: log, ch: make(chan *wreq, max*4), quit: make(chan struct{})}
 	w.wg.Add(1)
 	go w.loop() // owned by close
 	return w
@@ -150,33 +163,47 @@ func (w *writer) loop() {
 		}
 	}()
 	batch := make([]*wreq, 0, w.max)
+	var held *wreq // the first of the next group (lazy or not, unlike this one)
 	for {
 		clear(batch) // answered requests must not pin what their closures hold
 		batch = batch[:0]
-		select {
-		case r := <-w.ch:
-			batch = append(batch, r)
-		case <-w.quit:
-			// Writes queued before close still run (do never returns
-			// errClosed to a write it accepted).
-			for {
-				select {
-				case r := <-w.ch:
-					batch = append(batch, r)
-					continue
-				default:
+		if held != nil {
+			batch, held = append(batch, held), nil
+		} else {
+			select {
+			case r := <-w.ch:
+				batch = append(batch, r)
+			case <-w.quit:
+				// Writes queued before close still run (do never returns
+				// errClosed to a write it accepted).
+				for {
+					select {
+					case r := <-w.ch:
+						if len(batch) > 0 && r.lazy != batch[0].lazy {
+							w.run(c, batch, err)
+							clear(batch)
+							batch = batch[:0]
+						}
+						batch = append(batch, r)
+						continue
+					default:
+					}
+					break
 				}
-				break
+				if len(batch) > 0 {
+					w.run(c, batch, err)
+				}
+				return
 			}
-			if len(batch) > 0 {
-				w.run(c, batch, err)
-			}
-			return
 		}
 	fill:
 		for len(batch) < w.max {
 			select {
 			case r := <-w.ch:
+				if r.lazy != batch[0].lazy {
+					held = r
+					break fill
+				}
 				batch = append(batch, r)
 			default:
 				break fill
@@ -195,10 +222,29 @@ func (w *writer) run(c *wconn, batch []*wreq, connErr error) {
 		}
 	}
 	ctx := context.Background()
+	if w.onGroup != nil {
+		w.onGroup(batch)
+	}
+	lazy := batch[0].lazy && !w.noSync
 	switch {
 	case connErr != nil:
 		fail(fmt.Errorf("disk: write connection: %w", connErr))
+	case w.failed != nil:
+		fail(w.failed)
 	default:
+		if lazy {
+			if _, err := c.conn.ExecContext(ctx, "PRAGMA synchronous=NORMAL"); err != nil {
+				fail(fmt.Errorf("disk: a group of lazy writes: %w", err))
+				break
+			}
+			defer func() {
+				if _, err := c.conn.ExecContext(ctx, "PRAGMA synchronous=FULL"); err != nil {
+					// The next groups would not sync: refuse them instead.
+					w.failed = fmt.Errorf("disk: restoring synchronous=FULL on the write connection: %w (nothing is written after this; restart)", err)
+					w.log.Error("the database refuses writes from now on", "error", w.failed)
+				}
+			}()
+		}
 		if _, err := c.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 			fail(fmt.Errorf("disk: beginning a write transaction: %w", err))
 			break
