@@ -5,7 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/agentslice/agentslice/internal/chaos"
 	"github.com/agentslice/agentslice/internal/dedup"
+	"github.com/agentslice/agentslice/internal/disk"
 	"github.com/agentslice/agentslice/internal/dsql"
 	"github.com/agentslice/agentslice/internal/local"
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -124,4 +128,113 @@ func randomHex(n int) string {
 		panic(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// diskStores returns a backend factory on serve's durable store
+// (internal/disk), restarted at every crash: the run's files are copied as
+// the crash left them (what the last acknowledged journal write holds; a
+// commit written behind may be missing, as after SIGKILL) and reopened, so
+// every redelivery after a crash reads what the journal replays, not what
+// the old process had in memory. Fsyncs are off: a copy of the files is
+// what the page cache holds, which is what a killed process leaves.
+func diskStores(t *testing.T) chaos.NewBackend {
+	t.Helper()
+	return func() (chaos.Backend, func(), error) {
+		s := &restartingDisk{}
+		if err := s.open(t.TempDir()); err != nil {
+			return chaos.Backend{}, nil, err
+		}
+		return chaos.Backend{History: s, Dedup: s, Restart: func() error { return s.restart(t) }}, s.close, nil
+	}
+}
+
+// restartingDisk is the disk store as the engine sees it across restarts.
+type restartingDisk struct {
+	mu sync.RWMutex
+	db *disk.DB
+}
+
+func (s *restartingDisk) open(dir string) error {
+	db, err := disk.Open(context.Background(), dir, disk.Options{NoSync: true})
+	if err != nil {
+		return err
+	}
+	s.db = db
+	return nil
+}
+
+// restart copies the files to a new directory and opens them there; the
+// old process's store is closed without being used again.
+func (s *restartingDisk) restart(t *testing.T) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dir := t.TempDir()
+	if err := copyFiles(s.db.Dir(), dir); err != nil {
+		return err
+	}
+	s.db.Close()
+	return s.open(dir)
+}
+
+func (s *restartingDisk) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.db.Close()
+}
+
+// copyFiles copies the regular files of src (not its lock) into dst.
+func copyFiles(src, dst string) error {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || e.Name() == disk.LockName {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *restartingDisk) Load(ctx context.Context, id string) (*runtime.Thread, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.db.History().Load(ctx, id)
+}
+
+func (s *restartingDisk) LoadLeased(ctx context.Context, id string) (*runtime.Thread, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.db.History().LoadLeased(ctx, id)
+}
+
+func (s *restartingDisk) Release(id string, lease any) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	s.db.History().Release(id, lease) // a lease from before a restart matches nothing
+}
+
+func (s *restartingDisk) Commit(ctx context.Context, c *runtime.Commit) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.db.History().Commit(ctx, c)
+}
+
+func (s *restartingDisk) Seen(ctx context.Context, thread string, ids []string) ([]bool, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.db.Dedup().Seen(ctx, thread, ids)
+}
+
+func (s *restartingDisk) Mark(ctx context.Context, thread string, ids []string) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.db.Dedup().Mark(ctx, thread, ids)
 }

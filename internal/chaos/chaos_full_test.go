@@ -25,19 +25,24 @@ func memorySuite() suite {
 // single and double crashes, both kinds of racing duplicate slice,
 // redelivery with reordering, crashes during redelivery, crashed batches
 // redelivered with newer mail, dead letters, and crashes on the embedded
-// System, on the memory stores and on the DSQL (PostgreSQL) and DynamoDB
-// Local stores. It ends with the summary line.
+// System, on the memory stores, on the DSQL (PostgreSQL) and DynamoDB
+// Local stores, and on serve's disk store restarted at every crash. It ends
+// with the summary line.
 //
 // Built with the `chaos` tag (`make chaos`) it runs every site. Otherwise
 // (`go test`, `make test`) it runs a seeded sample: every third site on the
-// memory stores and every twentieth on the real ones (each run there
-// migrates a fresh schema), from an offset the seed picks, always keeping
+// memory stores, every twentieth on the real ones (each run there
+// migrates a fresh schema) and every tenth on the disk store, from an offset the seed picks, always keeping
 // the first passage of each crash point, so coverage is still asserted.
 func TestChaosFull(t *testing.T) {
 	rep := chaos.NewReport()
 	mem := memorySuite()
 	real := suite{backend: "dsql+dynamodb", crash: true, double: 2, races: true,
 		seeds: []uint64{1, 2, 3}, crashDup: true, system: true, held: true, dlq: 3}
+	// The disk store restarts at every crash (diskStores): its journal
+	// is replayed before each redelivery.
+	dsk := suite{backend: "disk", crash: true, double: 2, races: true,
+		seeds: []uint64{1, 2, 3}, crashDup: true, held: true, dlq: 3}
 	if !fullChaos {
 		seed := uint64(time.Now().UnixNano())
 		if v := os.Getenv(seedEnv); v != "" {
@@ -49,12 +54,17 @@ func TestChaosFull(t *testing.T) {
 		t.Logf("sampled matrix, %s=%d", seedEnv, seed)
 		mem.sample, mem.offset, mem.double, mem.seeds = 3, int(seed%3), 2, []uint64{seed, seed + 1}
 		real.sample, real.offset, real.double, real.seeds = 20, int(seed%20), 1, []uint64{seed}
+		dsk.sample, dsk.offset, dsk.double, dsk.seeds = 10, int(seed%10), 1, []uint64{seed}
 		rep.Note("sampled (" + seedEnv + "=" + strconv.FormatUint(seed, 10) + ")")
 	}
 	t.Run("memory", func(t *testing.T) { mem.run(t, rep, fullChaos) })
 	t.Run("dsql+dynamodb", func(t *testing.T) {
 		real.new = realStores(t)
 		real.run(t, rep, fullChaos)
+	})
+	t.Run("disk", func(t *testing.T) {
+		dsk.new = diskStores(t)
+		dsk.run(t, rep, fullChaos)
 	})
 	summarize(t, rep)
 	if n := len(rep.Divergences()); n > 0 {

@@ -21,6 +21,11 @@ var Clock = time.Date(2026, 3, 28, 12, 0, 0, 0, time.UTC)
 type Backend struct {
 	History runtime.HistoryStore
 	Dedup   runtime.DedupStore // optional
+	// Restart, when set, is called after every crash, before the run goes
+	// on: a store that keeps state in memory loses it there, as its
+	// process would (the disk store reopens its files as the crash left
+	// them, so recovery replays its journal).
+	Restart func() error
 }
 
 // Plan says how a run is disturbed. The zero Plan is the crash-free,
@@ -107,6 +112,7 @@ type Run struct {
 	toolbox func(runtime.Timers) *runtime.Toolbox
 	engine  *runtime.Engine
 	send    func(ctx context.Context, msgs ...runtime.Message) error
+	restart func() error // Backend.Restart
 
 	// driver state (one slice at a time)
 	boxes     map[string][]delivery
@@ -140,7 +146,7 @@ func newRun(sc *Scenario, b Backend, plan Plan) *Run {
 	if plan.MaxBatch <= 0 {
 		plan.MaxBatch = 10
 	}
-	r := &Run{sc: sc, plan: plan, store: newRecordingStore(b.History), dedup: b.Dedup, timers: newManualTimers(),
+	r := &Run{sc: sc, plan: plan, store: newRecordingStore(b.History), dedup: b.Dedup, restart: b.Restart, timers: newManualTimers(),
 		out: &outputs{}, f: &faults{crashAt: plan.CrashAt, again: NoCrash, hookAt: plan.HookAt},
 		model: model.NewScripted(sc.Script), boxes: map[string][]delivery{}, inReady: map[string]bool{},
 		failures: map[string]int{}, delivered: map[string]bool{}, dead: map[string]string{},
@@ -366,6 +372,11 @@ func (r *Run) slice(ctx context.Context, th string, batch []delivery, msgs []run
 	switch {
 	case crashed:
 		r.crashes++
+		if r.restart != nil {
+			if err := r.restart(); err != nil {
+				r.problem("restarting the stores after the crash on thread %s: %v", th, err)
+			}
+		}
 	case r.plan.AllowConflicts && errors.Is(err, runtime.ErrConflict):
 		r.conflicts++
 	default:
