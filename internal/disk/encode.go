@@ -11,8 +11,3 @@ import (
 // zero Usage or Deadline is written out), which decodes to the same value
 // (TestFastJSONRoundTrips).
 func marshal(v any) ([]byte, error) { return fastjson.Marshal(v) }
-
-// appendJSON is marshal appending to b (the same flags as Marshal).
-func appendJSON(b []byte, v any) ([]byte, error) {
-	return fastjson.Append(b, v, fastjson.EscapeHTML|fastjson.SortMapKeys)
-}

@@ -461,7 +461,7 @@ func (h *History) encodeCommit(c *runtime.Commit, oldLen int) ([]byte, *[]byte, 
 	sb, ib := getBuf(), getBuf()
 	defer putBuf(sb)
 	defer putBuf(ib)
-	state, err := appendJSON(*sb, &c.State)
+	state, err := appendState(*sb, &c.State)
 	*sb = state
 	if err != nil {
 		return nil, nil, fmt.Errorf("disk: encoding the state of %s: %w", c.ThreadID, err)

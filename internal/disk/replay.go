@@ -121,7 +121,11 @@ func replayCommit(ctx context.Context, tx *sql.Tx, c *commitRec) error {
 	case version != c.expected || length != c.oldLen:
 		return fmt.Errorf("thread %s: commit expects version %d with %d items, the database has version %d with %d", c.thread, c.expected, c.oldLen, version, length)
 	}
-	if _, err := tx.ExecContext(ctx, sqlUpsertState, c.thread, c.parent, 0, c.version, c.length, c.state, c.attention); err != nil {
+	state, err := stateJSON(c.state)
+	if err != nil {
+		return fmt.Errorf("thread %s: state: %w", c.thread, err)
+	}
+	if _, err := tx.ExecContext(ctx, sqlUpsertState, c.thread, c.parent, 0, c.version, c.length, state, c.attention); err != nil {
 		return err
 	}
 	if c.items != nil {
@@ -130,7 +134,11 @@ func replayCommit(ctx context.Context, tx *sql.Tx, c *commitRec) error {
 		}
 	}
 	for _, k := range c.kids {
-		if _, err := tx.ExecContext(ctx, sqlInsertThread, k.id, k.parent, k.spawnAt, k.version, k.length, k.state, k.attention); err != nil {
+		state, err := stateJSON(k.state)
+		if err != nil {
+			return fmt.Errorf("child %s: state: %w", k.id, err)
+		}
+		if _, err := tx.ExecContext(ctx, sqlInsertThread, k.id, k.parent, k.spawnAt, k.version, k.length, state, k.attention); err != nil {
 			return err
 		}
 	}
