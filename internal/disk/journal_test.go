@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -551,5 +552,32 @@ func TestLazyWritesGroupApart(t *testing.T) {
 	defer mu.Unlock()
 	if mixed > 0 || groups < 3 {
 		t.Fatalf("%d groups, %d writes in a group of the other kind; want lazy and durable writes apart", groups, mixed)
+	}
+}
+
+// TestRecordCRCForms: a sealed record checks for its own segment only, and
+// a record in the form older journals used (the segment's number before the
+// payload) still reads, so a crash left by an older build replays.
+func TestRecordCRCForms(t *testing.T) {
+	put := func(b []byte) []byte { return append(b, recEnd, 'x', 'y') }
+	rec := frame(nil, 3, put)
+	seal(rec, 7)
+	if _, _, err := unframe(rec, 7); err != nil {
+		t.Fatalf("a sealed record: %v", err)
+	}
+	if _, _, err := unframe(rec, 8); !errors.Is(err, errTorn) {
+		t.Fatalf("a record read as another segment's: %v, want errTorn", err)
+	}
+	old := frame(nil, 3, put)
+	binary.LittleEndian.PutUint32(old[4:], oldRecordCRC(7, old[frameHeader:]))
+	if _, _, err := unframe(old, 7); err != nil {
+		t.Fatalf("a record of an older journal: %v", err)
+	}
+	if _, _, err := unframe(old, 8); !errors.Is(err, errTorn) {
+		t.Fatalf("an older record read as another segment's: %v, want errTorn", err)
+	}
+	unsealed := frame(nil, 3, put)
+	if _, _, err := unframe(unsealed, 7); !errors.Is(err, errTorn) {
+		t.Fatalf("a record never sealed: %v, want errTorn", err)
 	}
 }

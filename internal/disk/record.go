@@ -12,13 +12,17 @@ import (
 // A journal record is framed as
 //
 //	length  uint32 little endian: bytes of payload
-//	crc     uint32 little endian: CRC-32C of the segment's number (uint64
-//	        little endian) followed by the payload
+//	crc     uint32 little endian: CRC-32C of the payload followed by the
+//	        segment's number (uint64 little endian)
 //	payload kind byte, then the kind's fields
 //
 // Fields are unsigned varints and length-prefixed byte strings. Writers
-// frame a record with the CRC left zero; the journal seals it (seal) once it
-// knows the segment the record goes to. Segment files are reused (see
+// frame a record with the CRC of the payload alone, on their own goroutine
+// while the payload is still in their cache; the journal seals it (seal)
+// once it knows the segment the record goes to, which extends that CRC by
+// eight bytes. (Journals written before that hold the CRC of the segment's
+// number followed by the payload; unframe accepts both, so a crash left by
+// an older build still replays.) Segment files are reused (see
 // journal.go), so what follows a segment's last record may be records of the
 // file's earlier life: their CRCs were computed with another segment number
 // and fail. A segment that was cut ends with a recEnd record; only the last
@@ -43,15 +47,16 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // errTorn is a record cut short or failing its CRC.
 var errTorn = errors.New("record cut short or damaged")
 
-// frame appends to b a framed record whose payload put appends, its CRC
-// not yet set (seal). size is a guess of the payload's size, to allocate
-// once.
+// frame appends to b a framed record whose payload put appends, with the
+// CRC of the payload alone (seal makes it the record's). size is a guess of
+// the payload's size, to allocate once.
 func frame(b []byte, size int, put func([]byte) []byte) []byte {
 	b = slices.Grow(b, frameHeader+size)
 	start := len(b)
 	b = append(b, make([]byte, frameHeader)...)
 	b = put(b)
 	binary.LittleEndian.PutUint32(b[start:], uint32(len(b)-start-frameHeader))
+	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(b[start+frameHeader:], castagnoli))
 	return b
 }
 
@@ -77,14 +82,28 @@ func putBuf(p *[]byte) {
 
 // recordCRC is the CRC of a payload in segment seg.
 func recordCRC(seg uint64, payload []byte) uint32 {
+	return salt(crc32.Checksum(payload, castagnoli), seg)
+}
+
+// salt extends a payload's CRC by the segment's number.
+func salt(crc uint32, seg uint64) uint32 {
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], seg)
+	return crc32.Update(crc, castagnoli, n[:])
+}
+
+// oldRecordCRC is the CRC of journals written before the payload came
+// first (the segment's number, then the payload).
+func oldRecordCRC(seg uint64, payload []byte) uint32 {
 	var n [8]byte
 	binary.LittleEndian.PutUint64(n[:], seg)
 	return crc32.Update(crc32.Checksum(n[:], castagnoli), castagnoli, payload)
 }
 
-// seal sets the CRC of the one framed record in rec for segment seg.
+// seal turns the payload CRC that frame left in the one framed record in
+// rec into its CRC for segment seg.
 func seal(rec []byte, seg uint64) {
-	binary.LittleEndian.PutUint32(rec[4:], recordCRC(seg, rec[frameHeader:]))
+	binary.LittleEndian.PutUint32(rec[4:], salt(binary.LittleEndian.Uint32(rec[4:]), seg))
 }
 
 // unframe splits the first framed record of segment seg off b. It returns
@@ -99,7 +118,7 @@ func unframe(b []byte, seg uint64) (payload, rest []byte, err error) {
 		return nil, b, errTorn
 	}
 	payload = b[frameHeader : frameHeader+int(n)]
-	if recordCRC(seg, payload) != binary.LittleEndian.Uint32(b[4:]) {
+	if crc := binary.LittleEndian.Uint32(b[4:]); recordCRC(seg, payload) != crc && oldRecordCRC(seg, payload) != crc {
 		return nil, b, errTorn
 	}
 	return payload, b[frameHeader+int(n):], nil
