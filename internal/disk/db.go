@@ -91,11 +91,11 @@ type DB struct {
 	// syncFault, when set (tests), replaces syncWAL's fdatasync.
 	syncFault func() error
 	// walDB is the connection that copies the WAL into the database file
-	// (copyWAL), walDue asks the background goroutine for a copy.
+	// (copyWAL); walDue asks the background goroutine for a copy.
 	walDB  *sql.DB
 	walMu  sync.Mutex
 	walDue chan struct{}
-	// The background checkpointer (the journal is full) and WAL copier.
+	// The background goroutine: checkpoints when the journal is full, WAL copies.
 	quit chan struct{}
 	wg   sync.WaitGroup
 	mu   sync.Mutex
@@ -164,9 +164,8 @@ func Open(ctx context.Context, dir string, opts Options) (*DB, error) {
 	d.inbox = newInboxState(stored)
 	d.w = newWriter(d.wdb, opts.MaxGroup, opts.NoSync, opts.Logger)
 	d.hist = newHistory(d)
-	d.wg.Add(2)
-	go d.checkpointWhenFull() // owned by Close
-	go d.copyWALWhenDue()     // owned by Close
+	d.wg.Add(1)
+	go d.background() // owned by Close
 	return d, nil
 }
 
@@ -188,9 +187,22 @@ func (d *DB) inboxKeys(ctx context.Context) (map[inboxKey]struct{}, error) {
 	return keys, rows.Err()
 }
 
-// checkpointWhenFull checkpoints each time the journal passes
-// Options.SegmentBytes.
-func (d *DB) checkpointWhenFull() {
+// WAL copies. SQLite appends a transaction's pages to the WAL file and copies
+// them into the database file later (a WAL checkpoint). By default the
+// committing connection does that copy at commit once the WAL holds 1,000
+// pages, inside the commit: a checkpoint's transaction of 500 frozen threads
+// (11 MB) took about 105 ms to commit with the copy and 53 ms without. The
+// write connection turns that off (wal_autocheckpoint=0), and a connection
+// of its own copies the WAL on the background goroutine after each
+// checkpoint (History.checkpoint asks, walDue), first syncing the WAL and
+// retiring the journal segments the checkpoint covered (History.retire). A
+// PASSIVE copy never blocks writers or readers; what it cannot copy yet (a
+// reader still uses it) waits for the next. The copy syncs the database
+// file before SQLite reuses the WAL.
+
+// background checkpoints each time the journal passes Options.SegmentBytes,
+// and copies the WAL each time a checkpoint asks.
+func (d *DB) background() {
 	defer d.wg.Done()
 	for {
 		select {
@@ -200,29 +212,6 @@ func (d *DB) checkpointWhenFull() {
 			if _, err := d.hist.checkpoint(context.Background(), false, 0); err != nil {
 				d.opts.Logger.Warn("checkpoint failed; the journal keeps what it did not copy", "error", err)
 			}
-		}
-	}
-}
-
-// WAL copies. SQLite appends a transaction's pages to the WAL file and copies
-// them into the database file later (a WAL checkpoint). By default the
-// committing connection does that copy at commit once the WAL holds 1,000
-// pages, inside the commit: a checkpoint's transaction of 500 frozen threads
-// (11 MB) took about 105 ms to commit with the copy and 53 ms without. The
-// write connection turns that off (wal_autocheckpoint=0), and a connection
-// of its own copies the WAL on a goroutine after each checkpoint
-// (History.checkpoint asks, walDue). A PASSIVE copy never blocks writers or
-// readers; what it cannot copy yet (a reader still uses it) waits for the
-// next. Durability does not change: the WAL is synced at every commit, and
-// the copy syncs the database file before SQLite reuses the WAL.
-
-// copyWALWhenDue copies the WAL each time a checkpoint asks.
-func (d *DB) copyWALWhenDue() {
-	defer d.wg.Done()
-	for {
-		select {
-		case <-d.quit:
-			return
 		case <-d.walDue:
 			d.hist.retireNow()
 			if err := d.copyWAL(context.Background()); err != nil {
@@ -232,7 +221,7 @@ func (d *DB) copyWALWhenDue() {
 	}
 }
 
-// askWALCopy asks copyWALWhenDue for a copy (one pending request is enough).
+// askWALCopy asks the background goroutine for a copy (one pending request is enough).
 func (d *DB) askWALCopy() {
 	select {
 	case d.walDue <- struct{}{}:
