@@ -104,6 +104,19 @@ type journal struct {
 	failed error
 
 	groups, writes, bytes atomic.Int64
+
+	// applied gets each synced group (and barriers, see drain); the
+	// applier goroutine applies and answers them in order, while the loop
+	// goes on to write the next group.
+	applied chan appliedGroup
+}
+
+// appliedGroup is a written group's requests and its outcome, or a barrier
+// (barrier set) that the applier closes once every earlier group is done.
+type appliedGroup struct {
+	reqs    []*jreq
+	err     error
+	barrier chan struct{}
 }
 
 func openJournal(dir string, first uint64, segBytes int64, max int, noSync bool) (*journal, error) {
@@ -114,9 +127,43 @@ func openJournal(dir string, first uint64, segBytes int64, max int, noSync bool)
 		return nil, err
 	}
 	j.f, j.seg = f, first
-	j.wg.Add(1)
-	go j.loop() // owned by close
+	j.applied = make(chan appliedGroup, 4)
+	j.wg.Add(2)
+	go j.loop()  // owned by close
+	go j.apply() // owned by close (the loop closes j.applied last)
 	return j, nil
+}
+
+// apply applies and answers each written group, in order: a group's
+// records are durable (or failed) before it gets here, and memory reflects
+// every group before the next one's records are applied.
+func (j *journal) apply() {
+	defer j.wg.Done()
+	for g := range j.applied {
+		if g.barrier != nil {
+			close(g.barrier)
+			continue
+		}
+		for _, r := range g.reqs {
+			switch {
+			case g.err == nil && r.after != nil:
+				r.after()
+			case g.err != nil && r.fail != nil:
+				r.fail()
+			}
+			if r.done != nil {
+				r.done <- g.err
+			}
+		}
+	}
+}
+
+// drain waits until every group written so far is applied (memory then
+// reflects exactly what the journal holds: a cut needs that).
+func (j *journal) drain() {
+	b := make(chan struct{})
+	j.applied <- appliedGroup{barrier: b}
+	<-b
 }
 
 // create makes segment n, from the spare when there is one, and makes its
@@ -207,6 +254,7 @@ func (j *journal) close() error {
 
 func (j *journal) loop() {
 	defer j.wg.Done()
+	defer close(j.applied) // after the last group: the applier then ends
 	batch := make([]*jreq, 0, j.max)
 	var held *jreq // a cut that ended the previous batch
 	for {
@@ -301,17 +349,9 @@ func (j *journal) write(batch []*jreq) {
 	if err != nil {
 		err = fmt.Errorf("%w (nothing is written after this; restart to recover from the files)", err)
 	}
-	for _, r := range batch {
-		switch {
-		case err == nil && r.after != nil:
-			r.after()
-		case err != nil && r.fail != nil:
-			r.fail()
-		}
-		if r.done != nil {
-			r.done <- err
-		}
-	}
+	// Applying and answering happen on the applier's goroutine, so that
+	// the next group's write and sync start at once.
+	j.applied <- appliedGroup{reqs: slices.Clone(batch), err: err}
 	if err == nil && j.size >= j.segBytes {
 		select {
 		case j.full <- struct{}{}:
@@ -323,6 +363,7 @@ func (j *journal) write(batch []*jreq) {
 // runCut ends the segment with a recEnd record, starts a new one and runs
 // the cut's function.
 func (j *journal) runCut(r *jreq) {
+	j.drain()
 	if j.failed != nil {
 		r.done <- j.failed
 		return
