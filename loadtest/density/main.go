@@ -183,6 +183,8 @@ type Result struct {
 	// commits (one write and one fdatasync each) and the records in them.
 	JournalSyncs   int64 `json:"journal_syncs,omitempty"`
 	JournalRecords int64 `json:"journal_records,omitempty"`
+	// JournalBytes is what those groups wrote.
+	JournalBytes int64 `json:"journal_bytes,omitempty"`
 	// JournalFileBytes is the size of the journal's files after the run's
 	// last checkpoint: the open segment and the spare (reused blocks), a
 	// fixed cost not divided among the agents.
@@ -310,7 +312,7 @@ func run(c config) error {
 	res.DiskBytesPerAgent, res.JournalFileBytes = dbBytes/int64(c.agents), journalBytes
 	if opened.db != nil {
 		js := opened.db.JournalStats()
-		res.JournalSyncs, res.JournalRecords = js.Syncs, js.Records
+		res.JournalSyncs, res.JournalRecords, res.JournalBytes = js.Syncs, js.Records, js.Bytes
 	}
 	res.Goroutines = goruntime.NumGoroutine()
 	var ms goruntime.MemStats
@@ -589,8 +591,8 @@ func summary(out io.Writer, r *Result) {
 	fmt.Fprintf(out, "# history per agent: %d bytes raw, %d bytes stored; one agent's history compresses %.1fx with zstd\n",
 		r.HistoryBytesPerAgentRaw, r.StoredBytesPerAgent, r.AgentHistoryZstdRatio)
 	if r.DiskBytesPerAgent > 0 {
-		fmt.Fprintf(out, "# store %s: %d bytes on disk per agent (database and WAL after a checkpoint), plus %.1f MB of journal files (open segment and spare, a fixed cost); every commit and accepted message fsynced: %d journal syncs of %.1f records on average\n",
-			r.Store, r.DiskBytesPerAgent, float64(r.JournalFileBytes)/1e6, r.JournalSyncs, float64(r.JournalRecords)/float64(max(1, r.JournalSyncs)))
+		fmt.Fprintf(out, "# store %s: %d bytes on disk per agent (database and WAL after a checkpoint), plus %.1f MB of journal files (open segment and spare, a fixed cost); every commit and accepted message fsynced: %d journal syncs of %.1f records on average, %d journal bytes per completion\n",
+			r.Store, r.DiskBytesPerAgent, float64(r.JournalFileBytes)/1e6, r.JournalSyncs, float64(r.JournalRecords)/float64(max(1, r.JournalSyncs)), r.JournalBytes/max(1, r.Completions))
 	}
 	if r.ConventionalBytesPerAgt > 0 {
 		fmt.Fprintf(out, "# conventional design (goroutine per agent, history in a slice): %d bytes per waiting agent, %.1fx ours\n",
