@@ -28,9 +28,10 @@
 // there costs far more than the fsync. They go to a journal instead, an
 // append-only sequence of segment files (journal.go). A writer encodes its
 // record on its own goroutine; one goroutine appends whatever has queued up
-// with one write and one fdatasync (group commit), applies each record to
-// memory and only then answers: when Commit or Inbox.Put returns, the
-// change is on stable storage. The one exception is the commit that only
+// with one write and one fdatasync (group commit) and hands the group to a
+// second, which applies each record to memory and only then answers, in
+// order, while the first writes the next group: when Commit or Inbox.Put
+// returns, the change is on stable storage. The one exception is the commit that only
 // records that an outbox went out (runtime.Commit.SentOnly): it is applied
 // at once and written behind, never after a later commit of its thread.
 //
