@@ -21,10 +21,11 @@ var Clock = time.Date(2026, 3, 28, 12, 0, 0, 0, time.UTC)
 type Backend struct {
 	History runtime.HistoryStore
 	Dedup   runtime.DedupStore // optional
-	// Restart, when set, is called after every crash, before the run goes
-	// on: a store that keeps state in memory loses it there, as its
-	// process would (the disk store reopens its files as the crash left
-	// them, so recovery replays its journal).
+	// Restart, when set, is called after every crash of a slice the driver
+	// runs (not in the embedded System's modes), before the run goes on: a
+	// store that keeps state in memory loses it there, as its process
+	// would (the disk store reopens its files as the crash left them, so
+	// recovery replays its journal).
 	Restart func() error
 }
 

@@ -111,7 +111,6 @@ func (h *History) checkpoint(ctx context.Context, evict bool, cutoff int64) (int
 			h.d.inbox.failed(inbox)
 			return 0, fmt.Errorf("disk: checkpoint: %w", err)
 		}
-		h.d.askWALCopy()
 	}
 	if grow {
 		// No other writer of thread rows runs meanwhile (checkpoints are
@@ -123,10 +122,9 @@ func (h *History) checkpoint(ctx context.Context, evict bool, cutoff int64) (int
 	dropped := h.settle(snap, evict, cutoff)
 	h.retirable = max(h.retirable, closed)
 	if h.d.opts.NoSync {
-		h.retire()
-	} else {
-		h.d.askWALCopy() // which syncs, then retires the segments
+		h.retire() // nothing to sync
 	}
+	h.d.askWALCopy() // which syncs, retires the segments, then copies the WAL
 	return dropped, nil
 }
 

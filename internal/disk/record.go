@@ -142,11 +142,14 @@ type reader struct {
 	err error
 }
 
-func (r *reader) uvarint() uint64 {
+func (r *reader) uvarint() uint64 { return readVarint(r, binary.Uvarint) }
+
+// readVarint reads one varint with dec (binary.Uvarint or binary.Varint).
+func readVarint[T int64 | uint64](r *reader, dec func([]byte) (T, int)) T {
 	if r.err != nil {
 		return 0
 	}
-	v, n := binary.Uvarint(r.b)
+	v, n := dec(r.b)
 	if n <= 0 {
 		r.err = errors.New("bad varint")
 		return 0

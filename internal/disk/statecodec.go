@@ -98,7 +98,7 @@ func readState(data []byte) (runtime.ThreadState, error) {
 	if pending {
 		st.Pending = r.call()
 	}
-	if n := r.int(); n > 0 && r.err == nil {
+	if n := r.count(); n > 0 {
 		st.Outbox = make([]runtime.OutboxEntry, n)
 		for i := range st.Outbox {
 			switch kind := r.byte(); kind {
@@ -116,7 +116,7 @@ func readState(data []byte) (runtime.ThreadState, error) {
 	if js := r.bytes(); len(js) > 0 {
 		r.json(js, &st.Deferred)
 	}
-	if n := r.int(); n > 0 && r.err == nil {
+	if n := r.count(); n > 0 {
 		st.Subscriptions = make([]runtime.Subscription, n)
 		for i := range st.Subscriptions {
 			st.Subscriptions[i] = runtime.Subscription{CallID: r.string(), Tool: r.string(), Args: r.string()}
@@ -153,18 +153,7 @@ func stateJSON(data []byte) ([]byte, error) {
 func putInt(b []byte, v int) []byte { return binary.AppendVarint(b, int64(v)) }
 
 // sint reads a putInt.
-func (r *reader) sint() int {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.err = errors.New("bad varint")
-		return 0
-	}
-	r.b = r.b[n:]
-	return int(v)
-}
+func (r *reader) sint() int { return int(readVarint(r, binary.Varint)) }
 
 func putStrings(b []byte, ss []string) []byte {
 	b = putUvarint(b, uint64(len(ss)))
@@ -240,13 +229,22 @@ func (r *reader) bools4() (a, b, c, d bool) {
 	return f&1 != 0, f&2 != 0, f&4 != 0, f&8 != 0
 }
 
-func (r *reader) strings() []string {
+// count reads the length of a list whose elements take a byte or more each,
+// refusing one longer than what is left (damage must not allocate).
+func (r *reader) count() int {
 	n := r.int()
-	if n == 0 || r.err != nil {
-		return nil
+	if r.err == nil && n > len(r.b) {
+		r.fail(fmt.Errorf("%d elements in %d bytes", n, len(r.b)))
 	}
-	if n > len(r.b) {
-		r.fail(fmt.Errorf("%d strings in %d bytes", n, len(r.b)))
+	if r.err != nil {
+		return 0
+	}
+	return n
+}
+
+func (r *reader) strings() []string {
+	n := r.count()
+	if n == 0 {
 		return nil
 	}
 	ss := make([]string, n)

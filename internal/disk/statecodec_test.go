@@ -2,6 +2,7 @@ package disk
 
 import (
 	"bytes"
+	"encoding/binary"
 	"reflect"
 	"strings"
 	"testing"
@@ -105,6 +106,13 @@ func TestStateCodecRefusesDamage(t *testing.T) {
 		if _, err := readState(bad); err == nil {
 			t.Fatalf("a damaged state of %d bytes (of %d) decoded without an error", len(bad), len(b))
 		}
+	}
+	// A list length past what is left is refused before anything is
+	// allocated for it (version 1, length 0, no parent, stack, spawn call
+	// or flags, then an outbox of 2^39 entries).
+	huge := binary.AppendUvarint([]byte{stateCodecV1, 2, 0, 0, 0, 0, 0}, 1<<39)
+	if _, err := readState(huge); err == nil {
+		t.Fatal("a state claiming 2^39 outbox entries in a few bytes decoded without an error")
 	}
 	if js, err := stateJSON([]byte(`{"version":1}`)); err != nil || string(js) != `{"version":1}` {
 		t.Fatalf("a JSON state from an older journal: %s, %v", js, err)
