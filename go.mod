@@ -28,6 +28,7 @@ require (
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/segmentio/encoding v0.5.4
 	github.com/sivchari/kumo v0.33.1
+	github.com/tidwall/gjson v1.20.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/text v0.42.0
 	modernc.org/sqlite v1.62.0
@@ -68,7 +69,6 @@ require (
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
-	github.com/tidwall/gjson v1.20.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.1 // indirect
 	github.com/tidwall/sjson v1.2.5 // indirect

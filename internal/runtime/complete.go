@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"time"
 )
 
 // complete runs completions until the model stops calling tools, calls an
@@ -63,7 +64,13 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 		req.System, req.Agent, model = v.Agent.Instructions, v.Agent.Name, s.agentModel(v)
 	}
 	mctx := s.modelContext(ctx)
-	start := s.e.now()
+	// The clock is read for the completion's duration only when the
+	// observer wants the event.
+	var start time.Time
+	timed := s.e.wants(EventCompletionFinished, false)
+	if timed {
+		start = s.e.now()
+	}
 	var lastErr error
 	for attempt := 1; attempt <= s.lim.ModelAttempts; attempt++ {
 		if attempt > 1 {
@@ -115,7 +122,9 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 		s.appendItem(it)
 		up = nil
 	}
-	s.e.observe(ctx, Event{Type: EventCompletionFinished, ThreadID: s.threadID, SliceID: s.res.SliceID, Duration: s.e.now().Sub(start)})
+	if timed {
+		s.e.observe(ctx, Event{Type: EventCompletionFinished, ThreadID: s.threadID, SliceID: s.res.SliceID, Duration: s.e.now().Sub(start)})
+	}
 	if b.call == nil {
 		if s.st.Compaction {
 			s.deliverSummary(text)

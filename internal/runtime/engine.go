@@ -134,8 +134,10 @@ func (e *Engine) RunSlice(ctx context.Context, in SliceInput) (res *SliceResult,
 		if r != nil {
 			err = fmt.Errorf("runtime: slice of thread %s panicked: %v\n%s", in.ThreadID, r, debug.Stack())
 		}
-		e.observe(ctx, Event{Type: EventSliceFinished, ThreadID: in.ThreadID, SliceID: out.SliceID,
-			MessageIDs: out.Processed, Duration: e.now().Sub(start), Err: err})
+		if e.wants(EventSliceFinished, err != nil) {
+			e.observe(ctx, Event{Type: EventSliceFinished, ThreadID: in.ThreadID, SliceID: out.SliceID,
+				MessageIDs: out.Processed, Duration: e.now().Sub(start), Err: err})
+		}
 		if r == nil {
 			s.recycle()
 		}
@@ -150,8 +152,18 @@ func (e *Engine) now() time.Time {
 	return time.Now()
 }
 
+// wants reports whether the observer acts on events of type t (see
+// EventFilter); an event nobody wants is not built.
+func (e *Engine) wants(t EventType, failed bool) bool {
+	if e.Observer == nil {
+		return false
+	}
+	f, ok := e.Observer.(EventFilter)
+	return !ok || f.Wants(t, failed)
+}
+
 func (e *Engine) observe(ctx context.Context, ev Event) {
-	if e.Observer != nil {
+	if e.wants(ev.Type, ev.Err != nil) {
 		e.Observer.Observe(ctx, ev)
 	}
 }
@@ -258,8 +270,10 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 	}
 	s.wasClosed = th.State.Closed
 	s.res.SliceID = sliceID(s.threadID, s.version, batch)
-	s.e.observe(ctx, Event{Type: EventSliceStarted, ThreadID: s.threadID, SliceID: s.res.SliceID,
-		MessageIDs: ids(batch), Version: s.version})
+	if s.e.wants(EventSliceStarted, false) {
+		s.e.observe(ctx, Event{Type: EventSliceStarted, ThreadID: s.threadID, SliceID: s.res.SliceID,
+			MessageIDs: ids(batch), Version: s.version})
+	}
 
 	// A previous slice may have committed and then died before sending:
 	// send first, with the same IDs. A call the tool now refuses gets its

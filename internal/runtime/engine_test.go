@@ -3,6 +3,8 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -443,5 +445,67 @@ func TestSecondCommitIsSentOnly(t *testing.T) {
 	if !sent.SentOnly || len(sent.Append) != 0 || len(sent.Children) != 0 || len(sent.State.Outbox) != 0 ||
 		sent.State.Pending == nil || !sent.State.Pending.Dispatched {
 		t.Fatalf("the second commit: %+v, want SentOnly with the call dispatched and nothing else", sent)
+	}
+}
+
+// filterObserver records the events it wants: only failed slice ends.
+type filterObserver struct{ recObserver }
+
+func (f *filterObserver) Wants(t runtime.EventType, failed bool) bool {
+	return t == runtime.EventSliceFinished && failed
+}
+
+type failingStore struct{ runtime.HistoryStore }
+
+func (failingStore) Commit(ctx context.Context, c *runtime.Commit) error {
+	return errors.New("disk on fire")
+}
+
+func TestUnwantedEventsAreNotBuilt(t *testing.T) {
+	clockReads := func(obs runtime.Observer, store runtime.HistoryStore) (int, []runtime.Event, error) {
+		e, _ := newEngine(store, &model.Sim{Chunks: 1})
+		e.Observer = obs
+		reads := 0
+		e.Now = func() time.Time { reads++; return time.Unix(1e9, 0) }
+		_, err := e.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u1")}})
+		var evs []runtime.Event
+		switch o := obs.(type) {
+		case *recObserver:
+			evs = o.evs
+		case *filterObserver:
+			evs = o.evs
+		}
+		return reads, evs, err
+	}
+	all, evs, err := clockReads(&recObserver{}, local.NewHistoryStore())
+	if err != nil || len(evs) != 5 {
+		t.Fatalf("unfiltered: %d events, %v", len(evs), err)
+	}
+	some, evs, err := clockReads(&filterObserver{}, local.NewHistoryStore())
+	if err != nil || len(evs) != 0 {
+		t.Fatalf("filtered: %d events, %v", len(evs), err)
+	}
+	// Not read: the slice's end and the completion's start and end.
+	if all-some != 3 {
+		t.Fatalf("clock read %d times unfiltered, %d filtered; want 3 fewer", all, some)
+	}
+	// A wanted event still comes, with its duration.
+	_, evs, err = clockReads(&filterObserver{}, failingStore{local.NewHistoryStore()})
+	if err == nil || len(evs) != 1 || evs[0].Type != runtime.EventSliceFinished || evs[0].Err == nil {
+		t.Fatalf("failed slice: events %+v, err %v", evs, err)
+	}
+}
+
+func TestSlogObserverWantsWhatItLogs(t *testing.T) {
+	o := runtime.SlogObserver{Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))}
+	if o.Wants(runtime.EventSliceStarted, false) || o.Wants(runtime.EventCompletionFinished, false) {
+		t.Fatal("debug events wanted at info level")
+	}
+	if !o.Wants(runtime.EventSliceFinished, true) || !o.Wants(runtime.EventMessageRejected, false) {
+		t.Fatal("warnings not wanted at info level")
+	}
+	o.Logger = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if !o.Wants(runtime.EventTurnCommitted, false) {
+		t.Fatal("debug events not wanted at debug level")
 	}
 }

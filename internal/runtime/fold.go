@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/tidwall/gjson"
 )
 
 // fold applies one new message to the working state. It reports whether the
@@ -295,8 +297,10 @@ func (s *slice) findCall(id string) *Item {
 	return nil
 }
 
-// jsonObject reports whether s is one valid JSON object.
+// jsonObject reports whether s is one valid JSON object. gjson's validator
+// accepts what encoding/json.Valid accepts (FuzzJSONObjectAgreesWithStd)
+// at a third of the cost: it runs for every tool call a model makes.
 func jsonObject(s string) bool {
 	t := strings.TrimLeft(s, " \t\r\n")
-	return len(t) > 0 && t[0] == '{' && json.Valid([]byte(s))
+	return len(t) > 0 && t[0] == '{' && gjson.Valid(s)
 }

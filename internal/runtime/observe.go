@@ -40,20 +40,45 @@ type Observer interface {
 	Observe(ctx context.Context, ev Event)
 }
 
+// EventFilter is implemented by observers that ignore some events. The
+// engine does not build an event its observer ignores: it reads no clock
+// for its duration and allocates no list of message IDs for it (a slice
+// start's IDs were one allocation per slice). An observer without it is
+// given every event.
+type EventFilter interface {
+	// Wants reports whether the observer acts on events of type t;
+	// failed says whether the event carries an error.
+	Wants(t EventType, failed bool) bool
+}
+
 // SlogObserver logs events as structured records. Slice starts, completions
 // and commits log at Debug; rejections, drops and failures at Warn.
 type SlogObserver struct{ Logger *slog.Logger }
 
+func (o SlogObserver) logger() *slog.Logger {
+	if o.Logger == nil {
+		return slog.Default()
+	}
+	return o.Logger
+}
+
+// level is the level an event of type t is logged at.
+func eventLevel(t EventType, failed bool) slog.Level {
+	if failed || t == EventMessageRejected || t == EventMessageDropped {
+		return slog.LevelWarn
+	}
+	return slog.LevelDebug
+}
+
+// Wants reports whether the logger would log an event of type t.
+func (o SlogObserver) Wants(t EventType, failed bool) bool {
+	return o.logger().Enabled(context.Background(), eventLevel(t, failed))
+}
+
 // Observe logs ev.
 func (o SlogObserver) Observe(ctx context.Context, ev Event) {
-	lg := o.Logger
-	if lg == nil {
-		lg = slog.Default()
-	}
-	level := slog.LevelDebug
-	if ev.Err != nil || ev.Type == EventMessageRejected || ev.Type == EventMessageDropped {
-		level = slog.LevelWarn
-	}
+	lg := o.logger()
+	level := eventLevel(ev.Type, ev.Err != nil)
 	if !lg.Enabled(ctx, level) {
 		return
 	}

@@ -221,13 +221,14 @@ func run(c config) error {
 	d := &driver{w: w, turns: c.turns, done: make(chan struct{}, 1)}
 	tb := runtime.NewToolbox()
 	sys, err := local.New(local.Config{
-		Model:    w.model(),
-		Tools:    tb,
-		History:  store,
-		Output:   local.OutputFunc(d.publish),
-		Observer: countObserver{&completions},
-		Inbox:    opened.inbox,
-		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Model:   countingModel{w.model(), &completions},
+		Tools:   tb,
+		History: store,
+		Output:  local.OutputFunc(d.publish),
+		// The default observer (slog at the logger's level, as in serve):
+		// it wants no event of a slice that went well, so none is built.
+		Inbox:  opened.inbox,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return err
@@ -377,12 +378,19 @@ func writeProfile(name, path string) error {
 	return f.Close()
 }
 
-type countObserver struct{ n *atomic.Int64 }
+// countingModel counts the completions its model streamed in full (the
+// progress bar and the total check read it).
+type countingModel struct {
+	runtime.Model
+	n *atomic.Int64
+}
 
-func (o countObserver) Observe(ctx context.Context, ev runtime.Event) {
-	if ev.Type == runtime.EventCompletionFinished {
-		o.n.Add(1)
+func (m countingModel) Complete(ctx context.Context, req *runtime.CompletionRequest, w runtime.TurnWriter) error {
+	err := m.Model.Complete(ctx, req, w)
+	if err == nil {
+		m.n.Add(1)
 	}
+	return err
 }
 
 // driver plays the users: on each agent's reply it sends the next turn.
