@@ -48,6 +48,12 @@ type Config struct {
 	// Scheduler bounds the slices running at once and picks which thread
 	// runs next by priority class (see scheduler.go).
 	Scheduler SchedulerConfig
+	// HeapFloor is the least heap, in bytes, the garbage collector paces
+	// against once the system has started (heapfloor.go): process-wide,
+	// virtual memory only, kept for the life of the process, at most a
+	// quarter of GOMEMLIMIT. Default DefaultHeapFloor (64 MiB); negative:
+	// none.
+	HeapFloor int
 }
 
 // DeadLetter is a message the system gave up on, with the reason.
@@ -136,6 +142,9 @@ func New(cfg Config) (*System, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.HeapFloor == 0 {
+		cfg.HeapFloor = DefaultHeapFloor
+	}
 	dw, ok := cfg.History.(DiskWaiter)
 	cfg.Scheduler = cfg.Scheduler.withDefaults(ok && dw.CommitsWaitForDisk())
 	if err := cfg.Scheduler.validate(); err != nil {
@@ -179,6 +188,7 @@ func (s *System) Start(ctx context.Context) error {
 	for c := range s.classCtx {
 		s.classCtx[c] = withClass(s.ctx, c)
 	}
+	raiseHeapFloor(s.cfg.HeapFloor)
 	s.started.Store(true)
 	return nil
 }
