@@ -36,15 +36,15 @@ type rendezvous struct {
 }
 
 func (r *rendezvous) Complete(ctx context.Context, req *runtime.CompletionRequest, w runtime.TurnWriter) error {
-	if req.Turn == 0 {
+	if req.Turn() == 0 {
 		r.mu.Lock()
-		ch, ok := r.meets[req.CompletionID]
+		ch, ok := r.meets[req.ID()]
 		if !ok {
 			ch = make(chan struct{})
-			r.meets[req.CompletionID] = ch
+			r.meets[req.ID()] = ch
 		}
-		r.seen[req.CompletionID]++
-		if r.seen[req.CompletionID] == 2 {
+		r.seen[req.ID()]++
+		if r.seen[req.ID()] == 2 {
 			close(ch)
 		}
 		r.mu.Unlock()

@@ -21,7 +21,7 @@ type completionGate struct {
 }
 
 func (g *completionGate) Complete(ctx context.Context, req *runtime.CompletionRequest, w runtime.TurnWriter) error {
-	if req.Turn == 0 {
+	if req.Turn() == 0 {
 		g.arrived <- struct{}{}
 		select {
 		case <-g.release:

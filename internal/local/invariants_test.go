@@ -107,7 +107,7 @@ func TestStreamErrorLeavesNoHalfTurn(t *testing.T) {
 			if chunk != 2 {
 				return false
 			}
-			n, _ := attempts.LoadOrStore(req.CompletionID, new(atomic.Int32))
+			n, _ := attempts.LoadOrStore(req.ID(), new(atomic.Int32))
 			return n.(*atomic.Int32).Add(1) == 1 // the first attempt of every completion breaks
 		}}
 	h := newHarness(t, sim)

@@ -58,7 +58,7 @@ func agentHistory() []runtime.Item {
 }
 
 func agentRequest() *runtime.CompletionRequest {
-	return &runtime.CompletionRequest{ThreadID: "th_1", CompletionID: "cmpl_2", History: agentHistory(),
+	return &runtime.CompletionRequest{ThreadID: "th_1", History: agentHistory(),
 		Tools: []runtime.ToolSpec{weatherTool}, System: "You are a weather agent. Answer in one sentence.", Agent: "weather"}
 }
 

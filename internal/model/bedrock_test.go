@@ -151,7 +151,7 @@ func newTestBedrock(t *testing.T, cfgMod func(*Config), recordings ...string) (r
 }
 
 func simpleRequest() *runtime.CompletionRequest {
-	return &runtime.CompletionRequest{ThreadID: "th_1", CompletionID: "cmpl_1",
+	return &runtime.CompletionRequest{ThreadID: "th_1",
 		History: []runtime.Item{{Kind: runtime.ItemUser, Text: "Hello"}}, Tools: []runtime.ToolSpec{weatherTool}}
 }
 
@@ -289,7 +289,7 @@ func TestBedrockRequestGolden(t *testing.T) {
 		t.Run(tc.golden, func(t *testing.T) {
 			t.Parallel()
 			m, srv := newTestBedrock(t, tc.mod, "text_only.json")
-			req := &runtime.CompletionRequest{ThreadID: "th_1", CompletionID: "cmpl_1", History: richHistory(),
+			req := &runtime.CompletionRequest{ThreadID: "th_1", History: richHistory(),
 				Tools: []runtime.ToolSpec{weatherTool}}
 			if err := m.Complete(context.Background(), req, &recorder{}); err != nil {
 				t.Fatal(err)

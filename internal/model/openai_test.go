@@ -218,7 +218,7 @@ func TestOpenAIRequestGolden(t *testing.T) {
 		t.Run(tc.golden, func(t *testing.T) {
 			t.Parallel()
 			m, srv := newTestOpenAI(t, tc.mod, openaiReply{status: 200, file: "text_only.sse"})
-			req := &runtime.CompletionRequest{ThreadID: "th_1", CompletionID: "cmpl_1", History: richHistory(),
+			req := &runtime.CompletionRequest{ThreadID: "th_1", History: richHistory(),
 				Tools: []runtime.ToolSpec{weatherTool}}
 			if err := m.Complete(context.Background(), req, &recorder{}); err != nil {
 				t.Fatal(err)

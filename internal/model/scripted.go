@@ -150,7 +150,7 @@ func (m *Scripted) Complete(ctx context.Context, req *runtime.CompletionRequest,
 		m.chosen[req.ThreadID] = steps
 	}
 	m.mu.Unlock()
-	n := req.Turn
+	n := req.Turn()
 	if n >= len(steps) {
 		return runtime.Permanent(fmt.Errorf("model: script for thread %s has %d steps; completion %d was asked for", req.ThreadID, len(steps), n+1))
 	}

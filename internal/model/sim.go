@@ -54,13 +54,13 @@ func (m *Sim) Complete(ctx context.Context, req *runtime.CompletionRequest, w ru
 			return err
 		}
 		if m.Fail != nil && m.Fail(req, i) {
-			return fmt.Errorf("%w at chunk %d of %s", ErrInjected, i, req.CompletionID)
+			return fmt.Errorf("%w at chunk %d of %s", ErrInjected, i, req.ID())
 		}
 		switch {
 		case m.Chunk != nil:
 			w.Text(m.Chunk(req, i))
 		case m.Seed != 0:
-			w.Text(seededSentences[seededIndex(m.Seed, req.CompletionID, i)])
+			w.Text(seededSentences[seededIndex(m.Seed, req.ID(), i)])
 		default:
 			w.Text(DefaultSentence)
 		}

@@ -59,11 +59,11 @@ func TestScriptParsing(t *testing.T) {
 	}
 	req.History = append(req.History, runtime.Item{Kind: runtime.ItemAssistant}, runtime.Item{Kind: runtime.ItemToolCall, CallID: "c"}, runtime.Item{Kind: runtime.ItemToolResult, CallID: "c"})
 	r = rec{}
-	req.Turn = 1
+	req.SetTurn(1)
 	if err := m.Complete(context.Background(), req, &r); err != nil || r.text.String() != "It is noon in UTC." {
 		t.Fatalf("step 1: %q %v", r.text.String(), err)
 	}
-	req.Turn = 2
+	req.SetTurn(2)
 	if err := m.Complete(context.Background(), req, &rec{}); !runtime.IsPermanent(err) {
 		t.Fatalf("exhausted script: %v", err)
 	}
@@ -91,7 +91,9 @@ func TestSimSeed(t *testing.T) {
 	text := func(seed uint64, id string) string {
 		var r rec
 		m := &Sim{Chunks: 6, Seed: seed}
-		if err := m.Complete(context.Background(), &runtime.CompletionRequest{CompletionID: id}, &r); err != nil {
+		req := &runtime.CompletionRequest{}
+		req.SetID(id)
+		if err := m.Complete(context.Background(), req, &r); err != nil {
 			t.Fatal(err)
 		}
 		return r.text.String()

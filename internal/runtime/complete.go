@@ -55,9 +55,8 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 	hist, inherited := EffectiveView(s.view, s.th.Inherited)
 	// The request lives in the slice: a model must not keep it past
 	// Complete (see Model).
-	s.req = CompletionRequest{ThreadID: s.threadID, CompletionID: completionID(s.threadID, s.version, n),
-		History: hist, Inherited: inherited, Turn: CountCompletions(s.view[s.th.Inherited:]), Tools: ts.Specs(),
-		Model: s.st.Model}
+	s.req = CompletionRequest{ThreadID: s.threadID, History: hist, Inherited: inherited, Tools: ts.Specs(),
+		Model: s.st.Model, engine: true, version: s.version, n: n, own: s.view[s.th.Inherited:]}
 	req := &s.req
 	model := s.e.Model
 	if v := s.agent.v; v != nil {
@@ -91,7 +90,7 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 		}
 	}
 	if lastErr != nil {
-		return nil, fmt.Errorf("runtime: completion %s for thread %s failed after retries: %w", req.CompletionID, s.threadID, lastErr)
+		return nil, fmt.Errorf("runtime: completion %s for thread %s failed after retries: %w", req.ID(), s.threadID, lastErr)
 	}
 	s.res.Completions++
 	if err := s.crash(CrashAfterCompletion); err != nil {
@@ -106,7 +105,7 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 	s.res.Usage.Add(usage)
 	if b.dropped > 0 || b.droppedAfter > 0 {
 		slog.WarnContext(ctx, "model streamed more than one tool call; only the first is executed",
-			"thread", s.threadID, "completion", req.CompletionID, "dropped_calls", b.dropped, "dropped_text_bytes", b.droppedAfter)
+			"thread", s.threadID, "completion", req.ID(), "dropped_calls", b.dropped, "dropped_text_bytes", b.droppedAfter)
 	}
 	var up *Usage
 	if usage != (Usage{}) {

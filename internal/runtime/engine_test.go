@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -507,5 +508,55 @@ func TestSlogObserverWantsWhatItLogs(t *testing.T) {
 	o.Logger = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if !o.Wants(runtime.EventTurnCommitted, false) {
 		t.Fatal("debug events not wanted at debug level")
+	}
+}
+
+// askingModel records the ID and Turn of every request it gets.
+type askingModel struct {
+	ids   []string
+	turns []int
+}
+
+func (m *askingModel) Complete(ctx context.Context, req *runtime.CompletionRequest, w runtime.TurnWriter) error {
+	m.ids = append(m.ids, req.ID(), req.ID()) // twice: the second is the remembered one
+	m.turns = append(m.turns, req.Turn())
+	w.Text("ok")
+	return nil
+}
+
+// The ID and Turn a model asks for are derived on demand, and are what the
+// engine gave every request before: the same thread, version and
+// completion give the same ID; Turn counts the completions in history.
+func TestRequestIDAndTurnAreDerivedOnDemand(t *testing.T) {
+	run := func() *askingModel {
+		m := &askingModel{}
+		e, _ := newEngine(local.NewHistoryStore(), m)
+		for i, id := range []string{"u1", "u2", "u3"} {
+			if _, err := e.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", id)}}); err != nil {
+				t.Fatal(i, err)
+			}
+		}
+		return m
+	}
+	a, b := run(), run()
+	if !slices.Equal(a.turns, []int{0, 1, 2}) {
+		t.Fatalf("turns %v, want 0 1 2", a.turns)
+	}
+	if !slices.Equal(a.ids, b.ids) {
+		t.Fatalf("IDs differ between identical runs: %v, %v", a.ids, b.ids)
+	}
+	for i := 0; i < len(a.ids); i += 2 {
+		if a.ids[i] != a.ids[i+1] || !strings.HasPrefix(a.ids[i], "cmpl_") || (i > 0 && a.ids[i] == a.ids[i-2]) {
+			t.Fatalf("IDs %v: want one cmpl_ ID per completion, asked twice", a.ids)
+		}
+	}
+	var req runtime.CompletionRequest
+	if req.ID() != "" || req.Turn() != 0 {
+		t.Fatalf("a request built outside the engine derives ID %q, turn %d", req.ID(), req.Turn())
+	}
+	req.SetID("c1")
+	req.SetTurn(4)
+	if req.ID() != "c1" || req.Turn() != 4 {
+		t.Fatalf("set ID %q, turn %d", req.ID(), req.Turn())
 	}
 }

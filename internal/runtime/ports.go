@@ -80,20 +80,20 @@ type Model interface {
 }
 
 // CompletionRequest is what a model gets for one completion.
+//
+// Its ID and Turn are derived when a model first asks for them: most
+// models never do, and deriving both for every completion (a SHA-256 and
+// a pass over the thread's whole history) was 4% of a simple completion's
+// CPU. A caller that builds a request itself sets them with SetID and
+// SetTurn.
 type CompletionRequest struct {
 	ThreadID string
-	// CompletionID is deterministic: the same slice retried asks for the
-	// same ID.
-	CompletionID string
 	// History is what the model should see: the thread's view, starting
 	// from the latest summary when the thread was compacted.
 	History []Item
 	// Inherited is how many of History come from the thread's ancestors.
 	Inherited int
-	// Turn is how many completions the thread has already committed in its
-	// own history (0 for its first), whatever compaction has hidden.
-	Turn  int
-	Tools []ToolSpec
+	Tools     []ToolSpec
 	// System is the system prompt: the instructions of the agent the
 	// thread is bound to ("" when the deployment defines no agents).
 	System string
@@ -102,7 +102,42 @@ type CompletionRequest struct {
 	// Model is the thread's model (ThreadState.Model); "" is the default.
 	// A deployment with several models routes on it.
 	Model string
+
+	id      string // ID, once derived or set (idSet)
+	idSet   bool
+	engine  bool   // built by the engine: ID derives from the fields below
+	version int64  // the committed version and the slice's
+	n       int    // completion count the ID derives from
+	own     []Item // the thread's own items (Turn counts them)
+	turn    int    // Turn when turnSet
+	turnSet bool
 }
+
+// ID is the completion's ID. It is deterministic: the same slice retried
+// asks for the same ID. Like the request, it is the model's during the
+// call: the first call remembers the ID, so two goroutines must not make
+// it at once.
+func (r *CompletionRequest) ID() string {
+	if !r.idSet && r.engine {
+		r.id, r.idSet = completionID(r.ThreadID, r.version, r.n), true
+	}
+	return r.id
+}
+
+// SetID sets the ID of a request built outside the engine.
+func (r *CompletionRequest) SetID(id string) { r.id, r.idSet = id, true }
+
+// Turn is how many completions the thread has already committed in its
+// own history (0 for its first), whatever compaction has hidden.
+func (r *CompletionRequest) Turn() int {
+	if r.turnSet {
+		return r.turn
+	}
+	return CountCompletions(r.own)
+}
+
+// SetTurn sets the Turn of a request built outside the engine.
+func (r *CompletionRequest) SetTurn(n int) { r.turn, r.turnSet = n, true }
 
 // TurnWriter receives a completion as it streams.
 type TurnWriter interface {

@@ -258,7 +258,7 @@ func (m deltaModel) Complete(ctx context.Context, req *runtime.CompletionRequest
 		}
 	}
 	ctx, done := m.srv.inflight.begin(ctx, req.ThreadID)
-	err := inner.Complete(ctx, req, &deltaWriter{TurnWriter: w, srv: m.srv, thread: req.ThreadID, completion: req.CompletionID})
+	err := inner.Complete(ctx, req, &deltaWriter{TurnWriter: w, srv: m.srv, thread: req.ThreadID, completion: req.ID()})
 	if done() {
 		return errStopped
 	}

@@ -46,7 +46,7 @@ func newGatedModel(t *testing.T, script string) *gatedModel {
 }
 
 func (g *gatedModel) Complete(ctx context.Context, req *runtime.CompletionRequest, w runtime.TurnWriter) error {
-	return g.inner.Complete(ctx, req, &gateWriter{TurnWriter: w, g: g, ctx: ctx, id: req.CompletionID})
+	return g.inner.Complete(ctx, req, &gateWriter{TurnWriter: w, g: g, ctx: ctx, id: req.ID()})
 }
 
 type gateWriter struct {

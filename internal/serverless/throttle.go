@@ -29,7 +29,7 @@ func (m *throttleCounter) Complete(ctx context.Context, req *runtime.CompletionR
 	if err != nil && model.IsThrottled(err) {
 		if e := m.metrics.Emit(map[string]string{"Model": m.name},
 			[]lambdafn.Metric{{Name: MetricModelThrottles, Unit: "Count", Value: 1}},
-			map[string]any{"thread": req.ThreadID, "completion": req.CompletionID}); e != nil {
+			map[string]any{"thread": req.ThreadID, "completion": req.ID()}); e != nil {
 			m.log.Warn("writing the throttle metric", "error", e)
 		}
 	}

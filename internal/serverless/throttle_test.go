@@ -28,7 +28,8 @@ func (m failingModel) Complete(ctx context.Context, req *runtime.CompletionReque
 func TestThrottlesAreCountedPerModel(t *testing.T) {
 	var buf bytes.Buffer
 	metrics := &lambdafn.Metrics{W: &buf}
-	req := &runtime.CompletionRequest{ThreadID: "t1", CompletionID: "c1"}
+	req := &runtime.CompletionRequest{ThreadID: "t1"}
+	req.SetID("c1")
 	throttled := fmt.Errorf("bedrock model m: %w", &smithy.GenericAPIError{Code: "ThrottlingException"})
 	for _, err := range []error{throttled, errors.New("connection reset")} {
 		m := &throttleCounter{Model: failingModel{err}, name: "claude", metrics: metrics, log: slog.New(slog.DiscardHandler)}

@@ -86,7 +86,7 @@ func (w *workload) model() runtime.Model {
 		sim.Chunk = func(*runtime.CompletionRequest, int) string { return infinityChunk }
 	} else {
 		sim.Chunk = func(req *runtime.CompletionRequest, i int) string {
-			return w.pool.cut(seedOf("chunk", req.CompletionID, strconv.Itoa(i)), chunkBytes)
+			return w.pool.cut(seedOf("chunk", req.ID(), strconv.Itoa(i)), chunkBytes)
 		}
 	}
 	return sim

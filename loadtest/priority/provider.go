@@ -49,7 +49,7 @@ func (p *provider) Complete(ctx context.Context, req *runtime.CompletionRequest,
 	if p.inFlight >= p.concurrency || p.bucket < float64(p.tokens) {
 		p.mu.Unlock()
 		p.throttles.Add(1)
-		return fmt.Errorf("completion %s: %w", req.CompletionID, errThrottled)
+		return fmt.Errorf("completion %s: %w", req.ID(), errThrottled)
 	}
 	p.inFlight++
 	p.bucket -= float64(p.tokens)
@@ -61,7 +61,7 @@ func (p *provider) Complete(ctx context.Context, req *runtime.CompletionRequest,
 		p.mu.Unlock()
 	}()
 	h := fnv.New64a()
-	h.Write([]byte(req.CompletionID))
+	h.Write([]byte(req.ID()))
 	d := p.latency - p.jitter/2 + time.Duration(h.Sum64()%uint64(p.jitter+1))
 	t := time.NewTimer(d)
 	select {
