@@ -49,6 +49,7 @@ type config struct {
 	mutexProfile        string
 	scaling             bool
 	store, data         string
+	heldRSS             bool
 }
 
 func envInt(name string, def int) int {
@@ -76,7 +77,8 @@ or serve's durable store with -store sqlite; the simulated model; an
 asynchronous tool whose results come back through the input queue), launched
 in waves of -wave agents. After each wave, once its
 agents are idle, it freezes their history and samples the resident memory (RSS,
-after a GC): the CSV "agents,rss_bytes" on stdout is that series. The workload
+after a GC that returns freed memory to the OS; see -held-rss): the CSV
+"agents,rss_bytes" on stdout is that series. The workload
 is Infinity's agent_scale benchmark (profile "infinity": the same fixed texts
 in every agent, as there; "unique": different prose for every agent and turn),
 so the bytes per idle agent compare with Infinity's published figures. Unless
@@ -111,6 +113,7 @@ func main() {
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.StringVar(&c.memProfile, "memprofile", "", "write a heap profile (idle agents) to this file")
 	flag.StringVar(&c.mutexProfile, "mutexprofile", "", "write a mutex contention profile of the run (every contended lock sampled) to this file")
+	flag.BoolVar(&c.heldRSS, "held-rss", false, "sample the RSS of every wave but the last as the process holds it, without the GC and FreeOSMemory that the next wave pays for by faulting the returned memory in again (about 10% of the CPU of the infinity profile); the last sample, the figure per idle agent, is taken after them as always")
 	flag.BoolVar(&c.scaling, "scaling", false, "run the profile at GOMAXPROCS=1 and at every core, each in a child process, and print one JSON line comparing them")
 	flag.Parse()
 	if err := c.validate(); err != nil {
@@ -282,7 +285,10 @@ func run(c config) error {
 		busy += time.Since(t0)
 		cpu += hostinfo.CPUTime() - c0
 		stats.add(readRunStats().sub(s0))
-		r := rss()
+		r := heldRSS()
+		if !c.heldRSS || start+n >= c.agents {
+			r = rss()
+		}
 		samples = append(samples, sample{start + n, r})
 		bar.println(fmt.Sprintf("%d,%d", start+n, r))
 	}
