@@ -99,7 +99,6 @@ type Rejection struct {
 
 // SliceResult says what a slice did.
 type SliceResult struct {
-	SliceID     string
 	Processed   []string // consumed into history or state
 	Duplicates  []string // already processed before
 	Dropped     []string // consumed without effect (thread closed)
@@ -114,6 +113,49 @@ type SliceResult struct {
 	// the tokens its completions used (for per-agent metrics).
 	Agent string
 	Usage Usage
+
+	// What ID derives the slice's ID from, kept until it is asked for:
+	// the thread, its version when loaded (-1: nothing loaded) and the
+	// batch's message IDs (the strings, not the caller's messages).
+	id       string
+	idSet    bool
+	thread   string
+	version  int64
+	batch    [2]string
+	nbatch   int
+	batchOut []string // the IDs of a batch of more than two
+}
+
+// ID is the slice's ID: derived from the thread, its version and the
+// messages of the batch, so that a slice retried has the ID it had. It is
+// derived when first asked for (a SHA-256 and an allocation per slice were
+// 4% of a simple completion's CPU, and the embedded system never asks);
+// the result is not safe for concurrent use before that.
+func (r *SliceResult) ID() string {
+	if !r.idSet && r.thread != "" {
+		ids := r.batchOut
+		if ids == nil {
+			ids = r.batch[:r.nbatch]
+		}
+		r.id, r.idSet = sliceID(r.thread, r.version, ids), true
+	}
+	return r.id
+}
+
+// SetID sets the ID of a result made outside the engine (test doubles).
+func (r *SliceResult) SetID(id string) { r.id, r.idSet = id, true }
+
+// derive records what the slice's ID derives from.
+func (r *SliceResult) derive(thread string, version int64, batch []Message) {
+	r.thread, r.version, r.idSet = thread, version, false
+	if len(batch) <= len(r.batch) {
+		for i := range batch {
+			r.batch[i] = batch[i].ID
+		}
+		r.nbatch, r.batchOut = len(batch), nil
+		return
+	}
+	r.batchOut = ids(batch)
 }
 
 // RunSlice runs one slice. A returned error means the slice committed
@@ -135,7 +177,7 @@ func (e *Engine) RunSlice(ctx context.Context, in SliceInput) (res *SliceResult,
 			err = fmt.Errorf("runtime: slice of thread %s panicked: %v\n%s", in.ThreadID, r, debug.Stack())
 		}
 		if e.wants(EventSliceFinished, err != nil) {
-			e.observe(ctx, Event{Type: EventSliceFinished, ThreadID: in.ThreadID, SliceID: out.SliceID,
+			e.observe(ctx, Event{Type: EventSliceFinished, ThreadID: in.ThreadID, SliceID: out.ID(),
 				MessageIDs: out.Processed, Duration: e.now().Sub(start), Err: err})
 		}
 		if r == nil {
@@ -165,6 +207,14 @@ func (e *Engine) wants(t EventType, failed bool) bool {
 func (e *Engine) observe(ctx context.Context, ev Event) {
 	if e.wants(ev.Type, ev.Err != nil) {
 		e.Observer.Observe(ctx, ev)
+	}
+}
+
+// observe tells the observer ev, with the slice's ID, if it wants it.
+func (s *slice) observe(ctx context.Context, ev Event) {
+	if s.e.wants(ev.Type, ev.Err != nil) {
+		ev.SliceID = s.res.ID()
+		s.e.Observer.Observe(ctx, ev)
 	}
 }
 
@@ -236,7 +286,7 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 		if len(batch) == 0 {
 			// Every message was marked by a slice that finished (the mark is
 			// written after its commit and its sends): nothing to load.
-			s.res.SliceID = sliceID(s.threadID, -1, in.Messages)
+			s.res.derive(s.threadID, -1, in.Messages)
 			return s.res, nil
 		}
 	}
@@ -269,9 +319,9 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 		s.st.Class, s.classNamed = batchClass(batch)
 	}
 	s.wasClosed = th.State.Closed
-	s.res.SliceID = sliceID(s.threadID, s.version, batch)
+	s.res.derive(s.threadID, s.version, batch)
 	if s.e.wants(EventSliceStarted, false) {
-		s.e.observe(ctx, Event{Type: EventSliceStarted, ThreadID: s.threadID, SliceID: s.res.SliceID,
+		s.observe(ctx, Event{Type: EventSliceStarted, ThreadID: s.threadID,
 			MessageIDs: ids(batch), Version: s.version})
 	}
 
@@ -350,7 +400,7 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 			// History already records the inputs, and an outbox not marked
 			// sent is sent again (same IDs): a missing mark costs a check
 			// or a duplicate delivery, never a loss.
-			s.e.observe(ctx, Event{Type: EventSliceFinished, ThreadID: s.threadID, SliceID: s.res.SliceID,
+			s.observe(ctx, Event{Type: EventSliceFinished, ThreadID: s.threadID,
 				Reason: "dedup mark failed", Err: err})
 		}
 		if err := s.crash(CrashAfterDedupMark); err != nil {
@@ -452,7 +502,7 @@ func (s *slice) validate(in SliceInput) []Message {
 
 func (s *slice) reject(ctx context.Context, id string, err error) {
 	s.res.Rejected = append(s.res.Rejected, Rejection{ID: id, Err: err})
-	s.e.observe(ctx, Event{Type: EventMessageRejected, ThreadID: s.threadID, MessageIDs: []string{id}, Reason: err.Error()})
+	s.observe(ctx, Event{Type: EventMessageRejected, ThreadID: s.threadID, MessageIDs: []string{id}, Reason: err.Error()})
 }
 
 func (s *slice) dropMarked(ctx context.Context, batch []Message) ([]Message, error) {
@@ -606,7 +656,7 @@ func (s *slice) commit(ctx context.Context, sentOnly bool) error {
 	if err := s.e.History.Commit(ctx, c); err != nil {
 		return fmt.Errorf("runtime: committing thread %s at version %d: %w", s.threadID, s.version, err)
 	}
-	s.e.observe(ctx, Event{Type: EventTurnCommitted, ThreadID: s.threadID, SliceID: s.res.SliceID, Version: st.Version})
+	s.observe(ctx, Event{Type: EventTurnCommitted, ThreadID: s.threadID, Version: st.Version})
 	closing := st.Closed && !s.wasClosed
 	s.version, s.length = st.Version, st.Length
 	s.st = st
@@ -645,7 +695,7 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 					// An event the output can never take (too large, say)
 					// is dropped with a log line: the reply is in history,
 					// and retrying would block the thread for nothing.
-					s.e.observe(ctx, Event{Type: EventMessageDropped, ThreadID: s.threadID, SliceID: s.res.SliceID,
+					s.observe(ctx, Event{Type: EventMessageDropped, ThreadID: s.threadID,
 						MessageIDs: []string{o.Output.ID}, Reason: "output refused for good", Err: err})
 				}
 			}
@@ -686,7 +736,7 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 		}
 		return false, fmt.Errorf("runtime: dispatching %s (%s) for thread %s: %w", p.ID, p.Name, s.threadID, err)
 	}
-	s.e.observe(ctx, Event{Type: EventToolDispatched, ThreadID: s.threadID, SliceID: s.res.SliceID, ToolCallID: p.ID, ToolName: p.Name})
+	s.observe(ctx, Event{Type: EventToolDispatched, ThreadID: s.threadID, ToolCallID: p.ID, ToolName: p.Name})
 	s.res.Dispatched = p.ID
 	if err := s.crash(CrashAfterDispatch); err != nil {
 		return false, err
@@ -714,7 +764,7 @@ func (s *slice) cancel(ctx context.Context, p *PendingCall) {
 		return
 	}
 	if err := c.Cancel(ctx, s.threadID, p.ID); err != nil {
-		s.e.observe(ctx, Event{Type: EventToolDispatched, ThreadID: s.threadID, ToolCallID: p.ID, ToolName: p.Name,
+		s.observe(ctx, Event{Type: EventToolDispatched, ThreadID: s.threadID, ToolCallID: p.ID, ToolName: p.Name,
 			Reason: "cancel failed (best effort)", Err: err})
 	}
 }

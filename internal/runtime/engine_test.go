@@ -185,7 +185,7 @@ func TestObserverSeesTheSlice(t *testing.T) {
 	}
 	var seq []string
 	for _, ev := range obs.evs {
-		if ev.ThreadID != "t" || (ev.Type != runtime.EventSliceStarted && ev.SliceID != res.SliceID) {
+		if ev.ThreadID != "t" || (ev.Type != runtime.EventSliceStarted && ev.SliceID != res.ID()) {
 			t.Fatalf("event without thread/slice: %+v", ev)
 		}
 		seq = append(seq, string(ev.Type))
@@ -558,5 +558,42 @@ func TestRequestIDAndTurnAreDerivedOnDemand(t *testing.T) {
 	req.SetTurn(4)
 	if req.ID() != "c1" || req.Turn() != 4 {
 		t.Fatalf("set ID %q, turn %d", req.ID(), req.Turn())
+	}
+}
+
+// A slice's ID is derived when asked for, from the thread, its version and
+// the batch's message IDs, as it was when every slice derived it: a retried
+// slice (same thread, version, batch) has the same ID, another batch
+// another, and the events carry it.
+func TestSliceIDIsDerivedOnDemand(t *testing.T) {
+	run := func(ids ...string) (*runtime.SliceResult, []runtime.Event) {
+		obs := &recObserver{}
+		e, _ := newEngine(local.NewHistoryStore(), &model.Sim{Chunks: 1})
+		e.Observer = obs
+		var batch []runtime.Message
+		for _, id := range ids {
+			batch = append(batch, userMsg("t", id))
+		}
+		res, err := e.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "t", Messages: batch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clear(batch) // the caller may reuse its batch once RunSlice returns
+		return res, obs.evs
+	}
+	one, evs := run("u1")
+	three, _ := run("u1", "u2", "u3")
+	again, _ := run("u1", "u2", "u3")
+	if one.ID() == three.ID() || three.ID() != again.ID() || !strings.HasPrefix(one.ID(), "slice_") {
+		t.Fatalf("slice IDs %q, %q, %q: want two equal for the same batch, another for another", one.ID(), three.ID(), again.ID())
+	}
+	for _, ev := range evs {
+		if ev.SliceID != one.ID() {
+			t.Fatalf("%s event has slice ID %q, the result %q", ev.Type, ev.SliceID, one.ID())
+		}
+	}
+	var r runtime.SliceResult
+	if r.ID() != "" {
+		t.Fatalf("a result made outside the engine derives %q", r.ID())
 	}
 }

@@ -15,7 +15,7 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 	if s.st.Closed {
 		s.res.Dropped = append(s.res.Dropped, m.ID)
 		s.inputs = append(s.inputs, m.ID)
-		s.e.observe(ctx, Event{Type: EventMessageDropped, ThreadID: s.threadID, SliceID: s.res.SliceID,
+		s.observe(ctx, Event{Type: EventMessageDropped, ThreadID: s.threadID,
 			MessageIDs: []string{m.ID}, Reason: "thread is closed"})
 		return false
 	}

@@ -105,13 +105,13 @@ func completionID(threadID string, version int64, n int) string {
 	return idFrom("cmpl_", buf)
 }
 
-func sliceID(threadID string, version int64, batch []Message) string {
+func sliceID(threadID string, version int64, batchIDs []string) string {
 	var stack [512]byte
 	var num [20]byte
 	buf := appendPart(stack[:0], threadID)
 	buf = appendPart(buf, string(strconv.AppendInt(num[:0], version, 10)))
-	for i := range batch {
-		buf = appendPart(buf, batch[i].ID)
+	for _, id := range batchIDs {
+		buf = appendPart(buf, id)
 	}
 	return idFrom("slice_", buf)
 }

@@ -224,7 +224,7 @@ func (s *slice) checkPending(ctx context.Context, p *PendingCall, n int) bool {
 	}
 	if err := s.scheduleCheck(ctx, p.ID, n+1, l.nextCheck(n, now, p.Deadline)); err != nil {
 		// The slice is retried and the check with it.
-		s.e.observe(ctx, Event{Type: EventToolDispatched, ThreadID: s.threadID, ToolCallID: p.ID, ToolName: p.Name,
+		s.observe(ctx, Event{Type: EventToolDispatched, ThreadID: s.threadID, ToolCallID: p.ID, ToolName: p.Name,
 			Reason: "arming the next liveness check failed", Err: err})
 		s.foldErr = err
 	}

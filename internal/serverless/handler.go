@@ -255,7 +255,7 @@ func (h *Handler) report(ctx context.Context, run []entry, in runtime.SliceInput
 	}
 	attrs := []any{
 		slog.String("thread", in.ThreadID),
-		slog.String("slice", res.SliceID),
+		slog.String("slice", res.ID()),
 		slog.Any("sqs_message_ids", sqsIDs),
 		slog.Any("message_ids", msgIDs),
 		slog.Bool("first_delivery", in.FirstDelivery),
@@ -292,11 +292,11 @@ func (h *Handler) report(ctx context.Context, run []entry, in runtime.SliceInput
 		{Name: "SliceDuration", Unit: "Milliseconds", Value: ms(dur)},
 		{Name: "SliceRoundTrips", Unit: "Count", Value: float64(counter.Total())},
 		{Name: "SliceMessages", Unit: "Count", Value: float64(len(run))},
-	}, map[string]any{"thread": in.ThreadID, "slice": res.SliceID}); err != nil {
+	}, map[string]any{"thread": in.ThreadID, "slice": res.ID()}); err != nil {
 		h.logger().WarnContext(ctx, "writing metrics failed", "error", err.Error())
 	}
 	if res.Agent != "" && res.Completions > 0 {
-		if err := h.Metrics.Emit(map[string]string{"Agent": res.Agent}, agentMetrics(res), map[string]any{"thread": in.ThreadID, "slice": res.SliceID}); err != nil {
+		if err := h.Metrics.Emit(map[string]string{"Agent": res.Agent}, agentMetrics(res), map[string]any{"thread": in.ThreadID, "slice": res.ID()}); err != nil {
 			h.logger().WarnContext(ctx, "writing metrics failed", "error", err.Error())
 		}
 	}

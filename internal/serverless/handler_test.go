@@ -50,7 +50,8 @@ func (f *fakeRunner) RunSlice(ctx context.Context, in runtime.SliceInput) (*runt
 	if f.panics[in.ThreadID] {
 		panic("boom in " + in.ThreadID)
 	}
-	res := &runtime.SliceResult{SliceID: "slice-" + in.ThreadID, Completions: 1}
+	res := &runtime.SliceResult{Completions: 1}
+	res.SetID("slice-" + in.ThreadID)
 	for _, m := range in.Messages {
 		if err, ok := f.reject[in.ThreadID][m.ID]; ok {
 			res.Rejected = append(res.Rejected, runtime.Rejection{ID: m.ID, Err: err})
