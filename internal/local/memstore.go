@@ -118,7 +118,13 @@ func (s *HistoryStore) load(threadID string, lease bool) (*runtime.Thread, error
 		// slices the leaseholder changes copy-on-write only (see
 		// runtime.LeaseLoader; keep clipped them). No copy.
 		if cap(h.items)-len(h.items) < viewHeadroom {
-			h.items = slices.Grow(h.items, max(viewHeadroom, len(h.items)))
+			// Fourfold, not twofold: a hot thread's array is garbage
+			// once the thread freezes, so what counts is the bytes
+			// allocated and copied on the way (a third less), not the
+			// spare slots, which last only while the thread is hot.
+			// Density benchmark (infinity, one core): 9.1-9.5 -> 8.5-9.0
+			// CPU-µs per completion, 3,379 -> 2,699 bytes allocated.
+			h.items = slices.Grow(h.items, max(viewHeadroom, 3*len(h.items)))
 		}
 		th := h.spare
 		if th == nil {

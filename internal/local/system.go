@@ -440,7 +440,7 @@ func (s *System) runBatch(ctx context.Context, threadID string, batch []runtime.
 	for attempt := 1; attempt <= s.cfg.SliceAttempts; attempt++ {
 		var res *runtime.SliceResult
 		res, err = s.engine.RunSlice(ctx, runtime.SliceInput{ThreadID: threadID, Messages: batch,
-			FirstDelivery: attempt == 1, Timeout: s.cfg.SliceTimeout})
+			FirstDelivery: attempt == 1, Timeout: s.cfg.SliceTimeout, Validated: true}) // by Send, the only way in
 		if res != nil && len(res.Rejected) > 0 {
 			for _, r := range res.Rejected {
 				s.deadLetter(find(batch, r.ID), r.Err.Error())
