@@ -589,7 +589,9 @@ func (s *slice) dedupSmall(batch []Message) []Message {
 			continue
 		}
 		for j := range batch {
-			if batch[j].ID == in {
+			// The last bytes first: IDs share prefixes and lengths, and
+			// this scan of the whole history runs for every slice.
+			if id := batch[j].ID; len(id) == len(in) && id[len(id)-1] == in[len(in)-1] && id == in {
 				seen[j] = true
 			}
 		}
