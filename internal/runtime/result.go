@@ -1,0 +1,70 @@
+package runtime
+
+// What a slice reports (SliceResult), and the slice ID it derives on demand.
+
+// Rejection is a message the slice refused, with the reason.
+type Rejection struct {
+	ID  string
+	Err error
+}
+
+// SliceResult says what a slice did.
+type SliceResult struct {
+	Processed   []string // consumed into history or state
+	Duplicates  []string // already processed before
+	Dropped     []string // consumed without effect (thread closed)
+	Rejected    []Rejection
+	Completions int
+	Dispatched  string // the tool call ID dispatched, if any
+	Continued   bool   // a continuation was enqueued
+	// ModelErr is set when the model failed permanently; the slice ended
+	// with an error reply and must not be retried.
+	ModelErr error
+	// Agent is the agent the slice ran as ("" without agents) and Usage
+	// the tokens its completions used (for per-agent metrics).
+	Agent string
+	Usage Usage
+
+	// What ID derives the slice's ID from, kept until it is asked for:
+	// the thread, its version when loaded (-1: nothing loaded) and the
+	// batch's message IDs (the strings, not the caller's messages).
+	id       string
+	idSet    bool
+	thread   string
+	version  int64
+	batch    [2]string
+	nbatch   int
+	batchOut []string // the IDs of a batch of more than two
+}
+
+// ID is the slice's ID: derived from the thread, its version and the
+// messages of the batch, so that a slice retried has the ID it had. It is
+// derived when first asked for (a SHA-256 and an allocation per slice were
+// 4% of a simple completion's CPU, and the embedded system never asks);
+// the result is not safe for concurrent use before that.
+func (r *SliceResult) ID() string {
+	if !r.idSet && r.thread != "" {
+		ids := r.batchOut
+		if ids == nil {
+			ids = r.batch[:r.nbatch]
+		}
+		r.id, r.idSet = sliceID(r.thread, r.version, ids), true
+	}
+	return r.id
+}
+
+// SetID sets the ID of a result made outside the engine (test doubles).
+func (r *SliceResult) SetID(id string) { r.id, r.idSet = id, true }
+
+// derive records what the slice's ID derives from.
+func (r *SliceResult) derive(thread string, version int64, batch []Message) {
+	r.thread, r.version, r.idSet = thread, version, false
+	if len(batch) <= len(r.batch) {
+		for i := range batch {
+			r.batch[i] = batch[i].ID
+		}
+		r.nbatch, r.batchOut = len(batch), nil
+		return
+	}
+	r.batchOut = ids(batch)
+}
