@@ -83,7 +83,7 @@ type Model interface {
 //
 // Its ID and Turn are derived when a model first asks for them: most
 // models never do, and deriving both for every completion (a SHA-256 and
-// a pass over the thread's whole history) was 4% of a simple completion's
+// a pass over the thread's whole history) was 7% of a simple completion's
 // CPU. A caller that builds a request itself sets them with SetID and
 // SetTurn.
 type CompletionRequest struct {
