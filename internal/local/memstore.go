@@ -19,6 +19,10 @@ const shardCount = 64
 // appends, so the engine does not copy the view to grow it.
 const viewHeadroom = 8
 
+// fourfoldItems is the length up to which a hot thread's items array grows
+// fourfold instead of twofold (1,024 items are about 150 KiB).
+const fourfoldItems = 1024
+
 // HistoryStore is the in-memory runtime.HistoryStore of the embedded system.
 //
 // Threads are kept in two tiers. A hot thread (one that committed recently)
@@ -118,13 +122,19 @@ func (s *HistoryStore) load(threadID string, lease bool) (*runtime.Thread, error
 		// slices the leaseholder changes copy-on-write only (see
 		// runtime.LeaseLoader; keep clipped them). No copy.
 		if cap(h.items)-len(h.items) < viewHeadroom {
-			// Fourfold, not twofold: a hot thread's array is garbage
-			// once the thread freezes, so what counts is the bytes
-			// allocated and copied on the way (a third less), not the
-			// spare slots, which last only while the thread is hot.
-			// Density benchmark (infinity, one core): 9.1-9.5 -> 8.5-9.0
-			// CPU-µs per completion, 3,379 -> 2,699 bytes allocated.
-			h.items = slices.Grow(h.items, max(viewHeadroom, 3*len(h.items)))
+			// Fourfold, not twofold, while the thread is short: a hot
+			// thread's array is garbage once the thread freezes, so what
+			// counts is the bytes allocated and copied on the way (a
+			// third less), not the spare slots, which last only while the
+			// thread is hot. Density benchmark (infinity, one core):
+			// 9.1-9.5 -> 8.5-9.0 CPU-µs per completion, 3,379 -> 2,699
+			// bytes allocated. A long thread doubles, so that its spare
+			// slots stay at most its own size.
+			extra := len(h.items)
+			if extra < fourfoldItems {
+				extra *= 3
+			}
+			h.items = slices.Grow(h.items, max(viewHeadroom, extra))
 		}
 		th := h.spare
 		if th == nil {

@@ -69,3 +69,33 @@ func TestLeasedThreadReusedOnlyAfterRelease(t *testing.T) {
 		t.Fatalf("the revoked holder's Thread changed under it: %d items, version %d", len(b.Items), b.State.Version)
 	}
 }
+
+// A leased view's room to append: fourfold for a short thread (fewer
+// copies on the way to freezing), twofold for a long one (spare slots at
+// most the thread's own size).
+func TestLeasedViewGrowth(t *testing.T) {
+	ctx := context.Background()
+	for _, n := range []int{100, 2 * fourfoldItems} {
+		s := NewHistoryStore()
+		items := make([]runtime.Item, n)
+		for i := range items {
+			items[i] = runtime.Item{Kind: runtime.ItemUser, Input: fmt.Sprintf("u%d", i), Text: "x"}
+		}
+		if err := s.Commit(ctx, &runtime.Commit{ThreadID: "t", Expected: 0, Append: items,
+			State: runtime.ThreadState{Version: 1, Length: n, Stack: []string{"t"}}}); err != nil {
+			t.Fatal(err)
+		}
+		th, err := s.LoadLeased(ctx, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cap(th.Items)
+		if n < fourfoldItems && c < 4*n {
+			t.Fatalf("%d items: room for %d, want fourfold", n, c)
+		}
+		// Go's append rounds a large slice's growth up by about a sixth.
+		if n >= fourfoldItems && (c < 2*n || c > 5*n/2) {
+			t.Fatalf("%d items: room for %d, want about twofold", n, c)
+		}
+	}
+}
