@@ -122,7 +122,7 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 		up = nil
 	}
 	if timed {
-		s.observe(ctx, Event{Type: EventCompletionFinished, ThreadID: s.threadID, Duration: s.e.now().Sub(start)})
+		s.tell(ctx, Event{Type: EventCompletionFinished, ThreadID: s.threadID, Duration: s.e.now().Sub(start)})
 	}
 	if b.call == nil {
 		if s.st.Compaction {

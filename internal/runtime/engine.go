@@ -114,7 +114,7 @@ func (e *Engine) RunSlice(ctx context.Context, in SliceInput) (res *SliceResult,
 			err = fmt.Errorf("runtime: slice of thread %s panicked: %v\n%s", in.ThreadID, r, debug.Stack())
 		}
 		if e.wants(EventSliceFinished, err != nil) {
-			e.observe(ctx, Event{Type: EventSliceFinished, ThreadID: in.ThreadID, SliceID: out.ID(),
+			e.Observer.Observe(ctx, Event{Type: EventSliceFinished, ThreadID: in.ThreadID, SliceID: out.ID(),
 				MessageIDs: out.Processed, Duration: e.now().Sub(start), Err: err})
 		}
 		if r == nil {
@@ -141,18 +141,18 @@ func (e *Engine) wants(t EventType, failed bool) bool {
 	return !ok || f.Wants(t, failed)
 }
 
-func (e *Engine) observe(ctx context.Context, ev Event) {
-	if e.wants(ev.Type, ev.Err != nil) {
-		e.Observer.Observe(ctx, ev)
-	}
-}
-
 // observe tells the observer ev, with the slice's ID, if it wants it.
 func (s *slice) observe(ctx context.Context, ev Event) {
 	if s.e.wants(ev.Type, ev.Err != nil) {
-		ev.SliceID = s.res.ID()
-		s.e.Observer.Observe(ctx, ev)
+		s.tell(ctx, ev)
 	}
+}
+
+// tell gives the observer an event it wants (the caller asked wants first,
+// to build the event only then), with the slice's ID.
+func (s *slice) tell(ctx context.Context, ev Event) {
+	ev.SliceID = s.res.ID()
+	s.e.Observer.Observe(ctx, ev)
 }
 
 // slice is the working state of one RunSlice call.
@@ -258,7 +258,7 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 	s.wasClosed = th.State.Closed
 	s.res.derive(s.threadID, s.version, batch)
 	if s.e.wants(EventSliceStarted, false) {
-		s.observe(ctx, Event{Type: EventSliceStarted, ThreadID: s.threadID,
+		s.tell(ctx, Event{Type: EventSliceStarted, ThreadID: s.threadID,
 			MessageIDs: ids(batch), Version: s.version})
 	}
 

@@ -32,9 +32,8 @@ type SliceResult struct {
 	idSet    bool
 	thread   string
 	version  int64
-	batch    [2]string
-	nbatch   int
-	batchOut []string // the IDs of a batch of more than two
+	batch    []string // in batchBuf unless the batch has more than two
+	batchBuf [2]string
 }
 
 // ID is the slice's ID: derived from the thread, its version and the
@@ -44,11 +43,7 @@ type SliceResult struct {
 // the result is not safe for concurrent use before that.
 func (r *SliceResult) ID() string {
 	if !r.idSet && r.thread != "" {
-		ids := r.batchOut
-		if ids == nil {
-			ids = r.batch[:r.nbatch]
-		}
-		r.id, r.idSet = sliceID(r.thread, r.version, ids), true
+		r.id, r.idSet = sliceID(r.thread, r.version, r.batch), true
 	}
 	return r.id
 }
@@ -59,12 +54,8 @@ func (r *SliceResult) SetID(id string) { r.id, r.idSet = id, true }
 // derive records what the slice's ID derives from.
 func (r *SliceResult) derive(thread string, version int64, batch []Message) {
 	r.thread, r.version, r.idSet = thread, version, false
-	if len(batch) <= len(r.batch) {
-		for i := range batch {
-			r.batch[i] = batch[i].ID
-		}
-		r.nbatch, r.batchOut = len(batch), nil
-		return
+	r.batch = r.batchBuf[:0]
+	for i := range batch {
+		r.batch = append(r.batch, batch[i].ID)
 	}
-	r.batchOut = ids(batch)
 }

@@ -49,7 +49,7 @@ type config struct {
 	mutexProfile        string
 	scaling             bool
 	store, data         string
-	heldRSS             bool
+	heldEachWave        bool
 }
 
 func envInt(name string, def int) int {
@@ -113,7 +113,7 @@ func main() {
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.StringVar(&c.memProfile, "memprofile", "", "write a heap profile (idle agents) to this file")
 	flag.StringVar(&c.mutexProfile, "mutexprofile", "", "write a mutex contention profile of the run (every contended lock sampled) to this file")
-	flag.BoolVar(&c.heldRSS, "held-rss", false, "sample the RSS of every wave but the last as the process holds it, without the GC and FreeOSMemory that the next wave pays for by faulting the returned memory in again (about 10% of the CPU of the infinity profile); the last sample, the figure per idle agent, is taken after them as always")
+	flag.BoolVar(&c.heldEachWave, "held-rss", false, "sample the RSS of every wave but the last as the process holds it, without the GC and FreeOSMemory that the next wave pays for by faulting the returned memory in again (about 10% of the CPU of the infinity profile); the last sample, the figure per idle agent, is taken after them as always")
 	flag.BoolVar(&c.scaling, "scaling", false, "run the profile at GOMAXPROCS=1 and at every core, each in a child process, and print one JSON line comparing them")
 	flag.Parse()
 	if err := c.validate(); err != nil {
@@ -286,7 +286,7 @@ func run(c config) error {
 		cpu += hostinfo.CPUTime() - c0
 		stats.add(readRunStats().sub(s0))
 		r := heldRSS()
-		if !c.heldRSS || start+n >= c.agents {
+		if !c.heldEachWave || start+n >= c.agents {
 			r = rss()
 		}
 		samples = append(samples, sample{start + n, r})

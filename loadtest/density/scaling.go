@@ -72,7 +72,7 @@ func runChild(c config, procs int) (*Result, error) {
 	}
 	cmd := exec.Command(exe, "-agents", strconv.Itoa(c.agents), "-turns", strconv.Itoa(c.turns), "-wave", strconv.Itoa(c.wave),
 		"-profile", c.profile, "-out", c.out, "-baseline-agents", "-1", "-progress="+strconv.FormatBool(c.progress),
-		"-store", c.store, "-held-rss="+strconv.FormatBool(c.heldRSS)) // each child a temporary data directory of its own
+		"-store", c.store, "-held-rss="+strconv.FormatBool(c.heldEachWave)) // each child a temporary data directory of its own
 	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
