@@ -285,8 +285,10 @@ func run(c config) error {
 		busy += time.Since(t0)
 		cpu += hostinfo.CPUTime() - c0
 		stats.add(readRunStats().sub(s0))
-		r := heldRSS()
-		if !c.heldEachWave || start+n >= c.agents {
+		var r int64
+		if c.heldEachWave && start+n < c.agents {
+			r = heldRSS()
+		} else {
 			r = rss()
 		}
 		samples = append(samples, sample{start + n, r})
