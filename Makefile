@@ -15,7 +15,7 @@ AGENTS  ?= 20000
 TURNS   ?= 20
 WAVE    ?= 500
 
-.PHONY: all test test-go e2e loadtest loadtest-full loadtest-durable loadtest-scaling loadtest-storage loadtest-priority vet fmt fuzz chaos mutants build synth deploy destroy cdk-deps
+.PHONY: all test test-go e2e loadtest loadtest-full loadtest-durable loadtest-scaling loadtest-storage loadtest-priority bench-codec vet fmt fuzz chaos mutants build synth deploy destroy cdk-deps
 
 all: test
 
@@ -66,6 +66,12 @@ loadtest-scaling:
 	@for p in $(PROFILE); do \
 	  $(GO) run ./loadtest/density -scaling -profile $$p -agents $(AGENTS) -turns $(TURNS) -wave $(WAVE) -progress=false || exit 1; \
 	done
+
+# The cold tier's codec alone, on histories shaped like the density
+# benchmark's, one core: MB/s, ratio, bytes and CPU-µs per completion for
+# each codec in reach (README, "What one core can do").
+bench-codec:
+	GOMAXPROCS=1 $(GO) test ./loadtest/density -run '^$$' -bench ColdCodec -benchtime 2000x
 
 # Priority classes under a flood (issue 17): 10,000 background threads woken
 # at once while 100 interactive users talk, against a simulated provider with

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/agentslice/agentslice/internal/local"
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// BenchmarkColdCodec measures what freezing an idle agent costs in the
+// codec alone, on histories shaped like the benchmark's (20 turns: user
+// message, 12-chunk completion, tool call, tool result, second completion;
+// encoded as the cold tier encodes items), for the codecs in reach. It
+// answers one question of issue 19: how many CPU-µs per completion the
+// cheapest codec that fits the unique profile's 20 KiB per idle agent
+// leaves for everything else. Run:
+//
+//	go test ./loadtest/density -run '^$' -bench ColdCodec -benchtime 200x
+//
+// Reported per codec: MB/s of raw history, ratio (raw over compressed
+// bytes), stored bytes per agent, and µs/completion (the codec's time for
+// one agent over its 40 completions). With -codec-dump DIR it also writes
+// the raw histories and the dictionary there, for the zstd and lz4 command
+// line tools' own benchmarks (the C reference; see the README).
+//
+// It measures; it asserts nothing about speed.
+func BenchmarkColdCodec(b *testing.B) {
+	for _, profile := range []string{"unique", "infinity"} {
+		hist, dict := codecHistories(profile, 64, 20)
+		if *codecDump != "" {
+			dumpHistories(b, filepath.Join(*codecDump, profile), hist, dict)
+		}
+		for _, c := range coldCodecs(b, dict) {
+			b.Run(profile+"/"+c.name, func(b *testing.B) {
+				var raw, stored int64
+				var dst []byte
+				b.ResetTimer()
+				for i := range b.N {
+					h := hist[i%len(hist)]
+					dst = c.encode(dst[:0], h)
+					raw += int64(len(h))
+					stored += int64(len(dst))
+				}
+				b.StopTimer()
+				b.SetBytes(raw / int64(b.N))
+				b.ReportMetric(float64(raw)/float64(stored), "ratio")
+				b.ReportMetric(float64(stored)/float64(b.N), "B/agent")
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/40, "µs/completion")
+			})
+		}
+	}
+}
+
+var codecDump = flag.String("codec-dump", "", "BenchmarkColdCodec: write the raw histories and the dictionary to this directory")
+
+type namedCodec struct {
+	name   string
+	encode func(dst, src []byte) []byte
+}
+
+func coldCodecs(b *testing.B, dict []byte) []namedCodec {
+	zstdCodec := func(name string, opts ...zstd.EOption) namedCodec {
+		// The options of internal/local's cold codec (dict.go), one encoder.
+		opts = append([]zstd.EOption{zstd.WithWindowSize(256 << 10), zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true),
+			zstd.WithZeroFrames(true), zstd.WithEncoderCRC(false)}, opts...)
+		enc, err := zstd.NewWriter(nil, opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { enc.Close() })
+		return namedCodec{name, func(dst, src []byte) []byte { return enc.EncodeAll(src, dst) }}
+	}
+	withDict := zstd.WithEncoderDictRaw(0x6a736c63, dict)
+	return []namedCodec{
+		zstdCodec("zstd-fastest", zstd.WithEncoderLevel(zstd.SpeedFastest)),
+		zstdCodec("zstd-fastest-dict", zstd.WithEncoderLevel(zstd.SpeedFastest), withDict),
+		zstdCodec("zstd-default", zstd.WithEncoderLevel(zstd.SpeedDefault)),
+		zstdCodec("zstd-default-dict", zstd.WithEncoderLevel(zstd.SpeedDefault), withDict),
+		{"s2", s2.Encode},
+		{"s2-better", s2.EncodeBetter},
+	}
+}
+
+// codecHistories returns n agents' histories in the cold tier's item
+// encoding, and a dictionary sampled as the cold codec samples one (an
+// eighth of its size from the tail of each of other agents' histories).
+func codecHistories(profile string, n, turns int) (hist [][]byte, dict []byte) {
+	w := newWorkload(profile)
+	build := func(agent string) []byte {
+		var items []runtime.Item
+		for t := 1; t <= turns; t++ {
+			completion := func(k int) string {
+				if profile == "infinity" {
+					return strings.Repeat(infinityChunk, chunks)
+				}
+				var s strings.Builder
+				for i := range chunks {
+					s.WriteString(w.pool.cut(seedOf("chunk", agent, strconv.Itoa(t), strconv.Itoa(k), strconv.Itoa(i)), chunkBytes))
+				}
+				return s.String()
+			}
+			pos := len(items)
+			call := runtime.CallIDAt(agent, pos+2)
+			items = append(items,
+				runtime.Item{Kind: runtime.ItemUser, Input: "u-" + strconv.Itoa(t), Text: w.userText(agent, t)},
+				runtime.Item{Kind: runtime.ItemAssistant, Text: completion(0)},
+				runtime.Item{Kind: runtime.ItemToolCall, CallID: call, Name: toolName, Args: toolArgs},
+				runtime.Item{Kind: runtime.ItemToolResult, CallID: call, Input: runtime.ResultID(agent, call),
+					Text: w.resultText(runtime.Invocation{ThreadID: agent, CallID: call})},
+				runtime.Item{Kind: runtime.ItemAssistant, Text: completion(1)})
+		}
+		return local.AppendItems(nil, agent, 0, items)
+	}
+	const dictSize = 112 << 10
+	for i := 0; len(dict) < dictSize; i++ {
+		h := build(agentName(1_000_000 + i))
+		dict = append(dict, h[len(h)-min(len(h), dictSize/8, dictSize-len(dict)):]...)
+	}
+	for i := range n {
+		hist = append(hist, build(agentName(i)))
+	}
+	return hist, dict
+}
+
+func dumpHistories(b *testing.B, dir string, hist [][]byte, dict []byte) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for i, h := range hist {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("agent-%03d", i)), h, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "dict"), dict, 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// The codec benchmark's histories are what the cold tier would hold for the
+// benchmark's agents: they decode to the five items of each turn, with the
+// IDs derived, at about the raw size the full run reports (57 KB unique).
+func TestCodecHistoriesAreTheBenchmarks(t *testing.T) {
+	hist, dict := codecHistories("unique", 2, 20)
+	if len(dict) != 112<<10 {
+		t.Fatalf("dictionary of %d bytes", len(dict))
+	}
+	for i, h := range hist {
+		agent := agentName(i)
+		items, err := local.DecodeItems(nil, h, agent, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(items) != 100 || len(h) < 50_000 || len(h) > 65_000 {
+			t.Fatalf("%s: %d items in %d bytes", agent, len(items), len(h))
+		}
+		for k, it := range items {
+			want := [...]runtime.ItemKind{runtime.ItemUser, runtime.ItemAssistant, runtime.ItemToolCall, runtime.ItemToolResult, runtime.ItemAssistant}[k%5]
+			if it.Kind != want {
+				t.Fatalf("%s item %d is %v, want %v", agent, k, it.Kind, want)
+			}
+			if want == runtime.ItemAssistant && len(it.Text) != chunks*chunkBytes {
+				t.Fatalf("%s item %d: completion of %d bytes", agent, k, len(it.Text))
+			}
+		}
+	}
+}
