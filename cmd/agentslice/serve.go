@@ -26,6 +26,7 @@ type serveFlags struct {
 	config, listen, publicURL, model, script, logLevel string
 	getTime                                            bool
 	data, store, dsn                                   string
+	memoryLimit                                        string
 	toolServers, allowCommands, mcpServers             listFlag
 }
 
@@ -43,6 +44,7 @@ func newServeFlags(stderr io.Writer) *serveFlags {
 	fs.StringVar(&f.store, "store", "", "where threads live: sqlite (default, durable under -data), memory (lost at exit) or postgres (with -dsn)")
 	fs.StringVar(&f.dsn, "dsn", "", "postgres://… `URL`: keep history in PostgreSQL through the DSQL store (implies -store postgres)")
 	fs.BoolVar(&f.getTime, "get-time", false, "serve the example get_time tool in-process")
+	fs.StringVar(&f.memoryLimit, "memory-limit", "auto", "soft memory `limit` of the process: auto (GOMEMLIMIT if set, else 3/4 of the cgroup's or the machine's memory), off, or a size such as 4GiB")
 	fs.Var(&f.toolServers, "tool-server", "base `URL` of a RAP tool server (repeatable)")
 	fs.Var(&f.allowCommands, "allow-command", "serve the example run_command tool, allowed to run this `program` (repeatable)")
 	fs.Var(&f.mcpServers, "mcp", "proxy an MCP server: `name=command args...` (stdio) or name=http(s)://url (repeatable)")
@@ -179,6 +181,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	level := new(slog.LevelVar)
 	level.Set(cfg.LogLevelValue())
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	limit, source, err := applyMemoryLimit(f.memoryLimit, osMemorySources)
+	if err != nil {
+		return err
+	}
+	logger.Info("agentslice serve: memory limit", "bytes", limit, "source", source)
 	srv, err := server.New(ctx, cfg, server.Options{Logger: logger, Getenv: os.Getenv})
 	if err != nil {
 		return f.attribute(err)

@@ -53,6 +53,7 @@ func TestServeRejectsBadConfiguration(t *testing.T) {
 		{"bad -mcp", []string{"-mcp", "everything"}, []string{"flag -mcp", "name=command"}},
 		{"bad -tool-server", []string{"-tool-server", "tools.local"}, []string{`field "tool_servers[0]"`}},
 		{"missing script", []string{"-script", "/no/such/script.json"}, []string{`field "script"`}},
+		{"bad -memory-limit", []string{"-memory-limit", "lots"}, []string{`-memory-limit "lots"`, "GiB"}},
 		{"stray argument", []string{"now"}, []string{`unexpected argument "now"`}},
 		{"unknown flag", []string{"-port", "80"}, []string{"flag provided but not defined: -port"}},
 	}
