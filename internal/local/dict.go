@@ -51,16 +51,40 @@ type coldCodec struct {
 	samples []byte
 }
 
+// ColdEncoderOptions are the options of the cold tier's zstd encoder (one
+// per FreezeIdle worker; concurrency is how many run at once), with the
+// learned dictionary if dict is not nil. Exported so that the density
+// benchmark's codec measurement (make bench-codec) measures this very
+// setting.
+func ColdEncoderOptions(dict []byte, concurrency int) []zstd.EOption {
+	opts := []zstd.EOption{zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithWindowSize(window), zstd.WithEncoderConcurrency(concurrency),
+		zstd.WithLowerEncoderMem(true), zstd.WithZeroFrames(true), zstd.WithEncoderCRC(false)}
+	if dict != nil {
+		opts = append(opts, zstd.WithEncoderDictRaw(dictID, dict))
+	}
+	return opts
+}
+
+// AppendDictSample adds what the cold tier learns from one frozen history
+// (raw, its encoded form) to the dictionary samples so far: the history's
+// tail (its items, past the thread's own header), at most dictSample
+// bytes, and no more than the dictionary has room for. The dictionary is
+// complete when len(samples) reaches DictSize.
+func AppendDictSample(samples, raw []byte) []byte {
+	take := min(len(raw), dictSample, DictSize-len(samples))
+	return append(samples, raw[len(raw)-take:]...)
+}
+
+// DictSize is the size of the learned dictionary.
+const DictSize = dictSize
+
 func newCodec(dict []byte) (*codec, error) {
 	conc := goruntime.GOMAXPROCS(0)
-	eopts := []zstd.EOption{zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithWindowSize(window), zstd.WithEncoderConcurrency(conc),
-		zstd.WithLowerEncoderMem(true), zstd.WithZeroFrames(true), zstd.WithEncoderCRC(false)}
 	dopts := []zstd.DOption{zstd.WithDecoderConcurrency(conc), zstd.WithDecoderLowmem(true)}
 	if dict != nil {
-		eopts = append(eopts, zstd.WithEncoderDictRaw(dictID, dict))
 		dopts = append(dopts, zstd.WithDecoderDictRaw(dictID, dict))
 	}
-	enc, err := zstd.NewWriter(nil, eopts...)
+	enc, err := zstd.NewWriter(nil, ColdEncoderOptions(dict, conc)...)
 	if err != nil {
 		return nil, fmt.Errorf("local: zstd encoder: %w", err)
 	}
@@ -103,8 +127,7 @@ func (cc *coldCodec) learn(raw []byte) {
 	if cc.learned.Load() {
 		return
 	}
-	take := min(len(raw), dictSample, dictSize-len(cc.samples))
-	cc.samples = append(cc.samples, raw[len(raw)-take:]...)
+	cc.samples = AppendDictSample(cc.samples, raw)
 	if len(cc.samples) < dictSize {
 		return
 	}

@@ -28,14 +28,15 @@ import (
 //
 // Reported per codec: MB/s of raw history, ratio (raw over compressed
 // bytes), stored bytes per agent, and µs/completion (the codec's time for
-// one agent over its 40 completions). With -codec-dump DIR it also writes
+// one agent over its completions, two per turn). With -codec-dump DIR it also writes
 // the raw histories and the dictionary there, for the zstd and lz4 command
 // line tools' own benchmarks (the C reference; see the README).
 //
 // It measures; it asserts nothing about speed.
 func BenchmarkColdCodec(b *testing.B) {
+	const turns = 20
 	for _, profile := range []string{"unique", "infinity"} {
-		hist, dict := codecHistories(profile, 64, 20)
+		hist, dict := codecHistories(profile, 64, turns)
 		if *codecDump != "" {
 			dumpHistories(b, filepath.Join(*codecDump, profile), hist, dict)
 		}
@@ -54,7 +55,7 @@ func BenchmarkColdCodec(b *testing.B) {
 				b.SetBytes(raw / int64(b.N))
 				b.ReportMetric(float64(raw)/float64(stored), "ratio")
 				b.ReportMetric(float64(stored)/float64(b.N), "B/agent")
-				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/40, "µs/completion")
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/(2*turns), "µs/completion") // two per turn
 			})
 		}
 	}
@@ -69,9 +70,6 @@ type namedCodec struct {
 
 func coldCodecs(b *testing.B, dict []byte) []namedCodec {
 	zstdCodec := func(name string, opts ...zstd.EOption) namedCodec {
-		// The options of internal/local's cold codec (dict.go), one encoder.
-		opts = append([]zstd.EOption{zstd.WithWindowSize(256 << 10), zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true),
-			zstd.WithZeroFrames(true), zstd.WithEncoderCRC(false)}, opts...)
 		enc, err := zstd.NewWriter(nil, opts...)
 		if err != nil {
 			b.Fatal(err)
@@ -79,20 +77,23 @@ func coldCodecs(b *testing.B, dict []byte) []namedCodec {
 		b.Cleanup(func() { enc.Close() })
 		return namedCodec{name, func(dst, src []byte) []byte { return enc.EncodeAll(src, dst) }}
 	}
-	withDict := zstd.WithEncoderDictRaw(0x6a736c63, dict)
+	// The cold tier's own options (internal/local/dict.go), one encoder;
+	// the default level is measured on them as an alternative.
+	ships := func(dict []byte) []zstd.EOption { return local.ColdEncoderOptions(dict, 1) }
+	level := zstd.WithEncoderLevel(zstd.SpeedDefault)
 	return []namedCodec{
-		zstdCodec("zstd-fastest", zstd.WithEncoderLevel(zstd.SpeedFastest)),
-		zstdCodec("zstd-fastest-dict", zstd.WithEncoderLevel(zstd.SpeedFastest), withDict),
-		zstdCodec("zstd-default", zstd.WithEncoderLevel(zstd.SpeedDefault)),
-		zstdCodec("zstd-default-dict", zstd.WithEncoderLevel(zstd.SpeedDefault), withDict),
+		zstdCodec("zstd-fastest", ships(nil)...),
+		zstdCodec("zstd-fastest-dict", ships(dict)...),
+		zstdCodec("zstd-default", append(ships(nil), level)...),
+		zstdCodec("zstd-default-dict", append(ships(dict), level)...),
 		{"s2", s2.Encode},
 		{"s2-better", s2.EncodeBetter},
 	}
 }
 
 // codecHistories returns n agents' histories in the cold tier's item
-// encoding, and a dictionary sampled as the cold codec samples one (an
-// eighth of its size from the tail of each of other agents' histories).
+// encoding, and a dictionary sampled from other agents' histories as the
+// cold tier samples one (local.AppendDictSample).
 func codecHistories(profile string, n, turns int) (hist [][]byte, dict []byte) {
 	w := newWorkload(profile)
 	build := func(agent string) []byte {
@@ -120,10 +121,8 @@ func codecHistories(profile string, n, turns int) (hist [][]byte, dict []byte) {
 		}
 		return local.AppendItems(nil, agent, 0, items)
 	}
-	const dictSize = 112 << 10
-	for i := 0; len(dict) < dictSize; i++ {
-		h := build(agentName(1_000_000 + i))
-		dict = append(dict, h[len(h)-min(len(h), dictSize/8, dictSize-len(dict)):]...)
+	for i := 0; len(dict) < local.DictSize; i++ {
+		dict = local.AppendDictSample(dict, build(agentName(1_000_000+i)))
 	}
 	for i := range n {
 		hist = append(hist, build(agentName(i)))
@@ -150,7 +149,7 @@ func dumpHistories(b *testing.B, dir string, hist [][]byte, dict []byte) {
 // IDs derived, at about the raw size the full run reports (57 KB unique).
 func TestCodecHistoriesAreTheBenchmarks(t *testing.T) {
 	hist, dict := codecHistories("unique", 2, 20)
-	if len(dict) != 112<<10 {
+	if len(dict) != local.DictSize {
 		t.Fatalf("dictionary of %d bytes", len(dict))
 	}
 	for i, h := range hist {
