@@ -45,37 +45,40 @@ type memorySources struct {
 
 var osMemorySources = memorySources{getenv: os.Getenv, readFile: os.ReadFile}
 
+// keepLimit is what resolveMemoryLimit returns when the runtime's own limit
+// (set from GOMEMLIMIT at start) stays as it is.
+const keepLimit = -1
+
 // resolveMemoryLimit turns -memory-limit's value into a limit in bytes
-// (math.MaxInt64: none) and says where it came from. keep reports that the
-// runtime's own limit (from GOMEMLIMIT) stays as it is.
-func resolveMemoryLimit(v string, src memorySources) (limit int64, source string, keep bool, err error) {
+// (math.MaxInt64: none; keepLimit) and says where it came from.
+func resolveMemoryLimit(v string, src memorySources) (limit int64, source string, err error) {
 	switch v {
 	case "", "auto":
 		if src.getenv("GOMEMLIMIT") != "" {
-			return 0, "GOMEMLIMIT", true, nil
+			return keepLimit, "GOMEMLIMIT", nil
 		}
 		avail, from := availableMemory(src)
 		if avail <= 0 {
-			return math.MaxInt64, "none: the memory available could not be read", false, nil
+			return math.MaxInt64, "none: the memory available could not be read", nil
 		}
-		return avail / memoryLimitDen * memoryLimitNum, fmt.Sprintf("auto: %d/%d of %d bytes (%s)", memoryLimitNum, memoryLimitDen, avail, from), false, nil
+		return avail / memoryLimitDen * memoryLimitNum, fmt.Sprintf("auto: %d/%d of %d bytes (%s)", memoryLimitNum, memoryLimitDen, avail, from), nil
 	case "off":
-		return math.MaxInt64, "off", false, nil
+		return math.MaxInt64, "off", nil
 	}
 	n, err := parseSize(v)
 	if err != nil {
-		return 0, "", false, fmt.Errorf("-memory-limit %q: %w", v, err)
+		return 0, "", fmt.Errorf("-memory-limit %q: %w", v, err)
 	}
-	return n, "-memory-limit", false, nil
+	return n, "-memory-limit", nil
 }
 
 // applyMemoryLimit sets the resolved limit and returns the one in force.
 func applyMemoryLimit(v string, src memorySources) (limit int64, source string, err error) {
-	limit, source, keep, err := resolveMemoryLimit(v, src)
+	limit, source, err = resolveMemoryLimit(v, src)
 	if err != nil {
 		return 0, "", err
 	}
-	if keep {
+	if limit == keepLimit {
 		return debug.SetMemoryLimit(-1), source, nil
 	}
 	debug.SetMemoryLimit(limit)

@@ -46,12 +46,12 @@ func TestMemoryLimitResolves(t *testing.T) {
 		{name: "off", flag: "off", files: map[string]string{"/proc/meminfo": meminfo24G}, want: math.MaxInt64, source: "off"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, source, keep, err := resolveMemoryLimit(tc.flag, fakeMemory(tc.env, tc.files))
+			got, source, err := resolveMemoryLimit(tc.flag, fakeMemory(tc.env, tc.files))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if keep != tc.keep || (!keep && got != tc.want) || !strings.Contains(source, tc.source) {
-				t.Fatalf("got %d (%q, keep %v), want %d (%q, keep %v)", got, source, keep, tc.want, tc.source, tc.keep)
+			if keep := got == keepLimit; keep != tc.keep || (!keep && got != tc.want) || !strings.Contains(source, tc.source) {
+				t.Fatalf("got %d (%q), want %d (%q, keep %v)", got, source, tc.want, tc.source, tc.keep)
 			}
 		})
 	}
@@ -68,7 +68,7 @@ func TestMemoryLimitSizes(t *testing.T) {
 			t.Errorf("parseSize(%q) accepted", in)
 		}
 	}
-	if _, _, _, err := resolveMemoryLimit("lots", fakeMemory(nil, nil)); err == nil || !strings.Contains(err.Error(), "-memory-limit") {
+	if _, _, err := resolveMemoryLimit("lots", fakeMemory(nil, nil)); err == nil || !strings.Contains(err.Error(), "-memory-limit") {
 		t.Errorf("a bad -memory-limit gave %v", err)
 	}
 }

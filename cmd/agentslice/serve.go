@@ -181,6 +181,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	level := new(slog.LevelVar)
 	level.Set(cfg.LogLevelValue())
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// Before the system starts: its heap floor is capped by the limit.
 	limit, source, err := applyMemoryLimit(f.memoryLimit, osMemorySources)
 	if err != nil {
 		return err
