@@ -62,7 +62,7 @@ func (o SlogObserver) logger() *slog.Logger {
 	return o.Logger
 }
 
-// level is the level an event of type t is logged at.
+// eventLevel is the level an event of type t is logged at.
 func eventLevel(t EventType, failed bool) slog.Level {
 	if failed || t == EventMessageRejected || t == EventMessageDropped {
 		return slog.LevelWarn
