@@ -397,7 +397,7 @@ func FromConfig(ctx context.Context, cfg Config, opts ...Option) (runtime.Model,
 	case ProviderOpenAI:
 		return newOpenAI(cfg, &o)
 	case ProviderSim:
-		sim := &Sim{}
+		sim := &Sim{Reply: DemoReply}
 		if c := cfg.Sim; c != nil {
 			sim.Chunks, sim.Tool, sim.ToolArgs = c.Chunks, c.Tool, c.ToolArgs
 		}

@@ -1,5 +1,6 @@
 // Package model holds the model providers behind runtime.Model: a simulated
-// model (benchmarks, tests), a scripted model that replays a JSON script,
+// model (benchmarks, tests, and serve's default, which answers with
+// DemoReply's short deterministic replies), a scripted model that replays a JSON script,
 // Amazon Bedrock (ConverseStream) and OpenAI-compatible chat completions
 // (OpenAI, vLLM, Ollama, LM Studio, gateways), and the typed catalog that
 // says which model a deployment runs (Config, Catalog, FromConfig).

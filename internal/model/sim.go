@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strings"
 
 	"github.com/agentslice/agentslice/internal/runtime"
 )
@@ -30,6 +31,10 @@ type Sim struct {
 	// Seed varies the default text: the same seed gives the same text for
 	// the same completion, different seeds give different text.
 	Seed uint64
+	// Reply, when set, is the whole text of the completion answering req,
+	// streamed in Chunks pieces cut at spaces; Chunk and Seed are then
+	// unused. The catalog's sim model sets it to DemoReply.
+	Reply func(req *runtime.CompletionRequest) string
 	// Tool and ToolArgs are the call made when the model decides to act.
 	Tool     string
 	ToolArgs string
@@ -49,6 +54,11 @@ func (m *Sim) Complete(ctx context.Context, req *runtime.CompletionRequest, w ru
 	if n <= 0 {
 		n = 12
 	}
+	var pieces []string
+	if m.Reply != nil {
+		pieces = splitWords(m.Reply(req), n)
+		n = len(pieces)
+	}
 	for i := range n {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -57,6 +67,8 @@ func (m *Sim) Complete(ctx context.Context, req *runtime.CompletionRequest, w ru
 			return fmt.Errorf("%w at chunk %d of %s", ErrInjected, i, req.ID())
 		}
 		switch {
+		case pieces != nil:
+			w.Text(pieces[i])
 		case m.Chunk != nil:
 			w.Text(m.Chunk(req, i))
 		case m.Seed != 0:
@@ -72,6 +84,26 @@ func (m *Sim) Complete(ctx context.Context, req *runtime.CompletionRequest, w ru
 		w.ToolCall("", m.Tool, m.ToolArgs)
 	}
 	return nil
+}
+
+// splitWords cuts s into at most n pieces of about equal length, each cut
+// just after a space, so that the pieces concatenate to s.
+func splitWords(s string, n int) []string {
+	pieces := make([]string, 0, n)
+	for k := n; k > 1 && s != ""; k-- {
+		cut := len(s) / k
+		sp := strings.IndexByte(s[cut:], ' ')
+		if sp < 0 {
+			break
+		}
+		cut += sp + 1
+		pieces = append(pieces, s[:cut])
+		s = s[cut:]
+	}
+	if s != "" {
+		pieces = append(pieces, s)
+	}
+	return pieces
 }
 
 var seededSentences = [...]string{
