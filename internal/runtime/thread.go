@@ -14,7 +14,7 @@ type Thread struct {
 	Inherited int
 	// Lease is an opaque token a store may hand out with a load; the
 	// engine passes it back in every Commit of the slice and to
-	// LeaseReleaser.Release when the slice ends. Stores use it to let the
+	// LeaseLoader.Release when the slice ends. Stores use it to let the
 	// one slice that owns a thread append to its view in place.
 	Lease any
 }
