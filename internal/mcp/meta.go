@@ -82,10 +82,10 @@ func (p *Proxy) invokeTool(ctx context.Context, c *rap.Call) error {
 	return p.call(ctx, c, a.ToolName, a.Arguments)
 }
 
-// ListToolsName is the name of the tool that lists the tools of the MCP
-// server configured as server.
+// ListToolsName is the name of the meta-tool (Config.MetaTools) that lists
+// the tools of the MCP server configured as server.
 func ListToolsName(server string) string { return server + "_list_tools" }
 
-// InvokeToolName is the name of the tool that calls a tool of the MCP
-// server configured as server.
+// InvokeToolName is the name of the meta-tool (Config.MetaTools) that calls
+// a tool of the MCP server configured as server.
 func InvokeToolName(server string) string { return server + "_invoke_tool" }

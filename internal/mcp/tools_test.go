@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -341,5 +342,43 @@ func TestStderrLogBounds(t *testing.T) {
 	}
 	if err := l.explain(io.EOF); err == nil || !strings.Contains(err.Error(), "no newline at the end") {
 		t.Fatalf("explain: %v", err)
+	}
+}
+
+// TestQuickStartPinsTheTestedServer: the README's MCP quick start installs
+// its server from docs/examples/mcp alone; it must be the version the tests
+// run (the repository root's package.json).
+func TestQuickStartPinsTheTestedServer(t *testing.T) {
+	t.Parallel()
+	read := func(path string) map[string]string {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pkg struct {
+			Dependencies    map[string]string `json:"dependencies"`
+			DevDependencies map[string]string `json:"devDependencies"`
+		}
+		if err := json.Unmarshal(b, &pkg); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		for k, v := range pkg.DevDependencies {
+			if pkg.Dependencies == nil {
+				pkg.Dependencies = map[string]string{}
+			}
+			pkg.Dependencies[k] = v
+		}
+		return pkg.Dependencies
+	}
+	const server = "@modelcontextprotocol/server-everything"
+	quick, root := read("../../docs/examples/mcp/package.json"), read("../../package.json")
+	if len(quick) != 1 || quick[server] == "" || quick[server] != root[server] {
+		t.Fatalf("quick start pins %v; the tests run %s %s", quick, server, root[server])
+	}
+	lock, err := os.ReadFile("../../docs/examples/mcp/package-lock.json")
+	if err != nil || !strings.Contains(string(lock), `"node_modules/`+server+`": {
+      "version": "`+quick[server]+`"`) {
+		t.Fatalf("docs/examples/mcp/package-lock.json does not lock %s %s (%v)", server, quick[server], err)
 	}
 }

@@ -27,7 +27,8 @@ import (
 // advertises is {base}/invoke), acknowledges each valid invocation with 200 at
 // once, and runs the tool in a goroutine it owns; Stop cancels running calls
 // and waits for them. /cancel_tool_call and /close_thread cancel the calls
-// they name. A tool talks back through its *Call (Result, Subscribe, Event,
+// they name. SetTools replaces the tools while the server runs (the MCP
+// proxy follows its server's tool list so). A tool talks back through its *Call (Result, Subscribe, Event,
 // OAuth, Choice, View); each POST to the callback URL is retried on 5xx and
 // transport errors, never on 4xx.
 //
