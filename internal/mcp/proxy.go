@@ -24,7 +24,9 @@
 // tools it started with (a call to a tool that is gone gets an error
 // result naming the tools there are). When the MCP server cannot be reached
 // and no list was read before, the toolset is answered 503 with the reason
-// (the runtime leaves the server out and fetches again with backoff).
+// (the runtime leaves the server out and fetches again with backoff); a
+// failure to connect is answered again for 5 seconds before the server is
+// started anew.
 //
 // The proxy acknowledges each invocation at once, calls the MCP server, and
 // POSTs the result to the invocation's callback URL (text and image content
@@ -103,6 +105,11 @@ type Proxy struct {
 	session *sdk.ClientSession
 	stderr  *stderrLog // of the session's subprocess; nil over HTTP
 	stopped bool
+	// failErr is the last failure to connect, answered again until
+	// failedAt+connectRetryAfter instead of starting the server again.
+	failErr    error
+	failedAt   time.Time
+	retryAfter time.Duration // connectRetryAfter; tests lengthen it
 
 	tmu     sync.Mutex    // guards the tool list's state below
 	gen     uint64        // bumped when the MCP server's tool list may have changed
@@ -128,7 +135,7 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	p := &Proxy{cfg: cfg, gen: 1, changed: make(chan struct{}), pipes: map[*os.File]struct{}{}}
+	p := &Proxy{cfg: cfg, retryAfter: connectRetryAfter, gen: 1, changed: make(chan struct{}), pipes: map[*os.File]struct{}{}}
 	p.client = sdk.NewClient(&sdk.Implementation{Name: "agentslice-mcp-proxy", Version: "1"},
 		&sdk.ClientOptions{ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { p.toolsChanged("the MCP server changed its tools") }})
 	desc := cfg.Description
@@ -192,6 +199,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.kit.ServeHTTP(w, r)
 }
 
+// connectRetryAfter is how long a failure to connect is answered again
+// before the server is started (or dialled) anew: the runtime's toolset
+// fetches (retried, and one per new root thread) would otherwise each start
+// a server that cannot start.
+const connectRetryAfter = 5 * time.Second
+
 // connect returns the live session and its subprocess's stderr (nil over
 // HTTP), connecting first if needed. A failure to connect carries the
 // server's last stderr lines.
@@ -203,6 +216,9 @@ func (p *Proxy) connect(ctx context.Context) (*sdk.ClientSession, *stderrLog, er
 	}
 	if p.session != nil {
 		return p.session, p.stderr, nil
+	}
+	if p.failErr != nil && time.Since(p.failedAt) < p.retryAfter {
+		return nil, nil, p.failErr
 	}
 	var t sdk.Transport
 	if len(p.cfg.Command) > 0 {
@@ -227,9 +243,10 @@ func (p *Proxy) connect(ctx context.Context) (*sdk.ClientSession, *stderrLog, er
 	s, err := p.client.Connect(cctx, t, nil)
 	started()
 	if err != nil {
-		return nil, nil, stderr.explain(fmt.Errorf("connecting to MCP server %s: %w", p.cfg.Name, err))
+		p.failErr, p.failedAt = stderr.explain(fmt.Errorf("connecting to MCP server %s: %w", p.cfg.Name, err)), time.Now()
+		return nil, nil, p.failErr
 	}
-	p.session, p.stderr = s, stderr
+	p.session, p.stderr, p.failErr = s, stderr, nil
 	p.bump() // a new session (a new process, perhaps): read its tool list again
 	return s, stderr, nil
 }

@@ -231,6 +231,7 @@ func TestProxyStderrWhenServerFailsToStart(t *testing.T) {
 	t.Parallel()
 	logs := &syncBuffer{}
 	_, base, p, _ := startFixture(t, "die", logs)
+	p.retryAfter = time.Hour // the toolset fetch below must not start it again
 	err := p.Check(context.Background())
 	if err == nil {
 		t.Fatal("Check passed for a server that exits at start")
@@ -254,9 +255,15 @@ func TestProxyStderrWhenServerFailsToStart(t *testing.T) {
 		t.Fatalf("toolset: %d %s", resp.StatusCode, body)
 	}
 	p.Stop() // the stderr readers are done: every line is logged
-	if l := logs.String(); !strings.Contains(l, `msg="mcp: server stderr" proxy=fix line="Error: Cannot find module '/nowhere/server.js'"`) ||
+	l := logs.String()
+	if !strings.Contains(l, `msg="mcp: server stderr" proxy=fix line="Error: Cannot find module '/nowhere/server.js'"`) ||
 		!strings.Contains(l, `line="fixture: starting, step 1"`) {
 		t.Fatalf("log lacks the server's stderr lines:\n%s", l)
+	}
+	// The toolset fetch got the failure of Check's start, not a start of
+	// its own (within retryAfter).
+	if n := strings.Count(l, `line="fixture: starting, step 1"`); n != 1 {
+		t.Fatalf("the server was started %d times, want once:\n%s", n, l)
 	}
 }
 
