@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -13,8 +14,17 @@ import (
 
 // toolsChanged records that the MCP server's tool list may have changed
 // (notifications/tools/list_changed): the next toolset fetch reads it again.
+// It is logged at info level once a list was offered (a server that
+// registers its tools just after connecting is not news).
 func (p *Proxy) toolsChanged(why string) {
-	p.cfg.Logger.Info("mcp: tool list changed; new root threads get the new list", "proxy", p.cfg.Name, "reason", why)
+	p.tmu.Lock()
+	offered := p.listed != 0
+	p.tmu.Unlock()
+	level := slog.LevelDebug
+	if offered {
+		level = slog.LevelInfo
+	}
+	p.cfg.Logger.Log(context.Background(), level, "mcp: tool list changed; new root threads get the new list", "proxy", p.cfg.Name, "reason", why)
 	p.bump()
 }
 
