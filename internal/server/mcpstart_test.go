@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,7 +17,7 @@ import (
 func TestMCPServerThatCannotStartIsReported(t *testing.T) {
 	t.Parallel()
 	logs := &logBuffer{}
-	srv, err := New(context.Background(), Config{Listen: "127.0.0.1:0",
+	srv, err := New(context.Background(), Config{Listen: "127.0.0.1:0", Store: "memory",
 		MCPServers: []MCPServer{{Name: "broken", Command: []string{"/nonexistent/mcp-server"}}}},
 		Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Getenv: func(string) string { return "" }})
 	if err != nil {
@@ -41,7 +42,7 @@ func TestMCPServerStderrIsReported(t *testing.T) {
 		t.Skip("no sh")
 	}
 	logs := &logBuffer{}
-	srv, err := New(context.Background(), Config{Listen: "127.0.0.1:0",
+	srv, err := New(context.Background(), Config{Listen: "127.0.0.1:0", Store: "memory",
 		MCPServers: []MCPServer{{Name: "broken", Command: []string{"sh", "-c", "echo 'Error: Cannot find module /app/server.js' >&2; exit 1"}}}},
 		Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Getenv: func(string) string { return "" }})
 	if err != nil {
@@ -116,4 +117,41 @@ func asConfigError(err error, target **ConfigError) bool {
 		*target = ce
 	}
 	return ok
+}
+
+// TestMCPMetaToolsConfig: an MCP server is offered as one tool per MCP tool,
+// or with meta_tools as the two meta-tools.
+func TestMCPMetaToolsConfig(t *testing.T) {
+	t.Parallel()
+	everything := everythingServer(t)
+	srv := startServer(t, Config{Store: "memory", MCPServers: []MCPServer{
+		{Name: "direct", Command: []string{"node", everything, "stdio"}},
+		{Name: "meta", Command: []string{"node", everything, "stdio"}, MetaTools: true}}})
+	names := func(server string) string {
+		t.Helper()
+		resp, err := http.Get(srv.URL() + ToolsPrefix + "mcp/" + server + "/.well-known/rap-toolset")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var ts struct {
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&ts); err != nil {
+			t.Fatalf("%s: %v", server, err)
+		}
+		var out []string
+		for _, tl := range ts.Tools {
+			out = append(out, tl.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	if got := names("direct"); !strings.Contains(got, "direct__echo") || !strings.Contains(got, "direct__get-sum") || strings.Contains(got, "invoke_tool") {
+		t.Fatalf("direct offers %s", got)
+	}
+	if got := names("meta"); got != "meta_list_tools meta_invoke_tool" {
+		t.Fatalf("meta offers %s", got)
+	}
 }
