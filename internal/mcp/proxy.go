@@ -3,7 +3,7 @@
 // Go MCP SDK; the proxy is a RAP tool server (built with the rap kit) whose
 // toolset lists the MCP server's own tools: each under the name
 // ToolName(server, tool) ("{server}__{tool}", shortened with a hash suffix
-// when it would pass the providers' 64 characters or has characters they
+// when it would exceed the providers' 64 characters or has characters they
 // refuse) with its own input schema, which the runtime and the kit
 // validate arguments against like any RAP tool's. A tool whose schema does
 // not compile is left out (and logged), not the whole server.
@@ -22,7 +22,8 @@
 // fetch reads it again. The runtime fetches a toolset once per root thread,
 // so a new root thread sees a changed list, and a running one keeps the
 // tools it started with (a call to a tool that is gone gets an error
-// result naming the tools there are). When the MCP server cannot be reached
+// result naming the tools there are) unless its toolset missed a server and
+// is fetched again. When the MCP server cannot be reached
 // and no list was read before, the toolset is answered 503 with the reason
 // (the runtime leaves the server out and fetches again with backoff); a
 // failure to connect is answered again for 5 seconds before the server is
