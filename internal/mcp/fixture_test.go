@@ -65,6 +65,18 @@ func runFixture(mode string) int {
 		return 2
 	}
 	fmt.Fprintln(os.Stderr, "fixture: serving on stdio")
+	s := newFixtureServer()
+	if err := s.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, "fixture:", err)
+		return 1
+	}
+	return 0
+}
+
+// newFixtureServer builds the fixture's MCP server (see fixture): over
+// stdio in a subprocess, or in-process over Streamable HTTP, where crash
+// must not be called.
+func newFixtureServer() *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "fixture", Version: "1"}, nil)
 	echo := func(prefix string) sdk.ToolHandlerFor[echoIn, any] {
 		return func(_ context.Context, _ *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
@@ -85,9 +97,5 @@ func runFixture(mode string) int {
 			os.Exit(3)
 			return nil, nil, nil
 		})
-	if err := s.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
-		fmt.Fprintln(os.Stderr, "fixture:", err)
-		return 1
-	}
-	return 0
+	return s
 }

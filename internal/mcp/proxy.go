@@ -227,7 +227,7 @@ func (p *Proxy) connect(ctx context.Context) (*sdk.ClientSession, *stderrLog, er
 		cmd.Env, cmd.Dir = p.cfg.Env, p.cfg.Dir
 		t = &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	} else {
-		t = &sdk.StreamableClientTransport{Endpoint: p.cfg.URL, HTTPClient: p.cfg.HTTPClient, DisableStandaloneSSE: true}
+		t = &sdk.StreamableClientTransport{Endpoint: p.cfg.URL, HTTPClient: p.cfg.HTTPClient} // with the standalone SSE stream: list_changed
 	}
 	var stderr *stderrLog
 	started := func() {}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"strings"
@@ -81,12 +82,18 @@ func (s *syncBuffer) String() string {
 // mode, and a loader for its toolset.
 func startFixture(t *testing.T, mode string, logs io.Writer) (*raptest.Rig, string, *Proxy, *rap.Loader) {
 	t.Helper()
+	return startProxyFor(t, Config{Name: "fix", Command: fixture(t, mode)}, logs)
+}
+
+// startProxyFor starts a proxy for cfg and a loader for its toolset.
+func startProxyFor(t *testing.T, cfg Config, logs io.Writer) (*raptest.Rig, string, *Proxy, *rap.Loader) {
+	t.Helper()
 	if logs == nil {
 		logs = io.Discard
 	}
 	rig := raptest.NewRig(t)
-	p, err := New(Config{Name: "fix", Command: fixture(t, mode), Retry: raptest.FastRetry(5),
-		Logger: slog.New(slog.NewTextHandler(logs, nil)), CallTimeout: raptest.Timeout})
+	cfg.Retry, cfg.Logger, cfg.CallTimeout = raptest.FastRetry(5), slog.New(slog.NewTextHandler(logs, nil)), raptest.Timeout
+	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,10 +204,27 @@ func TestProxyOffersMCPToolsByName(t *testing.T) {
 // TestProxyToolListChanged: after the MCP server sends
 // notifications/tools/list_changed, a new root thread's toolset has the
 // new tool and it can be called; a root thread that loaded its toolset
-// before keeps the tools it had.
+// before keeps the tools it had. Over stdio and over Streamable HTTP (where
+// the notification comes on the standalone SSE stream).
 func TestProxyToolListChanged(t *testing.T) {
 	t.Parallel()
-	rig, _, p, l := startFixture(t, "serve", nil)
+	t.Run("stdio", func(t *testing.T) {
+		t.Parallel()
+		rig, _, p, l := startFixture(t, "serve", nil)
+		checkListChanged(t, rig, p, l)
+	})
+	t.Run("http", func(t *testing.T) {
+		t.Parallel()
+		srv := newFixtureServer()
+		hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+		t.Cleanup(hs.Close)
+		rig, _, p, l := startProxyFor(t, Config{Name: "fix", URL: hs.URL}, nil)
+		checkListChanged(t, rig, p, l)
+	})
+}
+
+func checkListChanged(t *testing.T, rig *raptest.Rig, p *Proxy, l *rap.Loader) {
+	t.Helper()
 	before := loadSet(t, l, "thr_before")
 	if _, ok := before.Lookup("fix__added"); ok {
 		t.Fatal("fix__added offered before it was added")
