@@ -1,15 +1,42 @@
 // Package mcp exposes an MCP server as a RAP toolset. The MCP server is
 // reached over stdio (a subprocess) or Streamable HTTP through the official
-// Go MCP SDK; the proxy is a RAP tool server (built with the rap kit) that
-// offers two tools:
+// Go MCP SDK; the proxy is a RAP tool server (built with the rap kit) whose
+// toolset lists the MCP server's own tools: each under the name
+// ToolName(server, tool) ("{server}__{tool}", shortened with a hash suffix
+// when it would exceed the providers' 64 characters or has characters they
+// refuse) with its own input schema, which the runtime and the kit
+// validate arguments against like any RAP tool's. A tool whose schema does
+// not compile is left out (and logged), not the whole server.
+//
+// With Config.MetaTools the proxy offers two meta-tools instead (for a
+// server with so many tools that their schemas would crowd the model's
+// context):
 //
 //   - {name}_list_tools: lists the MCP server's tools with their input
 //     schemas;
 //   - {name}_invoke_tool: calls one of them ({"tool_name", "arguments"}).
 //
+// The toolset is read from the MCP server when the runtime fetches it
+// (GET /.well-known/rap-toolset) and kept until the server sends
+// notifications/tools/list_changed or the session is replaced; the next
+// fetch reads it again. The runtime fetches a toolset once per root thread,
+// so a new root thread sees a changed list, and a running one keeps the
+// tools it started with (a call to a tool that is gone gets an error
+// result naming the tools there are) unless its toolset missed a server and
+// is fetched again. When the MCP server cannot be reached
+// and no list was read before, the toolset is answered 503 with the reason
+// (the runtime leaves the server out and fetches again with backoff); a
+// failure to connect is answered again for 5 seconds before the server is
+// started anew.
+//
 // The proxy acknowledges each invocation at once, calls the MCP server, and
 // POSTs the result to the invocation's callback URL (text and image content
 // pass through; other MCP content is described in text).
+//
+// A stdio server's stderr is logged line by line ("mcp: server stderr",
+// with the proxy's name); its last lines (at most 20, 4 KiB) are added to
+// the error of a session that fails to start or dies, so the model and the
+// log say why instead of "connection closed".
 //
 // The package owns the MCP session (connected on first use, reconnected once
 // when it drops) and the subprocess. It must not know about the runtime's
@@ -24,11 +51,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentslice/agentslice/internal/rap"
@@ -37,7 +66,7 @@ import (
 // Config configures a Proxy. Name and exactly one of Command and URL are
 // required.
 type Config struct {
-	// Name prefixes the two tools: {Name}_list_tools, {Name}_invoke_tool.
+	// Name is the toolset's name and prefixes its tools (ToolPrefix).
 	// 1..100 characters of [A-Za-z0-9_-].
 	Name string
 	// Description of the MCP server, shown in the toolset.
@@ -55,6 +84,10 @@ type Config struct {
 	// CallTimeout bounds one MCP request. Default 5 minutes.
 	CallTimeout time.Duration
 
+	// MetaTools offers {Name}_list_tools and {Name}_invoke_tool instead of
+	// one tool per MCP tool.
+	MetaTools bool
+
 	// The RAP side (see rap.ServerConfig).
 	PublicURL string
 	Client    *http.Client
@@ -69,9 +102,24 @@ type Proxy struct {
 	client *sdk.Client
 	kit    *rap.Server
 
-	mu      sync.Mutex // guards session; held while connecting
+	mu      sync.Mutex // guards session and stderr; held while connecting
 	session *sdk.ClientSession
+	stderr  *stderrLog // of the session's subprocess; nil over HTTP
 	stopped bool
+	// failErr is the last failure to connect, answered again until
+	// failedAt+connectRetryAfter instead of starting the server again.
+	failErr    error
+	failedAt   time.Time
+	retryAfter time.Duration // connectRetryAfter; tests lengthen it
+
+	tmu     sync.Mutex    // guards the tool list's state below
+	gen     uint64        // bumped when the MCP server's tool list may have changed
+	listed  uint64        // gen of the list the kit offers; 0: none read yet
+	changed chan struct{} // closed (and replaced) when gen is bumped
+
+	rmu     sync.Mutex // guards pipes
+	pipes   map[*os.File]struct{}
+	readers sync.WaitGroup // the stderr readers
 }
 
 // New checks cfg and builds a Proxy. Nothing is started or connected yet.
@@ -88,11 +136,16 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	p := &Proxy{cfg: cfg}
-	p.client = sdk.NewClient(&sdk.Implementation{Name: "agentslice-mcp-proxy", Version: "1"}, nil)
+	p := &Proxy{cfg: cfg, retryAfter: connectRetryAfter, gen: 1, changed: make(chan struct{}), pipes: map[*os.File]struct{}{}}
+	p.client = sdk.NewClient(&sdk.Implementation{Name: "agentslice-mcp-proxy", Version: "1"},
+		&sdk.ClientOptions{ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { p.toolsChanged("the MCP server changed its tools") }})
 	desc := cfg.Description
 	if desc == "" {
 		desc = "MCP server " + cfg.Name
+	}
+	var list []rap.Tool // first-class tools: set from the MCP server's list (refreshTools)
+	if cfg.MetaTools {
+		list = p.metaTools()
 	}
 	kit, err := rap.NewServer(rap.ServerConfig{
 		Name:        cfg.Name, // what agents' tools allow-lists name
@@ -101,29 +154,7 @@ func New(cfg Config) (*Proxy, error) {
 		Client:      cfg.Client,
 		Retry:       cfg.Retry,
 		Logger:      cfg.Logger,
-		Tools: []rap.Tool{
-			{
-				Name:        ListToolsName(cfg.Name),
-				Description: fmt.Sprintf("Lists the tools of the MCP server %q with their descriptions and input schemas. Call %s_invoke_tool to use one.", cfg.Name, cfg.Name),
-				InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false}`),
-				Annotations: &rap.Annotations{ReadOnly: true, Idempotent: true},
-				Run:         p.listTools,
-			},
-			{
-				Name:        InvokeToolName(cfg.Name),
-				Description: fmt.Sprintf("Calls a tool of the MCP server %q (see %s_list_tools) with arguments matching its input schema.", cfg.Name, cfg.Name),
-				InputSchema: json.RawMessage(`{
-					"type": "object",
-					"properties": {
-						"tool_name": {"type": "string", "minLength": 1, "description": "the MCP tool to call"},
-						"arguments": {"type": "object", "description": "its arguments"}
-					},
-					"required": ["tool_name"],
-					"additionalProperties": false
-				}`),
-				Run: p.invokeTool,
-			},
-		},
+		Tools:       list,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mcp: proxy %s: %w", cfg.Name, err)
@@ -136,32 +167,59 @@ func New(cfg Config) (*Proxy, error) {
 func (p *Proxy) Start(ctx context.Context) error { return p.kit.Start(ctx) }
 
 // Stop stops taking calls, cancels and waits for the running ones, then
-// closes the MCP session (ending the subprocess). Safe to call twice.
+// closes the MCP session (ending the subprocess) and waits for its stderr
+// to be read. Safe to call twice.
 func (p *Proxy) Stop() {
 	p.kit.Stop()
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.stopped = true
 	if p.session != nil {
 		if err := p.session.Close(); err != nil {
 			p.cfg.Logger.Debug("mcp: closing session", "proxy", p.cfg.Name, "error", err)
 		}
-		p.session = nil
+		p.session, p.stderr = nil, nil
 	}
+	p.mu.Unlock()
+	p.stopReaders()
 }
 
 // ServeHTTP serves the RAP side (toolset, invocations, notifications).
-func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.kit.ServeHTTP(w, r) }
+// Before the toolset is served, the MCP server's tool list is read if it
+// was not yet, or changed since; when that fails and there is no earlier
+// list, the toolset is answered 503 with the reason.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !p.cfg.MetaTools && strings.HasSuffix(r.URL.Path, rap.ToolsetPath) && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		if err := p.refreshTools(r.Context()); err != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			b, _ := json.Marshal(map[string]string{"error": err.Error()})
+			_, _ = w.Write(append(b, '\n'))
+			return
+		}
+	}
+	p.kit.ServeHTTP(w, r)
+}
 
-// connect returns the live session, connecting first if needed.
-func (p *Proxy) connect(ctx context.Context) (*sdk.ClientSession, error) {
+// connectRetryAfter is how long a failure to connect is answered again
+// before the server is started (or dialled) anew: the runtime's toolset
+// fetches (retried, and one per new root thread) would otherwise each start
+// a server that cannot start.
+const connectRetryAfter = 5 * time.Second
+
+// connect returns the live session and its subprocess's stderr (nil over
+// HTTP), connecting first if needed. A failure to connect carries the
+// server's last stderr lines.
+func (p *Proxy) connect(ctx context.Context) (*sdk.ClientSession, *stderrLog, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
-		return nil, errors.New("proxy stopped")
+		return nil, nil, errors.New("proxy stopped")
 	}
 	if p.session != nil {
-		return p.session, nil
+		return p.session, p.stderr, nil
+	}
+	if p.failErr != nil && time.Since(p.failedAt) < p.retryAfter {
+		return nil, nil, p.failErr
 	}
 	var t sdk.Transport
 	if len(p.cfg.Command) > 0 {
@@ -169,18 +227,29 @@ func (p *Proxy) connect(ctx context.Context) (*sdk.ClientSession, error) {
 		cmd.Env, cmd.Dir = p.cfg.Env, p.cfg.Dir
 		t = &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	} else {
-		t = &sdk.StreamableClientTransport{Endpoint: p.cfg.URL, HTTPClient: p.cfg.HTTPClient, DisableStandaloneSSE: true}
+		t = &sdk.StreamableClientTransport{Endpoint: p.cfg.URL, HTTPClient: p.cfg.HTTPClient} // with the standalone SSE stream: list_changed
+	}
+	var stderr *stderrLog
+	started := func() {}
+	if ct, ok := t.(*sdk.CommandTransport); ok {
+		var err error
+		if stderr, started, err = p.stderrPipe(ct.Command); err != nil {
+			return nil, nil, err
+		}
 	}
 	// The session outlives this call: connect without the call's
 	// cancellation, bounded by the call timeout.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CallTimeout)
 	defer cancel()
 	s, err := p.client.Connect(cctx, t, nil)
+	started()
 	if err != nil {
-		return nil, fmt.Errorf("connecting to MCP server %s: %w", p.cfg.Name, err)
+		p.failErr, p.failedAt = stderr.explain(fmt.Errorf("connecting to MCP server %s: %w", p.cfg.Name, err)), time.Now()
+		return nil, nil, p.failErr
 	}
-	p.session = s
-	return s, nil
+	p.session, p.stderr, p.failErr = s, stderr, nil
+	p.bump() // a new session (a new process, perhaps): read its tool list again
+	return s, stderr, nil
 }
 
 // drop forgets a session that failed, so the next call reconnects.
@@ -188,87 +257,34 @@ func (p *Proxy) drop(s *sdk.ClientSession) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.session == s {
-		p.session = nil
+		p.session, p.stderr = nil, nil
 		_ = s.Close()
 	}
 }
 
 // withSession runs f on the session, reconnecting once if the connection
-// was lost.
+// was closed. Any failure that is not the MCP server's own answer (a
+// JSON-RPC error) drops the session, so the next call starts afresh, and
+// carries the server's last stderr lines.
 func (p *Proxy) withSession(ctx context.Context, f func(ctx context.Context, s *sdk.ClientSession) error) error {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
-		s, err := p.connect(ctx)
+		s, stderr, err := p.connect(ctx)
 		if err != nil {
 			return err
 		}
 		err = f(ctx, s)
-		if err == nil || attempt > 0 || ctx.Err() != nil || !errors.Is(err, sdk.ErrConnectionClosed) {
+		var answer *jsonrpc.Error
+		if err == nil || ctx.Err() != nil || errors.As(err, &answer) {
 			return err
 		}
-		p.cfg.Logger.Warn("mcp: session lost; reconnecting", "proxy", p.cfg.Name, "error", err)
 		p.drop(s)
-	}
-}
-
-type toolInfo struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
-}
-
-func (p *Proxy) listTools(ctx context.Context, c *rap.Call) error {
-	var tools []toolInfo
-	err := p.withSession(ctx, func(ctx context.Context, s *sdk.ClientSession) error {
-		tools = tools[:0]
-		for tool, err := range s.Tools(ctx, nil) {
-			if err != nil {
-				return err
-			}
-			schema, _ := json.Marshal(tool.InputSchema)
-			tools = append(tools, toolInfo{Name: tool.Name, Description: tool.Description, InputSchema: schema})
+		if attempt > 0 || !errors.Is(err, sdk.ErrConnectionClosed) {
+			return stderr.explain(err)
 		}
-		return nil
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return c.Result(ctx, fmt.Sprintf("error: listing the tools of MCP server %s: %v", p.cfg.Name, err))
+		p.cfg.Logger.Warn("mcp: session lost; reconnecting", "proxy", p.cfg.Name, "error", err)
 	}
-	b, err := json.Marshal(tools)
-	if err != nil {
-		return err
-	}
-	return c.Result(ctx, fmt.Sprintf("The MCP server %s has %d tools (JSON; call %s_invoke_tool with tool_name and arguments):\n%s",
-		p.cfg.Name, len(tools), p.cfg.Name, b))
-}
-
-func (p *Proxy) invokeTool(ctx context.Context, c *rap.Call) error {
-	var a struct {
-		ToolName  string         `json:"tool_name"`
-		Arguments map[string]any `json:"arguments"`
-	}
-	if err := c.Args(&a); err != nil {
-		return err
-	}
-	if a.Arguments == nil {
-		a.Arguments = map[string]any{}
-	}
-	var res *sdk.CallToolResult
-	err := p.withSession(ctx, func(ctx context.Context, s *sdk.ClientSession) error {
-		var err error
-		res, err = s.CallTool(ctx, &sdk.CallToolParams{Name: a.ToolName, Arguments: a.Arguments})
-		return err
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return c.Result(ctx, fmt.Sprintf("error: calling MCP tool %q on %s: %v", a.ToolName, p.cfg.Name, err))
-	}
-	return c.ResultContent(ctx, Convert(res))
 }
 
 // Convert turns an MCP tool result into RAP content items: text and images
@@ -320,11 +336,3 @@ func describeResource(r *sdk.ResourceContents) string {
 	}
 	return fmt.Sprintf("[binary resource %s (%s), %d bytes, omitted]", r.URI, r.MIMEType, len(r.Blob))
 }
-
-// ListToolsName is the name of the tool that lists the tools of the MCP
-// server configured as server.
-func ListToolsName(server string) string { return server + "_list_tools" }
-
-// InvokeToolName is the name of the tool that calls a tool of the MCP
-// server configured as server.
-func InvokeToolName(server string) string { return server + "_invoke_tool" }

@@ -46,8 +46,8 @@ func startProxyP(t *testing.T, cfg Config) (*raptest.Rig, string, *Proxy) {
 	return rig, raptest.StartServer(t, p), p
 }
 
-// exercise lists the MCP server's tools and calls three of them through the
-// proxy, checking what reaches the runtime's queue.
+// exercise calls three tools of the MCP reference server through the
+// proxy, each under its own name, checking what reaches the runtime's queue.
 func exercise(t *testing.T, rig *raptest.Rig, base, thread string) {
 	t.Helper()
 	call := func(id, tool, args string) runtime.Message {
@@ -61,27 +61,29 @@ func exercise(t *testing.T, rig *raptest.Rig, base, thread string) {
 		}
 		return m
 	}
-	text := func(m runtime.Message) string {
-		var b strings.Builder
-		for _, c := range m.Content {
-			b.WriteString(c.Text)
-		}
-		return b.String() + m.Text
-	}
-
-	list := call("call_list", "everything_list_tools", `{}`)
-	for _, want := range []string{`"name":"echo"`, `"name":"get-sum"`, `"inputSchema":{`} {
-		if !strings.Contains(text(list), want) {
-			t.Fatalf("list_tools result lacks %s:\n%.2000s", want, text(list))
-		}
-	}
-	if got := text(call("call_echo", "everything_invoke_tool", `{"tool_name":"echo","arguments":{"message":"hello over RAP"}}`)); got != "Echo: hello over RAP" {
+	if got := text(call("call_echo", "everything__echo", `{"message":"hello over RAP"}`)); got != "Echo: hello over RAP" {
 		t.Fatalf("echo: %q", got)
 	}
-	if got := text(call("call_sum", "everything_invoke_tool", `{"tool_name":"get-sum","arguments":{"a":2,"b":40}}`)); !strings.Contains(got, "42") {
+	if got := text(call("call_sum", "everything__get-sum", `{"a":2,"b":40}`)); !strings.Contains(got, "42") {
 		t.Fatalf("get-sum: %q", got)
 	}
-	img := call("call_img", "everything_invoke_tool", `{"tool_name":"get-tiny-image"}`)
+	checkPNG(t, call("call_img", "everything__get-tiny-image", `{}`))
+	// The runtime validates the arguments against the MCP tool's schema.
+	if err := rig.Invoke(t, base, thread, "call_badargs", "everything__get-sum", `{"a":"two","b":1}`); err == nil || !strings.Contains(err.Error(), "a") {
+		t.Fatalf("bad MCP arguments: %v, want a schema error", err)
+	}
+}
+
+func text(m runtime.Message) string {
+	var b strings.Builder
+	for _, c := range m.Content {
+		b.WriteString(c.Text)
+	}
+	return b.String() + m.Text
+}
+
+func checkPNG(t *testing.T, img runtime.Message) {
+	t.Helper()
 	found := false
 	for _, c := range img.Content {
 		if c.Type == "image" {
@@ -92,6 +94,32 @@ func exercise(t *testing.T, rig *raptest.Rig, base, thread string) {
 	if !found {
 		t.Fatalf("get-tiny-image: no PNG image in %+v", img.Content)
 	}
+}
+
+// TestProxyMetaTools: with MetaTools the server is offered as
+// everything_list_tools and everything_invoke_tool.
+func TestProxyMetaTools(t *testing.T) {
+	t.Parallel()
+	server := everythingServer(t)
+	rig, base := startProxy(t, Config{Command: []string{"node", server, "stdio"}, MetaTools: true})
+	const thread = "thr_meta"
+	call := func(id, tool, args string) runtime.Message {
+		t.Helper()
+		if err := rig.Invoke(t, base, thread, id, tool, args); err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		return rig.Next(t)
+	}
+	list := call("call_list", "everything_list_tools", `{}`)
+	for _, want := range []string{`"name":"echo"`, `"name":"get-sum"`, `"inputSchema":{`} {
+		if !strings.Contains(text(list), want) {
+			t.Fatalf("list_tools result lacks %s:\n%.2000s", want, text(list))
+		}
+	}
+	if got := text(call("call_echo", "everything_invoke_tool", `{"tool_name":"echo","arguments":{"message":"hello over RAP"}}`)); got != "Echo: hello over RAP" {
+		t.Fatalf("echo: %q", got)
+	}
+	checkPNG(t, call("call_img", "everything_invoke_tool", `{"tool_name":"get-tiny-image"}`))
 	if got := text(call("call_bad", "everything_invoke_tool", `{"tool_name":"no-such-tool"}`)); !strings.HasPrefix(got, "error:") {
 		t.Fatalf("unknown MCP tool: %q, want an error result", got)
 	}
@@ -159,7 +187,7 @@ func TestProxyReconnects(t *testing.T) {
 	server := everythingServer(t)
 	rig, base, p := startProxyP(t, Config{Command: []string{"node", server, "stdio"}})
 	echo := func(call string) string {
-		if err := rig.Invoke(t, base, "thr_re", call, "everything_invoke_tool", `{"tool_name":"echo","arguments":{"message":"`+call+`"}}`); err != nil {
+		if err := rig.Invoke(t, base, "thr_re", call, "everything__echo", `{"message":"`+call+`"}`); err != nil {
 			t.Fatal(err)
 		}
 		m := rig.Next(t)

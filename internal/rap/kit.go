@@ -27,7 +27,8 @@ import (
 // advertises is {base}/invoke), acknowledges each valid invocation with 200 at
 // once, and runs the tool in a goroutine it owns; Stop cancels running calls
 // and waits for them. /cancel_tool_call and /close_thread cancel the calls
-// they name. A tool talks back through its *Call (Result, Subscribe, Event,
+// they name. SetTools replaces the tools while the server runs (the MCP
+// proxy follows its server's tool list so). A tool talks back through its *Call (Result, Subscribe, Event,
 // OAuth, Choice, View); each POST to the callback URL is retried on 5xx and
 // transport errors, never on 4xx.
 //
@@ -62,7 +63,9 @@ type Tool struct {
 	Run         func(ctx context.Context, c *Call) error
 }
 
-// ServerConfig configures a kit Server. Name and Tools are required.
+// ServerConfig configures a kit Server. Name is required, and so are Tools
+// unless the server gets them later from SetTools (until then its toolset is
+// answered 503: the runtime fetches it again later).
 type ServerConfig struct {
 	Name        string
 	Description string
@@ -87,9 +90,8 @@ type ServerConfig struct {
 
 // Server is a RAP tool server: an http.Handler with a Start/Stop lifecycle.
 type Server struct {
-	cfg     ServerConfig
-	tools   map[string]*Tool
-	schemas map[string]*Schema
+	cfg ServerConfig
+	cat atomic.Pointer[catalog] // the tools offered; replaced whole by SetTools
 
 	mu      sync.Mutex
 	ctx     context.Context
@@ -98,6 +100,14 @@ type Server struct {
 	running map[string]*runningCall // by callKey(thread, call)
 	done    *boundedMap[struct{}]   // calls already run, for at-least-once dispatch
 	wg      sync.WaitGroup
+}
+
+// catalog is the tools a Server offers, validated as one toolset. It is
+// immutable once built.
+type catalog struct {
+	list    []Tool
+	tools   map[string]*Tool
+	schemas map[string]*Schema
 }
 
 type runningCall struct {
@@ -124,37 +134,56 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		cfg.Logger = slog.Default()
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
-	s := &Server{cfg: cfg, tools: map[string]*Tool{}, running: map[string]*runningCall{}, done: newBoundedMap[struct{}](10000)}
-	for i := range cfg.Tools {
-		t := &cfg.Tools[i]
-		if t.Run == nil {
-			return nil, fmt.Errorf("rap: kit tool %q has no Run function", t.Name)
-		}
-		if len(t.InputSchema) == 0 {
-			t.InputSchema = json.RawMessage(`{"type":"object"}`)
-		}
-		s.tools[t.Name] = t
-	}
-	doc, err := json.Marshal(s.Toolset("http://localhost"))
-	if err != nil {
-		return nil, fmt.Errorf("rap: encoding kit toolset %q: %w", cfg.Name, err)
-	}
-	ts, schemas, err := DecodeToolset(doc)
-	if err != nil {
-		return nil, fmt.Errorf("rap: kit toolset %q is invalid: %w", cfg.Name, err)
-	}
-	s.schemas = map[string]*Schema{}
-	for i, td := range ts.Tools {
-		s.schemas[td.Name] = schemas[i]
+	s := &Server{cfg: cfg, running: map[string]*runningCall{}, done: newBoundedMap[struct{}](10000)}
+	if err := s.SetTools(cfg.Tools); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
 
+// SetTools replaces the tools the server offers (an MCP proxy's tool list
+// changes). The new toolset is checked whole, as NewServer checks it; on an
+// error the old tools stay. A call already running keeps running; a new
+// invocation is routed and validated by the new tools. The runtime sees the
+// change when it next fetches the toolset (a new root thread). An empty
+// list is allowed: the toolset is then answered 503.
+func (s *Server) SetTools(tools []Tool) error {
+	c := &catalog{list: make([]Tool, len(tools)), tools: map[string]*Tool{}, schemas: map[string]*Schema{}}
+	copy(c.list, tools)
+	for i := range c.list {
+		t := &c.list[i]
+		if t.Run == nil {
+			return fmt.Errorf("rap: kit tool %q has no Run function", t.Name)
+		}
+		if len(t.InputSchema) == 0 {
+			t.InputSchema = json.RawMessage(`{"type":"object"}`)
+		}
+		c.tools[t.Name] = t
+	}
+	if len(c.list) > 0 {
+		doc, err := json.Marshal(c.toolset(s.cfg, "http://localhost"))
+		if err != nil {
+			return fmt.Errorf("rap: encoding kit toolset %q: %w", s.cfg.Name, err)
+		}
+		ts, schemas, err := DecodeToolset(doc)
+		if err != nil {
+			return fmt.Errorf("rap: kit toolset %q is invalid: %w", s.cfg.Name, err)
+		}
+		for i, td := range ts.Tools {
+			c.schemas[td.Name] = schemas[i]
+		}
+	}
+	s.cat.Store(c)
+	return nil
+}
+
 // Toolset returns the document served for a server reachable at base.
-func (s *Server) Toolset(base string) Toolset {
-	ts := Toolset{Name: s.cfg.Name, Description: s.cfg.Description, Endpoint: strings.TrimRight(base, "/") + InvokePath, Tools: []ToolDef{}}
-	for i := range s.cfg.Tools {
-		t := &s.cfg.Tools[i]
+func (s *Server) Toolset(base string) Toolset { return s.cat.Load().toolset(s.cfg, base) }
+
+func (c *catalog) toolset(cfg ServerConfig, base string) Toolset {
+	ts := Toolset{Name: cfg.Name, Description: cfg.Description, Endpoint: strings.TrimRight(base, "/") + InvokePath, Tools: []ToolDef{}}
+	for i := range c.list {
+		t := &c.list[i]
 		ts.Tools = append(ts.Tools, ToolDef{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations})
 	}
 	return ts
@@ -199,6 +228,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasSuffix(p, ToolsetPath):
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			kitError(w, http.StatusMethodNotAllowed, "", "GET the toolset")
+			return
+		}
+		if len(s.cat.Load().list) == 0 {
+			kitError(w, http.StatusServiceUnavailable, "", "this server offers no tools yet")
 			return
 		}
 		base := s.cfg.PublicURL
@@ -291,10 +324,11 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	}
 	// A bad operation or bad arguments are acknowledged and answered with
 	// an error result, through the same path as a tool that fails.
-	tool := s.tools[inv.Operation]
+	cat := s.cat.Load()
+	tool := cat.tools[inv.Operation]
 	if tool == nil {
-		tool = failingTool(inv.Operation, fmt.Errorf("unknown operation %.140q (this server offers %s)", inv.Operation, s.names()))
-	} else if err := s.schemas[inv.Operation].Validate(inv.Arguments); err != nil {
+		tool = failingTool(inv.Operation, fmt.Errorf("unknown operation %.140q (this server offers %s)", inv.Operation, cat.names()))
+	} else if err := cat.schemas[inv.Operation].Validate(inv.Arguments); err != nil {
 		tool = failingTool(inv.Operation, fmt.Errorf("invalid arguments for %s: %w", inv.Operation, err))
 	}
 	key := callKey(inv.GroupID, inv.ID)
@@ -332,9 +366,12 @@ func failingTool(name string, err error) *Tool {
 	return &Tool{Name: name, Run: func(context.Context, *Call) error { return err }}
 }
 
-func (s *Server) names() string {
-	names := make([]string, 0, len(s.cfg.Tools))
-	for _, t := range s.cfg.Tools {
+func (c *catalog) names() string {
+	if len(c.list) == 0 {
+		return "no tools"
+	}
+	names := make([]string, 0, len(c.list))
+	for _, t := range c.list {
 		names = append(names, t.Name)
 	}
 	return strings.Join(names, ", ")

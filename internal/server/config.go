@@ -120,7 +120,8 @@ type RunCommand struct {
 // MCPServer is one MCP server to proxy: a subprocess speaking stdio
 // (Command) or a Streamable HTTP endpoint (URL).
 type MCPServer struct {
-	// Name prefixes its two tools ({name}_list_tools, {name}_invoke_tool).
+	// Name is the toolset's name (what agents' tools lists name) and
+	// prefixes its tools: {name}__{tool} (see mcp.ToolName).
 	Name    string   `json:"name"`
 	Command []string `json:"command,omitempty"`
 	URL     string   `json:"url,omitempty"`
@@ -128,6 +129,10 @@ type MCPServer struct {
 	// server's environment for the subprocess.
 	Env []string `json:"env,omitempty"`
 	Dir string   `json:"dir,omitempty"`
+	// MetaTools offers the server as two tools, {name}_list_tools and
+	// {name}_invoke_tool, instead of one tool per MCP tool: for a server
+	// with so many tools that their schemas would crowd the model's context.
+	MetaTools bool `json:"meta_tools,omitempty"`
 }
 
 // Limits bound what the server does and accepts. Zero means the default.

@@ -28,7 +28,7 @@ func TestLoadConfigFull(t *testing.T) {
 		s.maxListed != 100 || s.logLevel.String() != "DEBUG" {
 		t.Fatalf("settings = %+v", s)
 	}
-	if len(cfg.MCPServers) != 2 || cfg.MCPServers[1].URL == "" || len(cfg.ToolServers) != 2 {
+	if len(cfg.MCPServers) != 2 || cfg.MCPServers[1].URL == "" || !cfg.MCPServers[1].MetaTools || cfg.MCPServers[0].MetaTools || len(cfg.ToolServers) != 2 {
 		t.Fatalf("config = %+v", cfg)
 	}
 }

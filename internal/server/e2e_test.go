@@ -170,7 +170,7 @@ func TestServeMCP(t *testing.T) {
 	waitIdle(t, srv)
 	th := getThread(t, srv, thread)
 	i := slices.IndexFunc(th.Items, func(it runtime.Item) bool {
-		return it.Kind == runtime.ItemToolResult && it.Name == "everything_invoke_tool"
+		return it.Kind == runtime.ItemToolResult && it.Name == "everything__echo"
 	})
 	if i < 0 {
 		t.Fatalf("no MCP result in %s", kinds(th.Items))

@@ -14,7 +14,7 @@ import (
 func TestMCPServerThatCannotStartIsReported(t *testing.T) {
 	t.Parallel()
 	logs := &logBuffer{}
-	srv, err := New(context.Background(), Config{Listen: "127.0.0.1:0",
+	srv, err := New(context.Background(), Config{Listen: "127.0.0.1:0", Store: "memory",
 		MCPServers: []MCPServer{{Name: "broken", Command: []string{"/nonexistent/mcp-server"}}}},
 		Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Getenv: func(string) string { return "" }})
 	if err != nil {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentslice/agentslice/internal/disk"
@@ -133,7 +134,9 @@ func (s *Server) inProcessTool(name string) bool {
 		}
 	}
 	for _, m := range s.cfg.MCPServers {
-		if name == mcp.ListToolsName(m.Name) || name == mcp.InvokeToolName(m.Name) {
+		// The meta-tools' names too: a call from before the server was
+		// switched to first-class tools (or to meta_tools).
+		if strings.HasPrefix(name, mcp.ToolPrefix(m.Name)) || name == mcp.ListToolsName(m.Name) || name == mcp.InvokeToolName(m.Name) {
 			return true
 		}
 	}

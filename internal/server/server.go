@@ -350,7 +350,7 @@ func (s *Server) buildServices(retry rap.RetryPolicy) error {
 	for _, m := range s.cfg.MCPServers {
 		name := "mcp/" + m.Name
 		p, err := mcp.New(mcp.Config{Name: m.Name, Description: "MCP server " + m.Name, Command: m.Command, Env: mcpEnv(m.Env, os.Environ()), Dir: m.Dir,
-			URL: m.URL, PublicURL: s.url + ToolsPrefix + name, Client: s.client, Retry: retry, Logger: s.log})
+			URL: m.URL, PublicURL: s.url + ToolsPrefix + name, Client: s.client, Retry: retry, Logger: s.log, MetaTools: m.MetaTools})
 		if err != nil {
 			return fmt.Errorf("server: building the MCP proxy %s: %w", m.Name, err)
 		}
@@ -371,8 +371,9 @@ func mcpEnv(extra, parent []string) []string {
 }
 
 // checkMCP connects to every MCP server at start, concurrently, and reports
-// one that cannot start (naming its config entry); serve goes on without
-// it, and a later call tries again.
+// one that cannot start (naming its config entry, with the last lines of its
+// stderr); serve goes on without it: its toolset is answered 503 and
+// fetched again with backoff, so its tools are offered once it starts.
 func (s *Server) checkMCP(ctx context.Context) {
 	var wg sync.WaitGroup
 	for i, p := range s.proxies {
@@ -382,7 +383,7 @@ func (s *Server) checkMCP(ctx context.Context) {
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
 			if err := p.Check(cctx); err != nil {
-				s.log.Error("MCP server cannot start; its tools will fail until it can", "config", fmt.Sprintf("mcp_servers[%d]", i),
+				s.log.Error("MCP server cannot start; its tools are not offered until it can", "config", fmt.Sprintf("mcp_servers[%d]", i),
 					"name", s.cfg.MCPServers[i].Name, "error", err)
 			}
 		}()
