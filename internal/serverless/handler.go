@@ -48,7 +48,8 @@ type Handler struct {
 	// environment when the handler returns, and a notification still
 	// running would stall until the next invocation or be lost. Optional.
 	Notices Waiter
-	// NoticeWait bounds that wait. Default DefaultNoticeWait.
+	// NoticeWait bounds that wait. Default DefaultNoticeWait. The wait
+	// also ends at the slices' deadline (the invocation's minus Margin).
 	NoticeWait time.Duration
 	Now        func() time.Time // default time.Now
 }
@@ -100,7 +101,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		}()
 	}
 	wg.Wait()
-	h.waitNotices(ctx)
+	h.waitNotices(ctx, sliceCtx)
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	for _, ids := range failed {
 		for _, id := range ids {
@@ -110,8 +111,11 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	return resp, nil
 }
 
-// waitNotices waits (bounded) for the notifications the slices started.
-func (h *Handler) waitNotices(ctx context.Context) {
+// waitNotices waits (bounded) for the notifications the slices started:
+// NoticeWait at most, and never past the slices' deadline (sliceCtx), so
+// the margin before the invocation deadline stays free for the reply to
+// Lambda.
+func (h *Handler) waitNotices(ctx, sliceCtx context.Context) {
 	if h.Notices == nil {
 		return
 	}
@@ -119,7 +123,7 @@ func (h *Handler) waitNotices(ctx context.Context) {
 	if bound <= 0 {
 		bound = DefaultNoticeWait
 	}
-	wctx, cancel := context.WithTimeout(ctx, bound)
+	wctx, cancel := context.WithTimeout(sliceCtx, bound)
 	defer cancel()
 	if err := h.Notices.Wait(wctx); err != nil {
 		h.logger().WarnContext(ctx, "notifications still in flight when the handler returns; they resume in the next invocation of this environment, or are lost",
