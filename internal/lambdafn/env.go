@@ -214,7 +214,7 @@ type Options struct {
 	// slice function only); default NewModelHTTPClient, whose only bound
 	// on a completion is the slice's context.
 	ModelHTTPClient *http.Client
-	Now        func() time.Time
+	Now             func() time.Time
 	// KeyringTTL is how long the callback keyring read from Secrets
 	// Manager is used before the secret is read again; default
 	// DefaultKeyringTTL.
