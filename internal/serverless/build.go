@@ -168,8 +168,12 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 		// as the sleeps (runtime/liveness.go).
 		Liveness: &runtime.Liveness{Timers: tm},
 	}
+	settle, err := NewQueueSettler(sqsClient, cfg.InputQueueURL, cfg.BackgroundQueueURL)
+	if err != nil {
+		return fail(err)
+	}
 	f.Handler = &Handler{Slices: f.Engine, DeadLetters: dlq, Logger: opts.Logger,
-		Metrics: metrics, Margin: cfg.Margin, Now: opts.Now, Notices: f.disp}
+		Metrics: metrics, Margin: cfg.Margin, Now: opts.Now, Notices: f.disp, Settle: settle}
 	return f, nil
 }
 
