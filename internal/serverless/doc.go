@@ -23,7 +23,9 @@
 //  1. Every record is decoded (sqsq.DecodeRecord). A record that fails can
 //     never succeed: it is sent to the dead-letter queue at once with the
 //     reason as the message attribute "agentslice.reason" and acknowledged,
-//     so it does not block the messages behind it. If the dead-letter send
+//     so it does not block the messages behind it. SQS counts attributes
+//     in the 1 MiB message size: beside a body near it, the attributes
+//     that do not fit are left out and the reason is cut (DeadLetters). If the dead-letter send
 //     itself fails, that record and every later record of the group are
 //     reported as failures (FIFO order) and nothing after it runs.
 //  2. The decoded records run as ONE engine slice (runtime.SliceInput with
