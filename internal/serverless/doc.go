@@ -39,7 +39,7 @@
 //  3. A slice that fails (a version conflict, throttling, a timeout, any
 //     error RunSlice returns) reports every record of the slice: they are
 //     hidden for a short delay that grows with their receive count
-//     (Settler.Retry, DefaultRetryBackoff) and then delivered again, and
+//     (Settler.Retry, DefaultRetryBase) and then delivered again, and
 //     after the queue's maxReceiveCount the queue's redrive policy moves
 //     them to the dead-letter queue. Other groups are not affected.
 //  4. SliceResult.Rejected entries are moved to the dead-letter queue like
@@ -55,7 +55,7 @@
 // invocation instead of waiting for the batch's slowest slice (a FIFO
 // group stays locked while a record of it is in flight), and the failed
 // ones are hidden with ChangeMessageVisibilityBatch for
-// DefaultRetryBackoff's delay of their highest receive count (2 s, 4 s,
+// a delay that doubles with their highest receive count (2 s, 4 s,
 // 8 s, ... at most 5 min) instead of the queue's visibility timeout. Both
 // are best effort: the response reports the same failures either way, so
 // when a call fails the event source mapping deletes the records when the

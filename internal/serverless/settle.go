@@ -36,12 +36,16 @@ type SettleAPI interface {
 	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
 }
 
-// DefaultRetryBackoff is how long a failed record stays hidden: after its
-// n-th receive, between half and all of min(2 s × 2^(n−1), 5 min), rounded
-// up to whole seconds (SQS's unit). With the stack's maxReceiveCount of 5 a
-// record that keeps failing reaches the dead-letter queue after at most
-// 62 s of waits instead of five visibility timeouts.
-var DefaultRetryBackoff = retry.Backoff{Base: 2 * time.Second, Max: 5 * time.Minute, Equal: true}
+// How long a failed record stays hidden by default: after its n-th
+// receive, between half and all of min(DefaultRetryBase × 2^(n−1),
+// DefaultRetryMax) (equal jitter), rounded up to whole seconds (SQS's
+// unit). With the stack's maxReceiveCount of 5 a record that keeps failing
+// reaches the dead-letter queue after at most 62 s of waits instead of
+// five visibility timeouts.
+const (
+	DefaultRetryBase = 2 * time.Second
+	DefaultRetryMax  = 5 * time.Minute
+)
 
 // maxSQSBatch is the most entries one SQS batch request takes.
 const maxSQSBatch = 10
@@ -51,7 +55,8 @@ const maxSQSBatch = 10
 type QueueSettler struct {
 	api  SettleAPI
 	urls map[string]string // queue name → URL
-	// Backoff gives the delay of Retry (default DefaultRetryBackoff).
+	// Backoff gives the delay of Retry; NewQueueSettler sets
+	// DefaultRetryBase and DefaultRetryMax with equal jitter.
 	Backoff retry.Backoff
 }
 
@@ -63,7 +68,7 @@ func NewQueueSettler(api SettleAPI, urls ...string) (*QueueSettler, error) {
 	if api == nil {
 		return nil, errors.New("serverless: nil SQS client for settling records")
 	}
-	s := &QueueSettler{api: api, urls: map[string]string{}, Backoff: DefaultRetryBackoff}
+	s := &QueueSettler{api: api, urls: map[string]string{}, Backoff: retry.Backoff{Base: DefaultRetryBase, Max: DefaultRetryMax, Equal: true}}
 	for _, u := range urls {
 		if u == "" {
 			continue
