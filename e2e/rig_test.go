@@ -184,15 +184,18 @@ func startRig(t *testing.T, opts ...rigOptions) *rig {
 	slicefn := start("slicefn", append(append(sliceEnv, bgEnv...), o.sliceEnv...)...)
 	relay := start("delayrelay", append(append(awsEnv, lambdafn.EnvInputQueueURL+"="+st.Input), bgEnv...)...)
 
+	// A killed invocation (kill_test.go) comes back after a second rather
+	// than the visibility timeout; reported failures wait what the slice
+	// function set, as they would on AWS.
 	r.input = &lambdatest.Poller{SQS: st.SQS, QueueURL: st.Input, DLQURL: st.DLQ, MaxReceiveCount: lambdatest.MaxReceiveCount,
-		Invoke: r.counting("interactive", slicefn.InvokeSQS), Logf: func(f string, a ...any) { r.line("poller(input)")(fmt.Sprintf(f, a...)) }}
+		FailedInvocationRetry: time.Second, Invoke: r.counting("interactive", slicefn.InvokeSQS), Logf: func(f string, a ...any) { r.line("poller(input)")(fmt.Sprintf(f, a...)) }}
 	r.delay = &lambdatest.Poller{SQS: st.SQS, QueueURL: st.Delay, DLQURL: st.DelayDLQ, MaxReceiveCount: lambdatest.MaxReceiveCount,
 		Invoke: relay.InvokeSQS, Logf: func(f string, a ...any) { r.line("poller(delay)")(fmt.Sprintf(f, a...)) }}
 	pollers := []*lambdatest.Poller{r.input, r.delay}
 	if o.background {
 		// Its own event source, as the stack has; the same FIFO DLQ.
 		r.bg = &lambdatest.Poller{SQS: st.SQS, QueueURL: r.bgURL, DLQURL: st.DLQ, MaxReceiveCount: lambdatest.MaxReceiveCount,
-			Invoke: r.counting("background", slicefn.InvokeSQS), Logf: func(f string, a ...any) { r.line("poller(background)")(fmt.Sprintf(f, a...)) }}
+			FailedInvocationRetry: time.Second, Invoke: r.counting("background", slicefn.InvokeSQS), Logf: func(f string, a ...any) { r.line("poller(background)")(fmt.Sprintf(f, a...)) }}
 		pollers = append(pollers, r.bg)
 	}
 	for _, p := range pollers {

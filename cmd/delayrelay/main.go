@@ -7,11 +7,11 @@
 //
 //	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -o bootstrap ./cmd/delayrelay
 //
-// Environment: AGENTSLICE_INPUT_QUEUE_URL.
+// Environment: AGENTSLICE_INPUT_QUEUE_URL. Init (the AWS configuration)
+// is bounded by lambdafn.InitTimeout, as in the other two functions.
 package main
 
 import (
-	"context"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -20,7 +20,8 @@ import (
 )
 
 func main() {
-	ctx := context.Background()
+	ctx, cancel := lambdafn.InitContext()
+	defer cancel()
 	cfg, err := lambdafn.LoadRelayConfig(os.Getenv)
 	if err != nil {
 		lambdafn.Fatal("delayrelay", err)
@@ -29,5 +30,6 @@ func main() {
 	if err != nil {
 		lambdafn.Fatal("delayrelay", err)
 	}
+	cancel()
 	lambda.Start(handle)
 }

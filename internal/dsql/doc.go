@@ -47,6 +47,13 @@
 //   - Per write transaction at most 3,000 rows and 10 MiB; per row 2 MiB;
 //     per non-key column 1 MiB; per primary key 1 KiB. Commit checks Limits
 //     before sending and splits large items into chunks.
+//   - The memory of one query is bounded. A load reads a thread's whole
+//     view (every own item, not only what follows the latest summary), so
+//     it grows with the thread's age: Load counts the bytes it reads and
+//     stops past Limits.MaxLoadBytes (default 32 MiB) with a
+//     *LoadTooLargeError naming the thread, and reports the server's own
+//     refusal (53200, 54000) the same way, rather than failing with a bare
+//     database error or running the function out of memory.
 //   - Optimistic concurrency: SQLSTATE 40001 with codes OC000 (data) and
 //     OC001 (schema) mean "retry the transaction". Connections live at most
 //     one hour; authentication is an IAM token presented as the password,
@@ -85,6 +92,10 @@
 //   - *TooLargeError (errors.Is(err, ErrTooLarge)), wrapped in
 //     runtime.Permanent: the commit exceeds a DSQL per-transaction, per-row or
 //     per-column limit. Retrying cannot help.
+//   - *LoadTooLargeError (errors.Is(err, ErrLoadTooLarge)), wrapped in
+//     runtime.Permanent: the thread's view is larger than one load may
+//     read. Every slice of that thread fails until it is smaller (paged
+//     loading is follow-up work).
 //   - *ConfigError: a Config field is missing or wrong; the message names it.
 //   - anything else: the commit was rejected as malformed (a bug in the
 //     caller; the message says which field) or the database failed

@@ -95,6 +95,45 @@ func (e *TooLargeError) Error() string {
 // Is makes errors.Is(err, ErrTooLarge) true.
 func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
 
+// ErrLoadTooLarge is matched (errors.Is) by every *LoadTooLargeError.
+var ErrLoadTooLarge = errors.New("dsql: a thread's view is too large to load in one query")
+
+// LoadTooLargeError reports a thread whose view one load cannot read: more
+// than Limits.MaxLoadBytes (Loaded is how far the load got), or refused by
+// the database for its size (Detail is what it said; DSQL bounds the
+// memory of one query). It is returned wrapped in runtime.Permanent: the
+// thread loads again only once it is smaller (compacted) or loaded in
+// pages.
+type LoadTooLargeError struct {
+	ThreadID string
+	Loaded   int
+	Limit    int
+	Detail   string
+}
+
+func (e *LoadTooLargeError) Error() string {
+	if e.Detail != "" {
+		return fmt.Sprintf("dsql: thread %s: the database refused to load its view for its size: %s", e.ThreadID, e.Detail)
+	}
+	return fmt.Sprintf("dsql: thread %s: its view is over %d bytes, more than one load may read (Limits.MaxLoadBytes %d)",
+		e.ThreadID, e.Loaded, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrLoadTooLarge) true.
+func (e *LoadTooLargeError) Is(target error) bool { return target == ErrLoadTooLarge }
+
+// classifyLoad turns a database error of the load query into a
+// *LoadTooLargeError when the server refused it for its size: SQLSTATE
+// 53200 (out_of_memory) or 54000 (program_limit_exceeded, which DSQL
+// raises for its size limits).
+func classifyLoad(threadID string, err error) error {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) && (pg.Code == "53200" || pg.Code == "54000") {
+		return runtime.Permanent(&LoadTooLargeError{ThreadID: threadID, Detail: pg.Code + " " + pg.Message})
+	}
+	return err
+}
+
 // Markers in the errors that the commit statements raise on purpose (see
 // updateThreadSQL and guardSQL). They travel in a PostgreSQL
 // invalid_text_representation error (22P02).

@@ -26,6 +26,13 @@ type Limits struct {
 	// MaxStateBytes is the largest encoded thread state (DSQL: 1 MiB per
 	// column; the state is not split).
 	MaxStateBytes int
+	// MaxLoadBytes is the most bytes one load may read (the bodies and
+	// states of its rows plus rowOverhead each). DSQL bounds the memory of
+	// one query, and a thread's view grows with its age until it is
+	// compacted: past this bound Load stops reading and fails with a
+	// *LoadTooLargeError naming the thread, instead of the query failing
+	// somewhere on the server or the function running out of memory.
+	MaxLoadBytes int
 }
 
 // The default limits.
@@ -34,6 +41,7 @@ const (
 	DefaultMaxBytes      = 10<<20 - 512<<10
 	DefaultChunkBytes    = 1<<20 - 64<<10
 	DefaultMaxStateBytes = 1<<20 - 64<<10
+	DefaultMaxLoadBytes  = 32 << 20
 	rowOverhead          = 48 // bytes counted per row for keys and columns besides the payload
 )
 
@@ -50,6 +58,9 @@ func (l Limits) withDefaults() Limits {
 	l.ChunkBytes = max(l.ChunkBytes, utf8.UTFMax)
 	if l.MaxStateBytes <= 0 {
 		l.MaxStateBytes = DefaultMaxStateBytes
+	}
+	if l.MaxLoadBytes <= 0 {
+		l.MaxLoadBytes = DefaultMaxLoadBytes
 	}
 	return l
 }
@@ -78,7 +89,9 @@ func New(db DB, opts Options) *Store {
 
 // Load returns the thread's view (inherited items up to the spawn points,
 // then its own) and state, in one query. A thread never written loads as an
-// empty root at version 0.
+// empty root at version 0. A view larger than Limits.MaxLoadBytes, or one
+// the database refuses to return for its size, fails with a
+// *LoadTooLargeError (ErrLoadTooLarge, permanent).
 func (s *Store) Load(ctx context.Context, threadID string) (*runtime.Thread, error) {
 	if err := checkID("threadID", threadID); err != nil {
 		return nil, fmt.Errorf("dsql: loading thread: %w", err)
@@ -126,9 +139,10 @@ func compareRows(a, b viewRow) int {
 func (s *Store) loadOnce(ctx context.Context, threadID string) (*runtime.Thread, error) {
 	rows, err := s.db.Query(ctx, loadSQL, threadID)
 	if err != nil {
-		return nil, err
+		return nil, classifyLoad(threadID, err)
 	}
 	defer rows.Close()
+	loaded := 0
 	var (
 		found                    bool
 		version, length, spawnAt int64
@@ -143,6 +157,9 @@ func (s *Store) loadOnce(ctx context.Context, threadID string) (*runtime.Thread,
 		raw := rows.RawValues()
 		if len(raw) != 9 {
 			return nil, fmt.Errorf("load query returned %d columns, want 9", len(raw))
+		}
+		if loaded += len(raw[8]) + rowOverhead; loaded > s.limits.MaxLoadBytes {
+			return nil, runtime.Permanent(&LoadTooLargeError{ThreadID: threadID, Loaded: loaded, Limit: s.limits.MaxLoadBytes})
 		}
 		// Scan the numeric columns; take the body as raw bytes, copied once
 		// (a nil destination skips a column).
@@ -159,7 +176,7 @@ func (s *Store) loadOnce(ctx context.Context, threadID string) (*runtime.Thread,
 			body: append([]byte(nil), raw[8]...)})
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, classifyLoad(threadID, err)
 	}
 	if !found {
 		if len(view) > 0 {

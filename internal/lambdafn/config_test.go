@@ -2,6 +2,7 @@ package lambdafn_test
 
 import (
 	"errors"
+	"net/http"
 	"testing"
 
 	"github.com/agentslice/agentslice/internal/lambdafn"
@@ -25,5 +26,25 @@ func TestLoadReceiverAndRelayConfig(t *testing.T) {
 	}
 	if _, err := lambdafn.LoadRelayConfig(getenv(map[string]string{})); !errors.As(err, &ee) || ee.Var != lambdafn.EnvInputQueueURL {
 		t.Fatalf("relay without queue: %v", err)
+	}
+}
+
+// The functions' default HTTP clients: the tool client has a timeout
+// covering the body, the model client none (the slice's context bounds a
+// stream; TestBedrockStreamOutlivesTheOldTimeout in internal/serverless
+// streams past the old limit through the built function).
+func TestDefaultHTTPClients(t *testing.T) {
+	t.Parallel()
+	var o lambdafn.Options
+	o.Defaults(0)
+	if o.HTTPClient.Timeout != lambdafn.ToolHTTPTimeout {
+		t.Fatalf("tool client timeout %v, want %v", o.HTTPClient.Timeout, lambdafn.ToolHTTPTimeout)
+	}
+	if o.ModelHTTPClient == nil || o.ModelHTTPClient == o.HTTPClient || o.ModelHTTPClient.Timeout != 0 {
+		t.Fatalf("model client %+v: want its own client without a timeout", o.ModelHTTPClient)
+	}
+	tr, ok := o.ModelHTTPClient.Transport.(*http.Transport)
+	if !ok || tr.ResponseHeaderTimeout != 0 || tr.TLSHandshakeTimeout != lambdafn.ModelTLSHandshakeTimeout {
+		t.Fatalf("model transport %+v: want bounded set-up and no header timeout", o.ModelHTTPClient.Transport)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -206,10 +207,14 @@ type Options struct {
 	Stdout io.Writer
 	// Logger gets the function's JSON logs; default NewLogger(Stdout).
 	Logger *slog.Logger
-	// HTTPClient talks to tool servers and HTTP model providers (slice
-	// function only); default a client with a 30 s timeout.
+	// HTTPClient talks to tool servers (slice function only); default a
+	// client with a ToolHTTPTimeout timeout.
 	HTTPClient *http.Client
-	Now        func() time.Time
+	// ModelHTTPClient talks to model providers (Bedrock, OpenAI-compatible;
+	// slice function only); default NewModelHTTPClient, whose only bound
+	// on a completion is the slice's context.
+	ModelHTTPClient *http.Client
+	Now             func() time.Time
 	// KeyringTTL is how long the callback keyring read from Secrets
 	// Manager is used before the secret is read again; default
 	// DefaultKeyringTTL.
@@ -225,11 +230,42 @@ func (o *Options) Defaults(level slog.Level) {
 		o.Logger = NewLogger(o.Stdout, level)
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+		o.HTTPClient = &http.Client{Timeout: ToolHTTPTimeout}
+	}
+	if o.ModelHTTPClient == nil {
+		o.ModelHTTPClient = NewModelHTTPClient()
 	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+}
+
+// ToolHTTPTimeout bounds each request to a tool server (a toolset fetch, an
+// invocation POST, a notification), body included: RAP answers those at
+// once and sends results later to the callback URL.
+const ToolHTTPTimeout = 30 * time.Second
+
+// Bounds of the model client's connection set-up. They end once the
+// connection is open, so they never cut a stream.
+const (
+	ModelDialTimeout         = 10 * time.Second
+	ModelTLSHandshakeTimeout = 10 * time.Second
+)
+
+// NewModelHTTPClient returns the HTTP client of model providers. It has no
+// overall timeout (http.Client.Timeout covers reading the body, and a
+// streamed completion may rightly take most of the slice) and no response
+// header timeout (Bedrock may hold its headers until the first token):
+// the completion's context, the slice's deadline, is its only bound on a
+// request. Dialing and the TLS handshake are bounded (ModelDialTimeout,
+// ModelTLSHandshakeTimeout); idle connections are kept for reuse by the
+// next warm invocation.
+func NewModelHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = (&net.Dialer{Timeout: ModelDialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	t.TLSHandshakeTimeout = ModelTLSHandshakeTimeout
+	t.ResponseHeaderTimeout = 0
+	return &http.Client{Transport: t}
 }
 
 // AWSConfig returns o.AWS or loads the default configuration.

@@ -137,7 +137,9 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 	// deadline (as `serve` does). A slow tool server then delays one slice
 	// instead of pushing init past Lambda's 10 s limit.
 
-	mdl, err := model.FromConfig(ctx, cfg.Model, model.WithAWSConfig(awsCfg), model.WithHTTPClient(opts.HTTPClient))
+	// Model requests get a client of their own, without the tool client's
+	// timeout: a stream is bounded by the slice's context alone.
+	mdl, err := model.FromConfig(ctx, cfg.Model, model.WithAWSConfig(awsCfg), model.WithHTTPClient(opts.ModelHTTPClient))
 	if err != nil {
 		return fail(fmt.Errorf("serverless: %s: %w", lambdafn.EnvModelCatalog, err))
 	}
@@ -146,7 +148,7 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 	// The catalog entry's context window (validated positive) sets when a
 	// thread is summarised.
 	compaction := &runtime.CompactionPolicy{ContextWindow: cfg.Model.ContextWindow}
-	agents, err := buildAgents(ctx, cfg, mdl, model.WithAWSConfig(awsCfg), model.WithHTTPClient(opts.HTTPClient))
+	agents, err := buildAgents(ctx, cfg, mdl, model.WithAWSConfig(awsCfg), model.WithHTTPClient(opts.ModelHTTPClient))
 	if err != nil {
 		return fail(fmt.Errorf("serverless: %s: %w", lambdafn.EnvAgents, err))
 	}
@@ -166,8 +168,12 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 		// as the sleeps (runtime/liveness.go).
 		Liveness: &runtime.Liveness{Timers: tm},
 	}
+	settle, err := NewQueueSettler(sqsClient, cfg.InputQueueURL, cfg.BackgroundQueueURL)
+	if err != nil {
+		return fail(err)
+	}
 	f.Handler = &Handler{Slices: f.Engine, DeadLetters: dlq, Logger: opts.Logger,
-		Metrics: metrics, Margin: cfg.Margin, Now: opts.Now, Notices: f.disp}
+		Metrics: metrics, Margin: cfg.Margin, Now: opts.Now, Notices: f.disp, Settle: settle}
 	return f, nil
 }
 

@@ -61,10 +61,20 @@ type SendAPI interface {
 // redrive target must be too) the record keeps its MessageGroupId and gets
 // the deduplication ID "dlq-" + its SQS message ID, so a retried move is
 // deduplicated.
+//
+// SQS counts message attributes (each name, data type and value) in the
+// queue's maximum message size, like the body: the attributes are added
+// in order of use (source, SQS message ID, receive count, message ID, then
+// the reason, cut to what is left) while they fit in MaxMessageBytes
+// beside the unchanged body, so a body near the limit is still moved,
+// with fewer attributes (the log line has the whole reason).
 type DeadLetters struct {
 	api  SendAPI
 	url  string
 	fifo bool
+	// MaxMessageBytes is the dead-letter queue's MaximumMessageSize;
+	// default sqsq.SQSMaxMessageBytes (the stack sets every queue's to it).
+	MaxMessageBytes int
 }
 
 var _ DeadLetterer = (*DeadLetters)(nil)
@@ -82,18 +92,15 @@ func NewDeadLetters(api SendAPI, url string) (*DeadLetters, error) {
 
 // DeadLetter sends rec to the dead-letter queue.
 func (d *DeadLetters) DeadLetter(ctx context.Context, rec events.SQSMessage, dl DeadLetter) error {
-	str := func(v string) types.MessageAttributeValue {
-		return types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+	limit := d.MaxMessageBytes
+	if limit <= 0 {
+		limit = sqsq.SQSMaxMessageBytes
 	}
-	attrs := map[string]types.MessageAttributeValue{
-		AttrReason:       str(attrText(dl.Reason)),
-		AttrSource:       str(dl.Source),
-		AttrSQSMessageID: str(attrText(rec.MessageId)),
-		AttrReceiveCount: {DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(sqsq.ReceiveCount(rec)))},
+	if len(rec.Body) > limit {
+		return fmt.Errorf("serverless: moving SQS message %s to the dead-letter queue %s: its body of %d bytes is over the queue's maximum message size of %d bytes",
+			rec.MessageId, d.url, len(rec.Body), limit)
 	}
-	if dl.MessageID != "" {
-		attrs[AttrMessageID] = str(attrText(dl.MessageID))
-	}
+	attrs := deadLetterAttrs(rec, dl, limit-len(rec.Body))
 	in := &sqs.SendMessageInput{QueueUrl: aws.String(d.url), MessageBody: aws.String(rec.Body), MessageAttributes: attrs}
 	if d.fifo {
 		group := rec.Attributes["MessageGroupId"]
@@ -109,24 +116,47 @@ func (d *DeadLetters) DeadLetter(ctx context.Context, rec events.SQSMessage, dl 
 	return nil
 }
 
+// deadLetterAttrs returns the attributes of a dead-lettered record that
+// fit in room bytes, as SQS counts them (name, data type and value of
+// each), in order of use; the reason is cut to what is left.
+func deadLetterAttrs(rec events.SQSMessage, dl DeadLetter, room int) map[string]types.MessageAttributeValue {
+	attrs := map[string]types.MessageAttributeValue{}
+	add := func(name, dataType, value string) {
+		if n := len(name) + len(dataType) + len(value); n <= room {
+			attrs[name] = types.MessageAttributeValue{DataType: aws.String(dataType), StringValue: aws.String(value)}
+			room -= n
+		}
+	}
+	add(AttrSource, "String", attrText(dl.Source, maxReasonBytes))
+	add(AttrSQSMessageID, "String", attrText(rec.MessageId, maxReasonBytes))
+	add(AttrReceiveCount, "Number", strconv.Itoa(sqsq.ReceiveCount(rec)))
+	if dl.MessageID != "" {
+		add(AttrMessageID, "String", attrText(dl.MessageID, maxReasonBytes))
+	}
+	if left := room - len(AttrReason) - len("String"); left > 0 {
+		add(AttrReason, "String", attrText(dl.Reason, min(left, maxReasonBytes)))
+	}
+	return attrs
+}
+
 // attrText makes s a valid SQS attribute value: characters SQS refuses (and
 // those outside the Basic Multilingual Plane, which fauxqs refuses) become
-// U+FFFD, and it is cut to maxReasonBytes. An empty value becomes "-"
+// U+FFFD, and it is cut to limit bytes. An empty value becomes "-"
 // (SQS refuses empty attribute values).
-func attrText(s string) string {
+func attrText(s string, limit int) string {
 	var b strings.Builder
 	for _, r := range s {
-		if b.Len()+utf8.RuneLen(r) > maxReasonBytes {
-			break
-		}
 		switch {
 		case r == '\t' || r == '\n' || r == '\r',
 			r >= 0x20 && r <= 0xD7FF,
 			r >= 0xE000 && r <= 0xFFFD:
-			b.WriteRune(r)
 		default:
-			b.WriteRune(utf8.RuneError)
+			r = utf8.RuneError
 		}
+		if b.Len()+utf8.RuneLen(r) > limit {
+			break
+		}
+		b.WriteRune(r)
 	}
 	if b.Len() == 0 {
 		return "-"

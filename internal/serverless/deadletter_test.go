@@ -79,3 +79,72 @@ func TestDeadLettersOnFauxqs(t *testing.T) {
 		})
 	}
 }
+
+// A record whose body is near the queue's maximum message size is still
+// moved: SQS (and fauxqs) count every attribute's name, data type and
+// value in that size, so the attributes that do not fit beside the body
+// are left out and the reason is cut to what is left, instead of the send
+// failing and the record waiting for the redrive policy.
+func TestDeadLetterNearTheSizeLimit(t *testing.T) {
+	t.Parallel()
+	endpoint := testenv.Need(t, "AGENTSLICE_TEST_SQS_ENDPOINT")
+	ctx := context.Background()
+	c := sqs.NewFromConfig(awstest.Config(), func(o *sqs.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	out, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(awstest.Name(t, "") + ".fifo"),
+		Attributes: map[string]string{"FifoQueue": "true"}}) // MaximumMessageSize: the default, 1 MiB
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := aws.ToString(out.QueueUrl)
+	t.Cleanup(func() { _, _ = c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}) })
+	d, err := serverless.NewDeadLetters(c, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 1 << 20
+	reason := "a reason: " + strings.Repeat("r", 3000)
+	rooms := []int{400, 150, 0} // bytes left beside the body
+	for _, room := range rooms {
+		rec := events.SQSMessage{MessageId: fmt.Sprintf("0b1c2d3e-0000-4000-8000-%012d", room), Body: strings.Repeat("b", limit-room),
+			Attributes: map[string]string{"MessageGroupId": fmt.Sprintf("big-%d", room), "ApproximateReceiveCount": "1"}}
+		if err := d.DeadLetter(ctx, rec, serverless.DeadLetter{Source: serverless.SourceRejected, MessageID: "m-big", Reason: reason}); err != nil {
+			t.Fatalf("moving a %d-byte body: %v", len(rec.Body), err)
+		}
+	}
+	got := map[int]types.Message{}
+	for len(got) < len(rooms) {
+		r, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			MessageAttributeNames: []string{"All"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Messages) == 0 {
+			t.Fatalf("%d of 3 dead letters arrived", len(got))
+		}
+		for _, m := range r.Messages {
+			got[len(aws.ToString(m.Body))] = m
+		}
+	}
+	for room, want := range map[int][]string{
+		400: {serverless.AttrSource, serverless.AttrSQSMessageID, serverless.AttrReceiveCount, serverless.AttrMessageID, serverless.AttrReason},
+		150: {serverless.AttrSource, serverless.AttrSQSMessageID},
+		0:   nil,
+	} {
+		m, ok := got[limit-room]
+		if !ok {
+			t.Fatalf("no dead letter with a %d-byte body", limit-room)
+		}
+		for _, name := range want {
+			if _, ok := m.MessageAttributes[name]; !ok {
+				t.Errorf("room %d: attribute %s missing from %v", room, name, m.MessageAttributes)
+			}
+		}
+		if room < 400 {
+			if _, ok := m.MessageAttributes[serverless.AttrReason]; ok {
+				t.Errorf("room %d: a reason attribute that cannot fit", room)
+			}
+		} else if r := aws.ToString(m.MessageAttributes[serverless.AttrReason].StringValue); !strings.HasPrefix(r, "a reason: r") || len(r) >= 400 {
+			t.Errorf("room %d: reason %.40q (%d bytes), want it cut to fit", room, r, len(r))
+		}
+	}
+}

@@ -23,7 +23,9 @@
 //  1. Every record is decoded (sqsq.DecodeRecord). A record that fails can
 //     never succeed: it is sent to the dead-letter queue at once with the
 //     reason as the message attribute "agentslice.reason" and acknowledged,
-//     so it does not block the messages behind it. If the dead-letter send
+//     so it does not block the messages behind it. SQS counts attributes
+//     in the 1 MiB message size: beside a body near it, the attributes
+//     that do not fit are left out and the reason is cut (DeadLetters). If the dead-letter send
 //     itself fails, that record and every later record of the group are
 //     reported as failures (FIFO order) and nothing after it runs.
 //  2. The decoded records run as ONE engine slice (runtime.SliceInput with
@@ -35,16 +37,34 @@
 //     in order. Redelivery is safe whichever way a batch is cut: every
 //     message ID is deduplicated against history.
 //  3. A slice that fails (a version conflict, throttling, a timeout, any
-//     error RunSlice returns) reports every record of the slice: the event
-//     source mapping makes them visible again, and after the queue's
-//     maxReceiveCount the queue's redrive policy moves them to the
-//     dead-letter queue. Other groups are not affected.
+//     error RunSlice returns) reports every record of the slice: they are
+//     hidden for a short delay that grows with their receive count
+//     (Settler.Retry, DefaultRetryBase) and then delivered again, and
+//     after the queue's maxReceiveCount the queue's redrive policy moves
+//     them to the dead-letter queue. Other groups are not affected.
 //  4. SliceResult.Rejected entries are moved to the dead-letter queue like
 //     decoding failures; a permanent model failure (SliceResult.ModelErr)
 //     already produced an error reply and is acknowledged.
 //
+// # Settling groups early (Handler.Settle, QueueSettler)
+//
+// As soon as a group is done, while other groups of the batch still run,
+// its records are settled on their queue (found by the queue name in the
+// record's EventSourceARN): the ones that succeeded are deleted with one
+// DeleteMessageBatch, so the thread's next message can go to another
+// invocation instead of waiting for the batch's slowest slice (a FIFO
+// group stays locked while a record of it is in flight), and the failed
+// ones are hidden with ChangeMessageVisibilityBatch for
+// a delay that doubles with their highest receive count (2 s, 4 s,
+// 8 s, ... at most 5 min) instead of the queue's visibility timeout. Both
+// are best effort: the response reports the same failures either way, so
+// when a call fails the event source mapping deletes the records when the
+// invocation ends, or they wait out the visibility timeout, as without
+// settling. The mapping's own delete of an already deleted record is a
+// no-op.
+//
 // Each slice gets the invocation's deadline minus Margin, so there is time
-// left to answer Lambda. A panic in a group is recovered, logged with its
+// left to answer Lambda (the notice wait ends at the slices' deadline too). A panic in a group is recovered, logged with its
 // stack, and reported as a failure of the group's records.
 //
 // # Round trips

@@ -48,9 +48,17 @@ type Handler struct {
 	// environment when the handler returns, and a notification still
 	// running would stall until the next invocation or be lost. Optional.
 	Notices Waiter
-	// NoticeWait bounds that wait. Default DefaultNoticeWait.
+	// NoticeWait bounds that wait. Default DefaultNoticeWait. The wait
+	// also ends at the slices' deadline (the invocation's minus Margin).
 	NoticeWait time.Duration
-	Now        func() time.Time // default time.Now
+	// Settle, when set, settles each group's records as soon as the group
+	// is done, while other groups still run: the records that succeeded
+	// are deleted, the failed ones hidden for a short growing delay
+	// instead of the queue's visibility timeout (*QueueSettler). Optional:
+	// without it the event source mapping deletes the batch when the
+	// invocation ends and failed records wait out the visibility timeout.
+	Settle Settler
+	Now    func() time.Time // default time.Now
 }
 
 // Waiter waits for background work to end, or for ctx to end.
@@ -97,10 +105,11 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			defer wg.Done()
 			defer func() { <-sem }()
 			failed[i] = h.group(ctx, sliceCtx, g)
+			h.settle(ctx, g, failed[i])
 		}()
 	}
 	wg.Wait()
-	h.waitNotices(ctx)
+	h.waitNotices(ctx, sliceCtx)
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	for _, ids := range failed {
 		for _, id := range ids {
@@ -110,8 +119,11 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	return resp, nil
 }
 
-// waitNotices waits (bounded) for the notifications the slices started.
-func (h *Handler) waitNotices(ctx context.Context) {
+// waitNotices waits (bounded) for the notifications the slices started:
+// NoticeWait at most, and never past the slices' deadline (sliceCtx), so
+// the margin before the invocation deadline stays free for the reply to
+// Lambda.
+func (h *Handler) waitNotices(ctx, sliceCtx context.Context) {
 	if h.Notices == nil {
 		return
 	}
@@ -119,11 +131,41 @@ func (h *Handler) waitNotices(ctx context.Context) {
 	if bound <= 0 {
 		bound = DefaultNoticeWait
 	}
-	wctx, cancel := context.WithTimeout(ctx, bound)
+	wctx, cancel := context.WithTimeout(sliceCtx, bound)
 	defer cancel()
 	if err := h.Notices.Wait(wctx); err != nil {
 		h.logger().WarnContext(ctx, "notifications still in flight when the handler returns; they resume in the next invocation of this environment, or are lost",
 			"error", err.Error())
+	}
+}
+
+// settle settles one group's records at once (Handler.Settle); the
+// response still reports the failed ones, so the event source mapping
+// does what it would have done had this failed.
+func (h *Handler) settle(ctx context.Context, recs []events.SQSMessage, failedIDs []string) {
+	if h.Settle == nil || len(recs) == 0 {
+		return
+	}
+	failed := make(map[string]bool, len(failedIDs))
+	for _, id := range failedIDs {
+		failed[id] = true
+	}
+	var done, retry []events.SQSMessage
+	for _, r := range recs {
+		if failed[r.MessageId] {
+			retry = append(retry, r)
+		} else {
+			done = append(done, r)
+		}
+	}
+	group := recs[0].Attributes["MessageGroupId"]
+	if err := h.Settle.Delete(ctx, done); err != nil {
+		h.logger().WarnContext(ctx, "deleting a finished group's records failed; they are deleted when the invocation ends",
+			"group", group, "error", err.Error())
+	}
+	if err := h.Settle.Retry(ctx, retry); err != nil {
+		h.logger().WarnContext(ctx, "shortening the wait of a failed group's records failed; they come back after the queue's visibility timeout",
+			"group", group, "error", err.Error())
 	}
 }
 

@@ -112,3 +112,40 @@ func waitCh[T any](t *testing.T, ch <-chan T) T {
 		panic("unreachable")
 	}
 }
+
+// deadlineWaiter records the deadline of the context it is given and
+// returns at once.
+type deadlineWaiter struct {
+	got chan time.Time
+}
+
+func (w *deadlineWaiter) Wait(ctx context.Context) error {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		dl = time.Time{}
+	}
+	w.got <- dl
+	return nil
+}
+
+// The notice wait never reaches into the margin kept before the
+// invocation's deadline: with 4 s left and a 3 s margin, a 5 s NoticeWait
+// is cut at the slices' deadline.
+func TestHandleNoticeWaitEndsAtTheSliceDeadline(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	h := newHandler(&fakeRunner{}, &fakeDLQ{}, &out)
+	w := &deadlineWaiter{got: make(chan time.Time, 1)}
+	h.Notices, h.NoticeWait, h.Margin = w, 5*time.Second, 3*time.Second
+	invocation := time.Now().Add(4 * time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), invocation)
+	defer cancel()
+	if _, err := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{userRec("s1", "t1", "m1")}}); err != nil {
+		t.Fatal(err)
+	}
+	got := waitCh(t, w.got)
+	if got.IsZero() || got.After(invocation.Add(-h.Margin)) {
+		t.Fatalf("the notice wait may last until %v; the slices' deadline is %v (invocation deadline %v, margin %v)",
+			got, invocation.Add(-h.Margin), invocation, h.Margin)
+	}
+}

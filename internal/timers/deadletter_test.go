@@ -109,17 +109,30 @@ func TestDecodeWakeUp(t *testing.T) {
 	}
 	wrapped, _ := json.Marshal(map[string]string{"QueueUrl": "https://sqs.example/q.fifo", "MessageBody": body,
 		"MessageGroupId": "t1", "MessageDeduplicationId": "d"})
-	for name, b := range map[string]string{"delay queue": body, "scheduler dead letter": string(wrapped)} {
+	// The dead-letter event's shape is not documented: the target input as
+	// the body, or a wrapper holding it as a string or an object, at any
+	// field, up to three levels down.
+	var input map[string]string
+	_ = json.Unmarshal(wrapped, &input)
+	inString, _ := json.Marshal(map[string]any{"ScheduleArn": "arn:aws:scheduler:us-east-1:1:schedule/default/x", "Input": string(wrapped)})
+	inObject, _ := json.Marshal(map[string]any{"version": "1.0", "detail": map[string]any{"target": map[string]any{"input": input}}})
+	for name, b := range map[string]string{"delay queue": body, "scheduler dead letter": string(wrapped),
+		"wrapper, input as a string": string(inString), "wrapper, input as a nested object": string(inObject)} {
 		m, err := timers.DecodeWakeUp(b)
 		if err != nil || m.ID != w.ID || m.ThreadID != "t1" {
 			t.Errorf("%s: %+v, %v", name, m, err)
 		}
 	}
-	// A Scheduler envelope around garbage is still a bad message.
+	// A Scheduler envelope around garbage is still a bad message, and so
+	// is a wrapper without a target input, or one too deep to look into.
 	bad, _ := json.Marshal(map[string]string{"QueueUrl": "https://sqs.example/q.fifo", "MessageBody": `{"v":1`})
-	var bme *runtime.BadMessageError
-	if _, err := timers.DecodeWakeUp(string(bad)); err == nil || !errors.As(err, &bme) {
-		t.Errorf("wrapped garbage: %v", err)
+	noInput, _ := json.Marshal(map[string]any{"Input": `{"QueueUrl": "https://sqs.example/q.fifo"}`, "n": 3})
+	deep, _ := json.Marshal(map[string]any{"a": map[string]any{"b": map[string]any{"c": map[string]any{"d": input}}}})
+	for name, b := range map[string]string{"wrapped garbage": string(bad), "wrapper without input": string(noInput), "too deep": string(deep)} {
+		var bme *runtime.BadMessageError
+		if _, err := timers.DecodeWakeUp(b); err == nil || !errors.As(err, &bme) {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }
 

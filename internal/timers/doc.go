@@ -47,8 +47,9 @@
 // accepts no FIFO DLQ) in its DeadLetterConfig when it is set (the stack
 // always sets it): a wake-up Scheduler could not deliver after its retries
 // lands there with the target's Input as its body, and the delay relay,
-// which reads that queue too, delivers it (DecodeWakeUp unwraps the Input),
-// so a failed wake-up is late rather than lost.
+// which reads that queue too, delivers it (DecodeWakeUp unwraps the Input,
+// given as the body or inside a JSON wrapper: the dead-letter event's exact
+// shape is not documented), so a failed wake-up is late rather than lost.
 //
 // Cancel deletes the schedule; a schedule that does not exist (it already
 // fired and deleted itself, or the sleep went to the delay queue) is not an

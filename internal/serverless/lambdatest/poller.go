@@ -1,8 +1,9 @@
 // Package lambdatest plays the parts of AWS Lambda that have no local
 // stand-in, for tests of the functions against local services: a Poller
 // that does what Lambda's SQS event source mapping does (receive a batch,
-// invoke, delete what succeeded, make the reported failures visible again,
-// move a message to the dead-letter queue after maxReceiveCount), and RIE,
+// invoke, delete what succeeded, leave the reported failures to come back
+// when their visibility timeout ends, move a message to the dead-letter
+// queue after maxReceiveCount), and RIE,
 // which runs a function's real bootstrap under the AWS Lambda Runtime
 // Interface Emulator and invokes it.
 //
@@ -42,10 +43,13 @@ type SQSAPI interface {
 //     them as one event, one batch at a time, so a FIFO message group never
 //     has two batches in flight (the queue also hides a group while one of
 //     its messages is in flight);
-//   - it deletes every record the response does not list, and makes the
-//     listed ones visible again at once (ChangeMessageVisibility 0);
+//   - it deletes every record the response does not list, and leaves the
+//     listed ones alone: they come back when their visibility timeout ends
+//     (Visibility, or what the function set with ChangeMessageVisibility),
+//     as with Lambda, so a test sees the wait a failure costs;
 //   - when the invocation fails as a whole (a function error, an unknown
-//     item identifier in the response), every record is made visible again;
+//     item identifier in the response), every record is left alone the
+//     same way, unless FailedInvocationRetry is set;
 //   - a message received more than MaxReceiveCount times is moved to DLQURL
 //     instead of being delivered, as the queue's redrive policy would.
 type Poller struct {
@@ -55,7 +59,13 @@ type Poller struct {
 	MaxReceiveCount int    // 0: never moved
 	BatchSize       int32  // default 10
 	Visibility      int32  // seconds a received batch stays hidden; default 60
-	Invoke          InvokeFunc
+	// FailedInvocationRetry, when > 0, makes a batch whose invocation
+	// failed as a whole visible again after this long (whole seconds,
+	// ChangeMessageVisibility) instead of at the end of Visibility. Lambda
+	// has no such setting; tests that kill the function on purpose use it
+	// so that each kill does not cost a whole visibility timeout.
+	FailedInvocationRetry time.Duration
+	Invoke                InvokeFunc
 	// Logf, when set, is told about each batch and every redrive.
 	Logf func(format string, args ...any)
 
@@ -116,6 +126,7 @@ func (p *Poller) RunOnce(ctx context.Context) (int, error) {
 			failed[f.ItemIdentifier] = true
 		}
 	}
+	invokeErr := err
 	if err != nil {
 		p.logf("invocation failed, whole batch of %d retried: %v", len(ev.Records), err)
 		for _, r := range ev.Records {
@@ -124,11 +135,16 @@ func (p *Poller) RunOnce(ctx context.Context) (int, error) {
 	} else {
 		p.logf("batch of %d: %d failed", len(ev.Records), len(failed))
 	}
+	retryAfter := int32((p.FailedInvocationRetry + time.Second - 1) / time.Second)
 	for _, r := range ev.Records {
-		if failed[r.MessageId] {
+		switch {
+		case invokeErr != nil && retryAfter > 0:
 			_, err = p.SQS.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(p.QueueURL),
-				ReceiptHandle: aws.String(r.ReceiptHandle), VisibilityTimeout: 0})
-		} else {
+				ReceiptHandle: aws.String(r.ReceiptHandle), VisibilityTimeout: retryAfter})
+		case failed[r.MessageId]:
+			// Left alone: it comes back when its visibility timeout ends.
+			continue
+		default:
 			_, err = p.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(p.QueueURL), ReceiptHandle: aws.String(r.ReceiptHandle)})
 		}
 		if err != nil {
