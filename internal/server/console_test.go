@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -25,6 +26,7 @@ func TestConsoleServed(t *testing.T) {
 	for _, c := range []struct{ path, ctype, contains string }{
 		{"/", "text/html", `<script src="/console/console.js">`},
 		{"/console/console.js", "text/javascript", "new EventSource("},
+		{"/console/render.js", "text/javascript", "function outcome("},
 		{"/console/console.css", "text/css", "@media (max-width: 720px)"},
 	} {
 		resp, err := http.Get(srv.URL() + c.path)
@@ -41,7 +43,7 @@ func TestConsoleServed(t *testing.T) {
 			t.Fatalf("GET %s: CSP %q", c.path, resp.Header.Get("Content-Security-Policy"))
 		}
 		for _, ext := range []string{"http://", "https://", "//fonts.", "cdn"} {
-			if strings.Contains(body, ext) && !(c.path == "/console/console.js" && ext == "https://") {
+			if strings.Contains(body, ext) && !(strings.HasSuffix(c.path, ".js") && ext == "https://") {
 				t.Fatalf("%s refers to %q: the console must not load anything from elsewhere", c.path, ext)
 			}
 		}
@@ -57,79 +59,135 @@ const consoleScript = `{"default": [
   {"text": "This answer will be stopped."}
 ]}`
 
-// TestConsoleInBrowser drives the console in headless Chromium: send a
-// message, watch the reply stream in, see a tool call and its diff,
-// answer a user_choice, reload mid-stream (nothing lost or doubled), stop
-// a thread, and look at it at phone width. Screenshots of each step go to
-// the test's artifact directory (go test -artifacts keeps them).
-func TestConsoleInBrowser(t *testing.T) {
-	chrome := testenv.Chromium(t)
-	wb := newWorkbench(t)
-	g := newGatedModel(t, consoleScript)
-	srv := startServerWith(t, Config{ToolServers: []string{wb.url}}, g)
-	dir := t.ArtifactDir()
+// browser is a headless Chromium driven by chromedp for one test, with
+// helpers that fail the test with the conversation's HTML and a
+// screenshot ("failed.png") when a step does not happen.
+type browser struct {
+	t   *testing.T
+	ctx context.Context
+	dir string // the test's artifact directory: screenshots
+}
 
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	chrome := testenv.Chromium(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 860))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
+	t.Cleanup(cancelAlloc)
 	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	t.Cleanup(cancelBrowser)
 	if err := chromedp.Do(bctx); err != nil { // starts the browser, for the life of bctx
 		t.Fatalf("starting %s: %v", chrome, err)
 	}
-	ctx := bctx
+	return &browser{t: t, ctx: bctx, dir: t.ArtifactDir()}
+}
 
-	shot := func(name string) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			buf, err := chromedp.FullScreenshot(100)(ctx, tg)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(dir, name+".png"), buf, 0o644)
-		})
-	}
-	run := func(step string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		sctx, cancel := context.WithTimeout(bctx, 30*time.Second)
-		defer cancel()
-		if err := chromedp.Do(sctx, actions...); err != nil {
-			dctx, cancel := context.WithTimeout(bctx, 10*time.Second)
-			defer cancel()
-			html, _ := chromedp.Run(dctx, chromedp.OuterHTML("#log"))
-			_ = chromedp.Do(dctx, shot("failed"))
-			t.Fatalf("%s: %v\nthe conversation:\n%s", step, err, html)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		sctx, cancel := context.WithTimeout(bctx, 30*time.Second)
-		defer cancel()
-		s, err := chromedp.Run(sctx, chromedp.TextContent(sel))
+func (b *browser) shot(name string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		buf, err := chromedp.FullScreenshot(100)(ctx, tg)
 		if err != nil {
-			t.Fatalf("reading %s: %v", sel, err)
-		}
-		return s
-	}
-	poll := func(expr string) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(25*time.Second))(ctx, tg)
 			return err
-		})
+		}
+		return os.WriteFile(filepath.Join(b.dir, name+".png"), buf, 0o644)
+	})
+}
+
+func (b *browser) fail(step string, err error) {
+	b.t.Helper()
+	dctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	html, _ := chromedp.Run(dctx, chromedp.OuterHTML("#main"))
+	_ = chromedp.Do(dctx, b.shot("failed"))
+	b.t.Fatalf("%s: %v\nthe thread:\n%s", step, err, html)
+}
+
+func (b *browser) run(step string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	sctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(sctx, actions...); err != nil {
+		b.fail(step, err)
 	}
+}
+
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	sctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(sctx, chromedp.TextContent(sel))
+	if err != nil {
+		b.fail("reading "+sel, err)
+	}
+	return s
+}
+
+// eval returns the value of a JavaScript expression.
+func eval[T any](b *browser, expr string) T {
+	b.t.Helper()
+	sctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(sctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.fail("evaluating "+expr, err)
+	}
+	return v
+}
+
+// poll waits until a JavaScript expression is true.
+func poll(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(25*time.Second))(ctx, tg)
+		if err != nil {
+			return fmt.Errorf("waiting for %s: %w", expr, err)
+		}
+		return nil
+	})
+}
+
+// sendFits is true when the Send button is whole inside the viewport and
+// nothing makes the page wider than it.
+const sendFits = `(() => { const r = document.querySelector("#send").getBoundingClientRect();
+  return r.width >= 40 && r.left >= 0 && r.right <= window.innerWidth && r.bottom <= window.innerHeight &&
+    document.documentElement.scrollWidth <= window.innerWidth; })()`
+
+// TestConsoleInBrowser drives the console in headless Chromium: send a
+// message (shown at once, before the reply), watch the reply stream in,
+// see a tool call and its diff, answer a user_choice, reload mid-stream
+// (nothing lost or doubled, the choice shown with its answer), stop a
+// thread (Stop and Close only while there is something to stop), and
+// look at it at phone width. Screenshots of each step go to the test's
+// artifact directory (go test -artifacts keeps them).
+func TestConsoleInBrowser(t *testing.T) {
+	b := newBrowser(t)
+	wb := newWorkbench(t)
+	g := newGatedModel(t, consoleScript)
+	srv := startServerWith(t, Config{ToolServers: []string{wb.url}}, g)
+	run, text, shot, ctx := b.run, b.text, b.shot, b.ctx
 
 	const thread = "thr_ui"
-	run("open the console", chromedp.Navigate(srv.URL()+"/#"+thread), chromedp.WaitVisible("#composer-text:not([disabled])"))
+	run("open the console", chromedp.Navigate(srv.URL()+"/#"+thread), chromedp.WaitVisible("#composer-text:not([disabled])"),
+		poll(`document.querySelector("#thread-status").textContent === "new"`))
+	if !eval[bool](b, `document.querySelector("#stop").disabled && document.querySelector("#close").disabled && document.querySelector("#send").disabled`) {
+		t.Fatal("Stop, Close or Send is enabled on a new thread with nothing typed")
+	}
 	run("send a message with the keyboard", chromedp.SendKeys("#composer-text", "Please fix main.go"+kb.Enter))
 
-	// The reply streams in before it is committed.
+	// The reply streams in before it is committed; the user's message is
+	// there already, before anything of it is committed.
 	g.waitStarted(t)
 	run("see the streaming text", chromedp.WaitVisible(`#log li[data-kind="streaming"]`))
 	if s := text(`#log li[data-kind="streaming"]`); !strings.Contains(s, "Let me edi") {
 		t.Fatalf("streaming bubble %q", s)
+	}
+	if s := text(`#log li[data-kind="message"]`); !strings.Contains(s, "Please fix main.go") {
+		t.Fatalf("the user's message while the reply streams: %q", s)
+	}
+	if !eval[bool](b, `!document.querySelector("#stop").disabled && !document.querySelector("#close").disabled`) {
+		t.Fatal("Stop or Close is disabled while the thread runs")
 	}
 	run("screenshot", shot("01-streaming"))
 	g.release <- struct{}{}
@@ -146,6 +204,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	if s := text(`#log .diff .add`); !strings.Contains(s, "+new") {
 		t.Fatalf("diff %q", s)
+	}
+	// The view is shown by its fields, not as JSON.
+	if s := text(`#views [data-view="files"]`); !strings.Contains(s, "open") || !strings.Contains(s, "main.go") || strings.Contains(s, "{") {
+		t.Fatalf("view files %q", s)
 	}
 	run("see the choice and the usage", chromedp.WaitVisible(`#log .choice button`))
 	if s := text("#usage"); !strings.Contains(s, "120 in") {
@@ -178,7 +240,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	page, err := chromedp.Run(ctx, chromedp.Evaluate[pageView](`(() => ({
 		ids: [...document.querySelectorAll('#log [data-id]')].map(e => e.dataset.id),
-		turns: [...document.querySelectorAll('#log [data-kind="turn"]')].map(e => e.lastChild.textContent),
+		turns: [...document.querySelectorAll('#log [data-kind="turn"]')].map(e => e.querySelector(".text").textContent.trim()),
 		messages: document.querySelectorAll('#log [data-kind="message"]').length,
 		results: document.querySelectorAll('#log .result').length,
 		streaming: document.querySelectorAll('#log [data-kind="streaming"]').length,
@@ -196,12 +258,18 @@ func TestConsoleInBrowser(t *testing.T) {
 	if strings.Join(page.Turns, "|") != "Let me edit the file.|Asking.|All done, green it is." || page.Messages != 1 || page.Results != 2 || page.Stream != 0 {
 		t.Fatalf("after the reload the page shows %+v", page)
 	}
+	// The choice, answered before the reload, shows its question and answer.
+	if s := text(`#log [data-kind="user_choice"]`); !strings.Contains(s, "Which colour?") || !strings.Contains(s, "You chose: green") {
+		t.Fatalf("the answered choice after the reload: %q", s)
+	}
+	run("idle after the reply", poll(`document.querySelector("#thread-status").textContent === "idle"`),
+		poll(`document.querySelector("#stop").disabled && document.querySelector("#close").disabled`))
 	run("screenshot", shot("04-after-reload"))
 
 	// Stop a thread mid-reply.
 	run("send another message", chromedp.SendKeys("#composer-text", "One more thing"), chromedp.Click("#send"))
 	g.waitStarted(t)
-	run("stop it", chromedp.WaitVisible(`#log li[data-kind="streaming"]`), chromedp.Click("#stop"),
+	run("stop it", chromedp.WaitVisible(`#log li[data-kind="streaming"]`), poll(`!document.querySelector("#stop").disabled`), chromedp.Click("#stop"),
 		chromedp.WaitVisible(`#log [data-kind="stopped"]`), chromedp.WaitVisible(`#log .sys.error`))
 	if s := text(`#log .sys.error`); !strings.Contains(s, "stopped by the user") {
 		t.Fatalf("error line %q", s)
@@ -210,6 +278,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	run("see it idle", poll(`document.querySelector("#thread-status").textContent === "idle"`))
 	run("screenshot", shot("05-stopped"))
 
-	run("phone width", chromedp.EmulateViewport(390, 844), shot("06-phone"))
-	t.Logf("screenshots in %s", dir)
+	run("phone width", chromedp.EmulateViewport(390, 844), poll(sendFits), shot("06-phone"))
+	run("phone width, typing", chromedp.SendKeys("#composer-text", "a long message that wraps over the lines of the box at phone width"),
+		poll(sendFits+` && !document.querySelector("#send").disabled`), shot("07-phone-typing"))
+	t.Logf("screenshots in %s", b.dir)
 }
