@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/agentslice/agentslice/internal/model"
+	"github.com/agentslice/agentslice/internal/rap"
+	"github.com/agentslice/agentslice/internal/runtime"
 	"github.com/agentslice/agentslice/internal/testenv"
 )
 
@@ -145,6 +150,14 @@ func poll(expr string) chromedp.Action[chromedp.Void] {
 			return fmt.Errorf("waiting for %s: %w", expr, err)
 		}
 		return nil
+	})
+}
+
+// js runs a JavaScript expression as a step.
+func js(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Evaluate[any](expr)(ctx, tg)
+		return err
 	})
 }
 
@@ -281,5 +294,192 @@ func TestConsoleInBrowser(t *testing.T) {
 	run("phone width", chromedp.EmulateViewport(390, 844), poll(sendFits), shot("06-phone"))
 	run("phone width, typing", chromedp.SendKeys("#composer-text", "a long message that wraps over the lines of the box at phone width"),
 		poll(sendFits+` && !document.querySelector("#send").disabled`), shot("07-phone-typing"))
+	t.Logf("screenshots in %s", b.dir)
+}
+
+// consoleItemsScript is the model of TestConsoleItemsInBrowser, one list
+// of steps per thread.
+const consoleItemsScript = `{"default": [{"text": "Hello."}, {"text": "Again."}, {"text": "Third."}],
+ "threads": {
+  "md": [{"text": "Here is **bold**, ` + "`code`" + ` and a list:\n\n- one\n- two\n\n<script>window.pwned = 1</script><img src=x onerror=\"window.pwned = 1\"> [click](javascript:window.pwned=1)"},
+         {"text": "Switched."}, {"text": "Switched again."}],
+  "ls": [{"text": "Listing.", "tool_call": {"name": "run_command", "args": {"command": "ls", "args": ["-1"]}}},
+         {"text": "Noted."}, {"text": "Noted."}, {"text": "Noted."}, {"text": "Noted."}, {"text": "Noted."}, {"text": "Noted."}],
+  "tz": [{"text": "Checking.", "tool_call": {"name": "get_time", "args": {"timezone": "Mars/Olympus"}}}, {"text": "No such zone."}],
+  "nap": [{"text": "Napping.", "tool_call": {"name": "sleep", "args": {"seconds": 3600}}}, {"text": "Awake."}],
+  "views": [{"text": "Showing.", "tool_call": {"name": "show_views", "args": {}}}, {"text": "Shown."}]
+ }}`
+
+// viewsTools is a RAP tool server whose show_views updates a "diff" view
+// (the RAP spec's) and a view of a type no client knows.
+func viewsTools(t *testing.T) string {
+	t.Helper()
+	kit, err := rap.NewServer(rap.ServerConfig{Name: "views", Tools: []rap.Tool{
+		{Name: "show_views", Description: "show views", InputSchema: json.RawMessage(`{"type":"object"}`), Run: func(ctx context.Context, c *rap.Call) error {
+			if err := c.View(ctx, "diff", map[string]string{"patch": "diff --git a/x.go b/x.go\n--- a/x.go\n+++ b/x.go\n@@ -1 +1 @@\n-a\n+b\n"}); err != nil {
+				return err
+			}
+			if err := c.View(ctx, "tasks", map[string]any{"owner": "ci", "items": []map[string]string{{"name": "build", "state": "done"}, {"name": "test", "state": "running"}}}); err != nil {
+				return err
+			}
+			return c.Result(ctx, "views shown")
+		}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kit.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(kit)
+	t.Cleanup(func() { hs.Close(); kit.Stop() })
+	return hs.URL
+}
+
+// TestConsoleItemsInBrowser drives the rest of the console: a new thread
+// started as an agent picked from GET /agents; markdown rendered and made
+// harmless; a command's multi-line output kept as lines; a tool-side
+// error shown failed; a sleep woken early shown as such, not as an error;
+// views by their type; model and agent switches; the thread search; and
+// times and durations on hover from the events' times.
+func TestConsoleItemsInBrowser(t *testing.T) {
+	b := newBrowser(t)
+	dir := t.TempDir()
+	for _, f := range []string{"alpha", "beta", "gamma"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script, err := model.ParseScript([]byte(consoleItemsScript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cat model.Catalog
+	if err := json.Unmarshal([]byte(`{"default": "a", "models": [
+	  {"name": "a", "provider": "scripted", "model_id": "a", "context_window": 100000, "max_output_tokens": 100, "scripted": {"script": {"default": []}}},
+	  {"name": "b", "provider": "scripted", "model_id": "b", "context_window": 100000, "max_output_tokens": 100,
+	   "scripted": {"script": {"default": [{"text": "one"}, {"text": "from b"}, {"text": "b again"}]}}}]}`), &cat); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServerWith(t, Config{
+		ToolServers:  []string{viewsTools(t)},
+		ExampleTools: &ExampleTools{GetTime: true, RunCommand: &RunCommand{Allow: []string{"ls"}, Dir: dir}},
+		Models:       &cat,
+		Agents: []AgentConfig{
+			{Agent: runtime.Agent{Name: "helper", Instructions: "Help."}},
+			{Agent: runtime.Agent{Name: "writer", Instructions: "Write."}},
+		},
+		DefaultAgent: "helper",
+	}, model.NewScripted(script))
+	run, text, shot := b.run, b.text, b.shot
+
+	// A new thread, as the agent picked.
+	run("open the console", chromedp.Navigate(srv.URL()+"/"), chromedp.WaitVisible("#new-thread-agent"),
+		poll(`[...document.querySelectorAll("#new-thread-agent option")].map(o => o.value).join() === "helper,writer"`),
+		poll(`document.querySelector("#new-thread-agent").value === "helper"`))
+	run("start thread md as writer", chromedp.SetValue("#new-thread-agent", "writer"), chromedp.SendKeys("#new-thread-id", "md"+kb.Enter),
+		chromedp.WaitVisible("#composer-text:not([disabled])"), chromedp.SendKeys("#composer-text", "Show me markdown"+kb.Enter))
+
+	// Markdown, rendered by the server, with nothing able to run.
+	run("see the markdown", chromedp.WaitVisible(`#log [data-kind="turn"] .text.rendered strong`))
+	if s := text(`#log [data-kind="turn"] .text strong`); s != "bold" {
+		t.Fatalf("bold %q", s)
+	}
+	type mdView struct {
+		Items, Codes, Scripts, Images, JSLinks int
+		Pwned                                  bool
+	}
+	v := eval[mdView](b, `(() => { const t = document.querySelector('#log [data-kind="turn"] .text'); return {
+		items: t.querySelectorAll("li").length, codes: t.querySelectorAll("code").length, scripts: document.querySelectorAll("#log script").length,
+		images: t.querySelectorAll("img").length, jslinks: t.querySelectorAll('a[href^="javascript"]').length, pwned: window.pwned !== undefined }; })()`)
+	if v.Items != 2 || v.Codes != 1 || v.Scripts != 0 || v.Images != 0 || v.JSLinks != 0 || v.Pwned {
+		t.Fatalf("the rendered markdown: %+v", v)
+	}
+	if th := getThread(t, srv, "md"); th.State.Agent != "writer" {
+		t.Fatalf("thread md runs as %q, want the agent picked, writer", th.State.Agent)
+	}
+
+	// Switch the model, then the agent: both recorded in the thread.
+	run("see the switches", poll(`document.querySelector("#agent-switch").value === "writer" && document.querySelector("#model-switch").value === "a"`),
+		poll(`!document.querySelector("#model-switch").disabled`))
+	run("screenshot", shot("11-markdown"))
+	run("switch the model", chromedp.SetValue("#model-switch", "b"),
+		chromedp.WaitVisible(`#log [data-kind="model_switched"]`))
+	run("switch the agent", chromedp.SetValue("#agent-switch", "helper"),
+		chromedp.WaitVisible(`#log [data-kind="agent_switched"]`), poll(`document.querySelector("#agent-switch").value === "helper"`))
+	waitIdle(t, srv)
+	if th := getThread(t, srv, "md"); th.State.Model != "b" || th.State.Agent != "helper" {
+		t.Fatalf("after the switches thread md runs %q as %q", th.State.Model, th.State.Agent)
+	}
+
+	// A command's output keeps its lines.
+	postMessage(t, srv, "ls", `{"text":"List the files"}`)
+	run("open ls", chromedp.Navigate(srv.URL()+"/#ls"),
+		poll(`[...document.querySelectorAll('#log [data-kind="subscription_event"] pre')].some(p => p.innerText.includes("alpha\nbeta\ngamma"))`))
+	if s := text(`#log details[data-kind="tool_call"] .mark`); s != "done" {
+		t.Fatalf("run_command's mark %q", s)
+	}
+	run("screenshot", shot("12-command-output"))
+
+	// A tool-side error ("error: ..." from get_time) is a failure.
+	postMessage(t, srv, "tz", `{"text":"Time on Mars?"}`)
+	run("open tz", chromedp.Navigate(srv.URL()+"/#tz"), chromedp.WaitVisible(`#log details[data-kind="tool_call"][data-state="failed"]`))
+	if s := text(`#log details[data-kind="tool_call"] .mark`); s != "failed" {
+		t.Fatalf("get_time's mark %q", s)
+	}
+
+	// A sleep woken early by a message is not an error; Stop and Close
+	// apply while it sleeps.
+	postMessage(t, srv, "nap", `{"text":"Take a nap"}`)
+	run("open nap", chromedp.Navigate(srv.URL()+"/#nap"), chromedp.WaitVisible(`#log details[data-kind="sleep"]`),
+		poll(`document.querySelector("#thread-status").textContent.startsWith("sleeping")`),
+		poll(`!document.querySelector("#stop").disabled && !document.querySelector("#close").disabled`))
+	run("wake it", chromedp.SendKeys("#composer-text", "Wake up"+kb.Enter), chromedp.WaitVisible(`#log details[data-kind="sleep"][data-state="woken"]`),
+		poll(`[...document.querySelectorAll('#log [data-kind="turn"]')].some(e => e.textContent.includes("Awake."))`))
+	if s, isErr := text(`#log details[data-kind="sleep"] .mark`), eval[bool](b, `document.querySelector('#log details[data-kind="sleep"]').classList.contains("error")`); s != "woken early" || isErr {
+		t.Fatalf("the sleep woken early is marked %q (error class %v)", s, isErr)
+	}
+	run("screenshot", shot("13-sleep-woken"))
+
+	// Views by their type: a diff as a diff, an unknown type as fields.
+	postMessage(t, srv, "views", `{"text":"Show views"}`)
+	run("open views", chromedp.Navigate(srv.URL()+"/#views"), chromedp.WaitVisible(`#views [data-view="diff"] .diff .add`),
+		chromedp.WaitVisible(`#views [data-view="tasks"] table`))
+	if s := text(`#views [data-view="diff"] .diff .path`); s != "x.go" {
+		t.Fatalf("diff view's file %q", s)
+	}
+	if n := eval[int](b, `document.querySelectorAll('#views [data-view="tasks"] tbody tr').length`); n != 2 {
+		t.Fatalf("tasks view has %d rows", n)
+	}
+	if s := text(`#views`); strings.Contains(s, "{") || strings.Contains(s, `"`) {
+		t.Fatalf("views shown as JSON: %q", s)
+	}
+	run("screenshot", shot("14-views"))
+
+	// The search box keeps the matching threads.
+	run("search", chromedp.SendKeys("#thread-search", "na"),
+		poll(`[...document.querySelectorAll("#tree > li[data-thread]")].filter(li => !li.hidden).map(li => li.dataset.thread).join() === "nap"`))
+	run("screenshot", shot("15-search"))
+
+	// Times and durations on hover, from the events' times (fed to the
+	// page's renderer, as a server that sends them would).
+	run("open a scratch thread", chromedp.Navigate(srv.URL()+"/#scratch"), chromedp.WaitVisible("#composer-text:not([disabled])"))
+	title := eval[string](b, `(() => {
+		render.message({id: "scratch#0", thread_id: "scratch", kind: "message", text: "hi", time: "2026-01-02T03:04:00Z"});
+		render.tool_call({id: "scratch#1", thread_id: "scratch", kind: "tool_call", call_id: "c1", tool: "probe", args: "{}", time: "2026-01-02T03:04:05Z"});
+		render.tool_result({id: "scratch#2", thread_id: "scratch", kind: "tool_result", call_id: "c1", tool: "probe", text: "ok", time: "2026-01-02T03:04:07.500Z"});
+		return document.querySelector('#log details[data-call="c1"]').title; })()`)
+	if !strings.Contains(title, "took 2.5 s") {
+		t.Fatalf("the tool call's hover text %q, want its duration", title)
+	}
+	if n := eval[int](b, `document.querySelectorAll('#log [data-kind="message"] .who time').length`); n != 1 {
+		t.Fatalf("the message shows %d times", n)
+	}
+	if n := eval[int](b, `(() => { render.turn({id: "scratch#3", kind: "turn", text: "no time"}); return document.querySelectorAll('#log [data-kind="turn"][title]').length; })()`); n != 0 {
+		t.Fatalf("an event without a time has a hover time (%d)", n)
+	}
+
+	run("phone width", chromedp.EmulateViewport(390, 844), chromedp.Navigate(srv.URL()+"/#md"), chromedp.WaitVisible(`#log [data-kind="turn"] .text.rendered`),
+		poll(sendFits), shot("16-phone-markdown"))
 	t.Logf("screenshots in %s", b.dir)
 }

@@ -263,8 +263,11 @@ async function refreshThread() {
   let th;
   try {
     th = await api("GET", "/threads/" + encodeURIComponent(id));
-  } catch (e) {
-    th = { status: "new" };
+  } catch (e) { // no history yet (404): new, unless its stream says more
+    if (id !== state.thread) return;
+    if (state.status === "" || state.status === "new") showState({ status: "new" });
+    fillSwitches({});
+    return;
   }
   if (id !== state.thread) return;
   if (th.title) {
@@ -317,12 +320,20 @@ function renderUsage() {
   $("usage").textContent = u.total || u.input || u.output ? `tokens: ${u.input} in, ${u.output} out` : "";
 }
 
+// scroller is what scrolls the conversation: the log, or at phone width
+// the page.
+function scroller() {
+  const log = $("log");
+  return getComputedStyle(log).overflowY === "visible" ? document.scrollingElement : log;
+}
+
 function add(li) {
   const log = $("log");
-  const stick = log.scrollHeight - log.scrollTop - log.clientHeight < 60;
+  const sc = scroller();
+  const stick = sc.scrollHeight - sc.scrollTop - sc.clientHeight < 60;
   if (state.streaming && state.streaming.li.isConnected) log.insertBefore(li, state.streaming.li);
   else log.append(li);
-  if (stick) log.scrollTop = log.scrollHeight;
+  if (stick) sc.scrollTop = sc.scrollHeight;
   return li;
 }
 
@@ -426,8 +437,8 @@ const render = {
     if (ev.index === 0 || !ev.index) s.text = "";
     s.text += ev.text;
     s.li.lastChild.textContent = s.text;
-    const log = $("log");
-    log.scrollTop = log.scrollHeight;
+    const sc = scroller();
+    sc.scrollTop = sc.scrollHeight;
   },
   turn(ev) {
     endStreaming();
@@ -610,6 +621,7 @@ $("new-thread").addEventListener("submit", (e) => {
   if (state.agents.length) state.newAgent[id] = $("new-thread-agent").value;
   select(id);
   $("new-thread-id").value = "";
+  $("new-thread-agent").value = state.defaultAgent;
   $("composer-text").focus();
 });
 
