@@ -415,7 +415,7 @@ func TestConsoleItemsInBrowser(t *testing.T) {
 	// A command's output keeps its lines.
 	postMessage(t, srv, "ls", `{"text":"List the files"}`)
 	run("open ls", chromedp.Navigate(srv.URL()+"/#ls"),
-		poll(`[...document.querySelectorAll('#log [data-kind="subscription_event"] pre')].some(p => p.innerText.includes("alpha\nbeta\ngamma"))`))
+		poll(`[...document.querySelectorAll('#log [data-kind="subscription_event"]')].some(li => li.innerText.includes("alpha\nbeta\ngamma"))`))
 	if s := text(`#log details[data-kind="tool_call"] .mark`); s != "done" {
 		t.Fatalf("run_command's mark %q", s)
 	}
