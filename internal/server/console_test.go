@@ -283,9 +283,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	run("send another message", chromedp.SendKeys("#composer-text", "One more thing"), chromedp.Click("#send"))
 	g.waitStarted(t)
 	run("stop it", chromedp.WaitVisible(`#log li[data-kind="streaming"]`), poll(`!document.querySelector("#stop").disabled`), chromedp.Click("#stop"),
-		chromedp.WaitVisible(`#log [data-kind="stopped"]`), chromedp.WaitVisible(`#log .sys.error`))
-	if s := text(`#log .sys.error`); !strings.Contains(s, "stopped by the user") {
-		t.Fatalf("error line %q", s)
+		chromedp.WaitVisible(`#log [data-kind="stopped"]`), chromedp.WaitVisible(`#log [data-kind="error"]`))
+	if s := text(`#log [data-kind="error"]`); !strings.Contains(s, "reply was stopped") || eval[int](b, `document.querySelectorAll("#log .sys.error").length`) != 0 {
+		t.Fatalf("the stopped reply is shown as %q, or as an error", s)
 	}
 	waitIdle(t, srv)
 	run("see it idle", poll(`document.querySelector("#thread-status").textContent === "idle"`))

@@ -513,7 +513,12 @@ const render = {
     showState(ev.state, ev.id.endsWith(".run"));
     treeStatus(ev.thread_id, ev.state.status);
   },
-  error(ev) { endStreaming(); sys("error: " + ev.text, ev, true); },
+  error(ev) {
+    endStreaming();
+    // A reply the user stopped is no failure: the stop is theirs.
+    if (/stopped by the user$/.test(ev.text || "")) sys("the reply was stopped", ev);
+    else sys("error: " + ev.text, ev, true);
+  },
   dead_letter(ev) {
     add(el("li", { class: "dead-card", "data-id": ev.id, "data-kind": ev.kind },
       el("strong", { text: "Dead letter " }), (ev.message ? ev.message.id + ": " : "") + ev.text));
