@@ -26,6 +26,8 @@ import (
 //	GET  /events                 Server-Sent Events of every thread
 //	GET  /dead_letters           messages the system gave up on, one per message ID
 //	GET  /healthz                liveness and counters
+//	GET  /agents, GET /models    what a person may pick from (catalogs.go)
+//	POST /markdown               the console's markdown, rendered and sanitized (markdown.go)
 //	the human-in-the-loop endpoints (hitl.go) and the console at / (console.go)
 //	POST /rap/callback           the RAP callback receiver (signed URLs)
 //	     /tools/{name}/...       the in-process tool servers
@@ -46,6 +48,9 @@ func (s *Server) routes() http.Handler {
 	}})
 	mux.Handle("/dead_letters", methods{http.MethodGet: s.deadLetters})
 	mux.Handle("/healthz", methods{http.MethodGet: s.healthz})
+	mux.Handle("/agents", methods{http.MethodGet: s.listAgents})
+	mux.Handle("/models", methods{http.MethodGet: s.listModels})
+	mux.Handle("/markdown", methods{http.MethodPost: s.renderMarkdown})
 	mux.Handle(CallbackPath, s.callbacks())
 	for _, m := range s.services {
 		mux.Handle(ToolsPrefix+m.name+"/", m.svc)

@@ -7,10 +7,11 @@ import (
 )
 
 // consoleFiles are the web console's assets: a dependency-free page, its
-// style sheet and its script, embedded in the binary (no Node, no build
-// step, nothing fetched from elsewhere).
+// style sheet and its two scripts (render.js draws events, console.js
+// runs the page), embedded in the binary (no Node, no build step, nothing
+// fetched from elsewhere; markdown is rendered by the server, markdown.go).
 //
-//go:embed console/index.html console/console.css console/console.js
+//go:embed console/index.html console/console.css console/render.js console/console.js
 var consoleFiles embed.FS
 
 // consolePrefix is where the console's assets are served; the page itself

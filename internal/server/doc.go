@@ -23,7 +23,9 @@
 //     messages through the engine, after cancelling the completion in
 //     flight), switch a thread's model;
 //   - the bearer token and the read timeout (auth.go), and the web console
-//     (console.go, console/: embedded, dependency-free).
+//     (console.go, console/: embedded, no build step) with what it reads
+//     besides the API: the agents and models to pick from (catalogs.go) and
+//     the model's markdown as sanitized HTML (markdown.go).
 //
 // The package must not change how slices run: it only calls the exported API
 // of internal/local, internal/rap and internal/mcp. Everything it starts has

@@ -1,30 +1,32 @@
 // The agentslice console: one client of the server's HTTP API and event
-// streams (see the README's "Events" table). No dependencies, no build.
+// streams (see the README's "Events" table). No dependencies, no build;
+// render.js holds how events are drawn.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 const state = {
   token: sessionStorage.getItem("agentslice-token") || "",
   thread: "",       // the selected thread
+  status: "",       // its status ("new" before its first commit)
   stream: null,     // its EventSource
   global: null,     // EventSource of every thread (refreshes the tree)
   usage: { input: 0, output: 0, total: 0 },
   streaming: null,  // {completion, li, text}
   calls: new Map(), // call_id → the <details> of a tool call
+  sends: new Map(), // message ID → the <li> of a message sent, not yet committed
+  agents: [],       // GET /agents
+  defaultAgent: "",
+  models: [],       // GET /models
+  defaultModel: "",
+  newAgent: {},     // thread → the agent picked when it was started
+  cursor: "",       // the tree's next page, when the server pages
+  stateEvents: 0,   // "state" events seen: a slower GET does not undo them
   treeTimer: 0,
 };
 
-function el(tag, attrs, ...kids) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (k === "class") e.className = v;
-    else if (k === "text") e.textContent = v;
-    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
-    else if (v !== undefined && v !== null && v !== false) e.setAttribute(k, v === true ? "" : v);
-  }
-  for (const k of kids) if (k !== null && k !== undefined) e.append(k);
-  return e;
-}
+// ACTIVE are the statuses with something to stop: a completion, a tool
+// call, a choice, a sleep.
+const ACTIVE = new Set(["running", "waiting_for_tool", "waiting_for_choice", "sleeping"]);
 
 async function api(method, path, body) {
   const headers = {};
@@ -50,32 +52,115 @@ function setConn(text, live) {
   c.classList.toggle("live", !!live);
 }
 
+function randomID(prefix) {
+  const b = new Uint8Array(12);
+  crypto.getRandomValues(b);
+  return prefix + [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+}
+
+function label(status) {
+  return (status || "").replaceAll("_", " ");
+}
+
+// ---- agents and models ----
+
+async function loadCatalogs() {
+  try {
+    const a = await api("GET", "/agents");
+    state.agents = a.agents || [];
+    state.defaultAgent = a.default || "";
+  } catch (e) { state.agents = []; }
+  try {
+    const m = await api("GET", "/models");
+    state.models = m.models || [];
+    state.defaultModel = m.default || "";
+  } catch (e) { state.models = []; }
+  const pick = $("new-thread-agent");
+  pick.replaceChildren(...state.agents.map((a) => el("option", { value: a.name, text: a.name + (a.name === state.defaultAgent ? " (default)" : "") })));
+  pick.value = state.defaultAgent;
+  $("new-thread-agent-row").hidden = state.agents.length === 0;
+  fillSwitches({});
+}
+
+// fillSwitches shows the thread's agent and model in the thread head's
+// pickers (a switch is offered when there is something to switch to).
+function fillSwitches(th) {
+  const st = (th && th.state) || {};
+  const agent = st.agent || (st.version > 0 ? state.defaultAgent : state.newAgent[state.thread] || state.defaultAgent);
+  const as = $("agent-switch");
+  as.replaceChildren(...state.agents.map((a) => el("option", { value: a.name, text: a.name })));
+  as.value = agent;
+  $("agent-switch-box").hidden = state.agents.length < 2 || !state.thread;
+  const agentModel = (state.agents.find((a) => a.name === agent) || {}).model;
+  const ms = $("model-switch");
+  ms.replaceChildren(...state.models.map((m) => el("option", { value: m.name, text: m.name })));
+  ms.value = st.model || agentModel || state.defaultModel;
+  $("model-switch-box").hidden = state.models.length < 2 || !state.thread;
+}
+
+// refreshSwitchesSoon reads the thread again once it exists (its agent
+// is bound at its first commit).
+let switchesTimer = 0;
+function refreshSwitchesSoon() {
+  if (switchesTimer) return;
+  switchesTimer = setTimeout(() => { switchesTimer = 0; refreshThread(); }, 200);
+}
+
 // ---- the thread tree ----
 
-async function loadTree() {
+function treeQuery(cursor) {
+  const p = new URLSearchParams({ limit: "100" });
+  const q = $("thread-search").value.trim();
+  if (q) p.set("q", q);
+  if (cursor) p.set("cursor", cursor);
+  return "/threads?" + p.toString();
+}
+
+async function loadTree(more) {
   let data;
   try {
-    data = await api("GET", "/threads");
+    data = await api("GET", treeQuery(more ? state.cursor : ""));
   } catch (e) {
     setConn(e.message);
     return;
   }
   const tree = $("tree");
-  tree.replaceChildren(...data.threads.map(node));
-  if (data.threads.length === 0) tree.append(el("li", { class: "sys", text: "no threads yet" }));
+  const nodes = data.threads.map(node);
+  if (more) tree.append(...nodes);
+  else tree.replaceChildren(...nodes);
+  state.cursor = data.next_cursor || "";
+  $("tree-more").hidden = !state.cursor;
+  filterTree();
   loadDead();
 }
 
 function node(n) {
-  const b = el("button", { type: "button", "aria-current": n.id === state.thread ? "true" : "false", onclick: () => select(n.id) },
-    el("span", { class: "id", text: n.id }), el("span", { class: "status " + n.status, text: label(n.status) }));
-  const li = el("li", { "data-thread": n.id }, b);
+  const title = n.title || n.id;
+  const b = el("button", { type: "button", title: n.title ? n.id : null, "aria-current": n.id === state.thread ? "true" : "false", onclick: () => select(n.id) },
+    el("span", { class: "id", text: title }),
+    n.agent ? el("span", { class: "agent", text: n.agent }) : null,
+    el("span", { class: "status " + n.status, title: n.reason || null, text: label(n.status) }));
+  const li = el("li", { "data-thread": n.id, "data-search": [n.id, n.title, n.agent].filter(Boolean).join(" ").toLowerCase() }, b);
   if (n.children && n.children.length) li.append(el("ul", {}, ...n.children.map(node)));
   return li;
 }
 
-function label(status) {
-  return (status || "").replaceAll("_", " ");
+// filterTree hides the threads that do not match the search box (a
+// thread stays when one of its children matches). The server narrows
+// the list with ?q= when it can; this works either way.
+function filterTree() {
+  const q = $("thread-search").value.trim().toLowerCase();
+  const tree = $("tree");
+  const walk = (li) => {
+    let shown = !q || li.dataset.search.includes(q);
+    for (const c of li.querySelectorAll(":scope > ul > li")) shown = walk(c) || shown;
+    li.hidden = !shown;
+    return shown;
+  };
+  let any = false;
+  for (const li of tree.querySelectorAll(":scope > li[data-thread]")) any = walk(li) || any;
+  tree.querySelector(":scope > li.sys")?.remove();
+  if (!any) tree.append(el("li", { class: "sys", text: q ? "no thread matches" : "no threads yet" }));
 }
 
 // refreshTreeSoon reloads the tree within a second, at most once a second
@@ -85,14 +170,43 @@ function refreshTreeSoon() {
   state.treeTimer = setTimeout(() => { state.treeTimer = 0; loadTree(); }, 1000);
 }
 
+// treeStatus shows a thread's new status in the tree at once.
+function treeStatus(thread, status) {
+  const b = document.querySelector(`#tree li[data-thread="${CSS.escape(thread)}"] > button > .status`);
+  if (!b) return false;
+  b.className = "status " + status;
+  b.textContent = label(status);
+  return true;
+}
+
 async function loadDead() {
-  try {
-    const data = await api("GET", "/dead_letters");
-    const list = $("dead");
-    list.replaceChildren(...data.dead_letters.slice(-50).reverse().map((d) =>
-      el("li", {}, el("strong", { text: d.message.thread_id + ": " }), d.reason + (d.times > 1 ? " (" + d.times + "×)" : ""))));
-    if (data.dead_letters.length === 0) list.append(el("li", { class: "sys", text: "none" }));
-  } catch (e) { /* shown by the tree */ }
+  let data;
+  try { data = await api("GET", "/dead_letters"); } catch (e) { return; } // shown by the tree
+  const list = $("dead");
+  list.replaceChildren(...data.dead_letters.slice(-50).reverse().map(deadEntry));
+  if (data.dead_letters.length === 0) list.append(el("li", { class: "sys", text: "none" }));
+}
+
+function deadEntry(d) {
+  const m = d.message;
+  const li = el("li", { class: d.resolved ? "resolved" : "", title: d.at ? new Date(d.at).toLocaleString() : null },
+    el("strong", { text: m.thread_id + ": " }), d.reason + (d.times > 1 ? " (" + d.times + "×)" : ""));
+  if (d.resolved) {
+    li.append(el("span", { class: "sys", text: " resolved" }));
+    return li;
+  }
+  const act = (method, suffix, what) => async () => {
+    try {
+      await api(method, "/dead_letters/" + encodeURIComponent(m.id) + suffix);
+      loadDead();
+    } catch (e) {
+      li.append(el("div", { class: "sys error", text: what + " failed: " + e.message }));
+    }
+  };
+  li.append(el("div", { class: "row" },
+    el("button", { type: "button", onclick: act("POST", "/redrive", "redrive") }, "Redrive"),
+    el("button", { type: "button", onclick: act("DELETE", "", "delete") }, "Delete")));
+  return li;
 }
 
 function watchAll() {
@@ -101,7 +215,11 @@ function watchAll() {
   es.onopen = () => setConn("live", true);
   // An "error" event from the server has data; a lost connection has none.
   es.onerror = (e) => { if (!e.data) setConn("reconnecting…"); };
-  for (const k of ["state", "dead_letter", "error"]) es.addEventListener(k, refreshTreeSoon);
+  es.addEventListener("state", (m) => {
+    const ev = m.data && JSON.parse(m.data);
+    if (!ev || !ev.state || !treeStatus(ev.thread_id, ev.state.status)) refreshTreeSoon();
+  });
+  for (const k of ["dead_letter", "error"]) es.addEventListener(k, refreshTreeSoon);
   state.global = es;
 }
 
@@ -114,12 +232,13 @@ function select(id) {
   state.usage = { input: 0, output: 0, total: 0 };
   state.streaming = null;
   state.calls = new Map();
+  state.sends = new Map();
   $("thread-title").textContent = id;
+  $("thread-title").title = "";
   $("log").replaceChildren();
   $("views").replaceChildren();
   $("views").hidden = true;
-  for (const b of ["stop", "close", "send"]) $(b).disabled = false;
-  $("composer-text").disabled = false;
+  showState({ status: "" });
   renderUsage();
   for (const b of document.querySelectorAll("#tree button")) {
     b.setAttribute("aria-current", b.parentElement.dataset.thread === id ? "true" : "false");
@@ -132,8 +251,7 @@ function select(id) {
   for (const kind of Object.keys(render)) {
     es.addEventListener(kind, (m) => {
       if (state.stream !== es || !m.data) return; // a lost connection also fires "error"
-      const ev = JSON.parse(m.data);
-      render[kind](ev);
+      render[kind](JSON.parse(m.data));
     });
   }
   state.stream = es;
@@ -141,30 +259,60 @@ function select(id) {
 
 async function refreshThread() {
   const id = state.thread;
+  const seen = state.stateEvents;
+  let th;
   try {
-    const th = await api("GET", "/threads/" + encodeURIComponent(id));
-    if (id === state.thread) showState({ status: th.status, until: th.until, pending: th.state && th.state.pending, subscriptions: th.state && th.state.subscriptions });
-  } catch (e) {
-    if (id === state.thread) showState({ status: "new" });
+    th = await api("GET", "/threads/" + encodeURIComponent(id));
+  } catch (e) { // no history yet (404): new, unless its stream says more
+    if (id !== state.thread) return;
+    if (state.status === "" || state.status === "new") showState({ status: "new" });
+    fillSwitches({});
+    return;
   }
+  if (id !== state.thread) return;
+  if (th.title) {
+    $("thread-title").textContent = th.title;
+    $("thread-title").title = id;
+  }
+  if (state.stateEvents === seen) { // else the stream told a newer status meanwhile
+    showState({ status: th.status, reason: th.reason || (th.state && th.state.reason), until: th.until,
+      pending: th.state && th.state.pending, subscriptions: th.state && th.state.subscriptions });
+  }
+  fillSwitches(th);
 }
 
-function showState(st) {
+// showState shows the thread's status; partial (a slice started) leaves
+// the pending call and subscriptions as they are.
+function showState(st, partial) {
+  const was = state.status;
+  state.status = st.status || "";
   const s = $("thread-status");
-  s.className = "status " + st.status;
-  s.textContent = label(st.status) + (st.status === "sleeping" && st.until ? " until " + new Date(st.until).toLocaleString() : "");
-  const closed = st.status === "closed";
-  $("close").disabled = closed;
-  $("stop").disabled = closed;
-  $("send").disabled = closed;
-  $("composer-text").disabled = closed;
+  s.className = "status " + state.status;
+  s.title = st.reason || "";
+  s.textContent = label(state.status) + (state.status === "sleeping" && st.until ? " until " + new Date(st.until).toLocaleString() : "");
+  const active = ACTIVE.has(state.status);
+  $("stop").disabled = !active;
+  $("close").disabled = !active;
+  $("composer-text").disabled = !state.thread || state.status === "closed";
+  updateSend();
+  const exists = state.status && state.status !== "new";
+  $("agent-switch").disabled = !exists || state.status === "closed";
+  $("model-switch").disabled = !exists || state.status === "closed";
+  if (exists && (was === "new" || was === "")) refreshSwitchesSoon();
+  if (partial) return;
   const p = $("pending");
   const parts = [];
-  if (st.pending) parts.push(el("div", {}, el("strong", { text: st.status === "sleeping" ? "Sleeping: " : "Waiting for: " }),
+  if (st.reason && state.status === "failed") parts.push(el("div", { class: "error" }, el("strong", { text: "Failed: " }), st.reason));
+  if (st.pending) parts.push(el("div", {}, el("strong", { text: state.status === "sleeping" ? "Sleeping: " : "Waiting for: " }),
     st.pending.name + " " + (st.pending.args || "")));
   for (const sub of st.subscriptions || []) parts.push(el("div", {}, el("strong", { text: "Subscribed: " }), sub.tool + " " + (sub.args || "")));
   p.replaceChildren(...parts);
   p.hidden = parts.length === 0;
+}
+
+function updateSend() {
+  const box = $("composer-text");
+  $("send").disabled = box.disabled || !box.value.trim();
 }
 
 function renderUsage() {
@@ -172,21 +320,31 @@ function renderUsage() {
   $("usage").textContent = u.total || u.input || u.output ? `tokens: ${u.input} in, ${u.output} out` : "";
 }
 
+// scroller is what scrolls the conversation: the log, or at phone width
+// the page.
+function scroller() {
+  const log = $("log");
+  return getComputedStyle(log).overflowY === "visible" ? document.scrollingElement : log;
+}
+
 function add(li) {
   const log = $("log");
-  const stick = log.scrollHeight - log.scrollTop - log.clientHeight < 60;
+  const sc = scroller();
+  const stick = sc.scrollHeight - sc.scrollTop - sc.clientHeight < 60;
   if (state.streaming && state.streaming.li.isConnected) log.insertBefore(li, state.streaming.li);
   else log.append(li);
-  if (stick) log.scrollTop = log.scrollHeight;
+  if (stick) sc.scrollTop = sc.scrollHeight;
   return li;
 }
 
-function bubble(cls, who, text, ev) {
-  return add(el("li", { class: "msg " + cls, "data-id": ev && ev.id, "data-kind": ev && ev.kind }, el("span", { class: "who", text: who }), text));
+function bubble(cls, who, ev) {
+  return add(el("li", { class: "msg " + cls, "data-id": ev && ev.id, "data-kind": ev && ev.kind }, el("span", { class: "who", text: who })));
 }
 
 function sys(text, ev, error) {
-  return add(el("li", { class: "sys" + (error ? " error" : ""), "data-id": ev && ev.id, "data-kind": ev && ev.kind, text }));
+  const li = add(el("li", { class: "sys" + (error ? " error" : ""), "data-id": ev && ev.id, "data-kind": ev && ev.kind, text }));
+  stamp(li, ev);
+  return li;
 }
 
 function endStreaming() {
@@ -195,45 +353,29 @@ function endStreaming() {
 }
 
 function toolCall(ev, title) {
-  const d = el("details", { class: "tool", "data-id": ev.id, "data-kind": ev.kind, "data-call": ev.call_id },
-    el("summary", { text: title }), el("pre", { class: "args", text: pretty(ev.args) }));
+  const mark = el("span", { class: "mark", text: ev.kind === "sleep" ? "sleeping…" : "running…" });
+  const d = el("details", { class: "tool", "data-id": ev.id, "data-kind": ev.kind, "data-call": ev.call_id, "data-state": "pending" },
+    el("summary", {}, el("span", { class: "name", text: title }), mark), el("pre", { class: "args", text: pretty(ev.args) }));
   state.calls.set(ev.call_id, d);
-  return add(el("li", {}, d));
+  const li = add(el("li", {}, d));
+  stamp(d, ev);
+  return li;
 }
 
-function pretty(s) {
-  try { return JSON.stringify(JSON.parse(s), null, 2); } catch (e) { return s || ""; }
-}
-
-function resultBody(ev) {
-  const box = el("div", { class: "result", "data-id": ev.id, "data-kind": ev.kind });
-  const display = (ev.display || []).filter((d) => ["text", "diff", "image"].includes(d.type));
-  if (display.length) {
-    for (const d of display) box.append(segment(d));
-  } else if (ev.content && ev.content.length) {
-    for (const c of ev.content) box.append(c.type === "image" ? image(c.mediaType, c.data) : el("pre", { text: c.text || "" }));
-  } else {
-    box.append(el("pre", { text: ev.text || "" }));
+// output appends a subscription's event to its block: the events of one
+// call in a row (a command's output) read as one text.
+function output(ev, heading) {
+  const log = $("log");
+  const last = state.streaming && state.streaming.li.isConnected ? state.streaming.li.previousElementSibling : log.lastElementChild;
+  const text = resultText(ev);
+  if (last && last.dataset.kind === ev.kind && last.dataset.call === (ev.call_id || "") && last.dataset.heading === heading) {
+    last.querySelector("pre").textContent += text;
+    last.dataset.id += " " + ev.id;
+    return;
   }
-  return box;
-}
-
-function segment(d) {
-  if (d.type === "diff") {
-    const pre = el("pre");
-    for (const line of (d.patch || "").split("\n")) {
-      const cls = line.startsWith("@@") ? "hunk" : line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : "";
-      pre.append(el("span", { class: cls, text: line + "\n" }));
-    }
-    return el("div", { class: "diff" }, el("div", { class: "path", text: d.path || "" }), pre);
-  }
-  if (d.type === "image") return image(d.mediaType, d.data);
-  return el("pre", { text: d.text || "" });
-}
-
-function image(mediaType, data) {
-  if (!/^image\/[a-z0-9.+-]+$/i.test(mediaType || "")) return el("pre", { text: "(an attachment of type " + mediaType + ")" });
-  return el("img", { class: "result", alt: "image from the tool", src: "data:" + mediaType + ";base64," + data });
+  const li = add(el("li", { class: "event", "data-id": ev.id, "data-kind": ev.kind, "data-call": ev.call_id || "", "data-heading": heading },
+    el("span", { class: "who", text: heading }), el("pre", { class: "out", text })));
+  stamp(li, ev);
 }
 
 function choiceCard(ev) {
@@ -241,11 +383,12 @@ function choiceCard(ev) {
   const card = el("div", { class: "choice", role: "group", "aria-label": "A choice to make" }, el("strong", { text: c.prompt }));
   const opts = el("div", { class: "options" });
   c.choices.forEach((text, i) => {
-    opts.append(el("button", { type: "button", class: i === c.default ? "primary" : "", onclick: async (e) => {
+    opts.append(el("button", { type: "button", class: i === c.default ? "primary" : "", onclick: async () => {
       for (const b of opts.querySelectorAll("button")) b.disabled = true;
       try {
         await api("POST", "/threads/" + encodeURIComponent(ev.thread_id) + "/choices/" + encodeURIComponent(c.call_id), { selected: i });
-        opts.replaceWith(el("div", { class: "sys", text: "You chose: " + text }));
+        try { localStorage.setItem(choiceKey(ev.thread_id, c.call_id), text); } catch (e) { /* private mode */ }
+        opts.replaceWith(el("div", { class: "answer", text: "You chose: " + text }));
       } catch (err) {
         for (const b of opts.querySelectorAll("button")) b.disabled = false;
         card.append(el("div", { class: "sys error", text: err.message }));
@@ -256,28 +399,56 @@ function choiceCard(ev) {
   return card;
 }
 
+// answeredCard shows a choice that is no longer waiting: its prompt, the
+// options, and the answer when known.
+function answeredCard(ev) {
+  const c = choiceFromText(ev.text);
+  if (!c) return el("div", { class: "sys", text: ev.text });
+  const answer = answeredChoice(ev, c);
+  return el("div", { class: "choice answered", role: "group", "aria-label": "A choice made" }, el("strong", { text: c.prompt }),
+    el("ul", { class: "options" }, ...c.choices.map((t) => el("li", { class: t === answer ? "chosen" : "", text: t }))),
+    el("div", { class: "answer", text: answer ? "You chose: " + answer : "answered (the answer is not recorded here)" }));
+}
+
 // render has one function per event kind of the README's table.
 const render = {
-  message(ev) { bubble("user", "you", ev.text, ev); },
+  message(ev) {
+    const pending = ev.input && state.sends.get(ev.input);
+    if (pending) { // the message this page sent, now committed: it keeps its place
+      state.sends.delete(ev.input);
+      pending.classList.remove("pending");
+      pending.dataset.id = ev.id;
+      pending.querySelector(".who").textContent = "you";
+      stamp(pending, ev);
+      return;
+    }
+    const li = bubble("user", "you", ev);
+    li.append(el("div", { class: "text", text: ev.text }));
+    stamp(li, ev);
+  },
   delta(ev) {
     let s = state.streaming;
     if (!s || s.completion !== ev.completion_id || !s.li.isConnected) {
       if (s) s.li.remove();
-      const li = el("li", { class: "msg assistant streaming", "data-kind": "streaming" }, el("span", { class: "who", text: "agent (typing)" }), "");
+      const li = el("li", { class: "msg assistant streaming", "data-kind": "streaming" }, el("span", { class: "who", text: "agent (typing)" }), el("div", { class: "text" }));
       $("log").append(li);
       s = state.streaming = { completion: ev.completion_id, li, text: "" };
     }
     if (ev.index === 0 || !ev.index) s.text = "";
     s.text += ev.text;
     s.li.lastChild.textContent = s.text;
-    const log = $("log");
-    log.scrollTop = log.scrollHeight;
+    const sc = scroller();
+    sc.scrollTop = sc.scrollHeight;
   },
   turn(ev) {
     endStreaming();
     if (!ev.text && !ev.reasoning) return;
-    const li = bubble("assistant", "agent", ev.text, ev);
-    if (ev.reasoning) li.prepend(el("details", {}, el("summary", { text: "reasoning" }), el("pre", { text: ev.reasoning })));
+    const li = bubble("assistant", "agent", ev);
+    if (ev.reasoning) li.append(el("details", { class: "reasoning" }, el("summary", { text: "reasoning" }), el("pre", { class: "out", text: ev.reasoning })));
+    const body = el("div", { class: "text" });
+    li.append(body);
+    markdownInto(body, ev.text || "");
+    stamp(li, ev);
   },
   usage(ev) {
     const u = ev.usage || {};
@@ -290,28 +461,37 @@ const render = {
   tool_result(ev) {
     const d = state.calls.get(ev.call_id);
     const body = resultBody(ev);
+    const o = outcome(ev);
     if (d) {
       d.append(body);
-      d.classList.toggle("error", !!ev.is_error);
-      d.querySelector("summary").textContent += ev.is_error ? "  → error" : "  → done";
-      if ((ev.display || []).length) d.open = true;
+      d.dataset.state = o.state;
+      d.classList.toggle("error", o.state === "failed");
+      d.querySelector(".mark").textContent = o.label;
+      if ((ev.display || []).length || o.state === "failed") d.open = true;
+      stamp(d, ev, d.dataset.time ? new Date(d.dataset.time) : null);
     } else {
-      add(el("li", {}, el("details", { class: "tool", open: true }, el("summary", { text: (ev.tool || "tool") + " result" }), body)));
+      const orphan = el("details", { class: "tool" + (o.state === "failed" ? " error" : ""), open: true, "data-state": o.state },
+        el("summary", {}, el("span", { class: "name", text: (ev.tool || "tool") + " result" }), el("span", { class: "mark", text: o.label })), body);
+      add(el("li", {}, orphan));
+      stamp(orphan, ev);
     }
   },
-  sleep(ev) { endStreaming(); toolCall(ev, "sleeping: " + ev.tool + " " + short(ev.args)); },
+  sleep(ev) { endStreaming(); toolCall(ev, ev.tool + " " + short(ev.args)); },
   wake(ev) { render.tool_result(ev); },
   child_spawned(ev) {
     render.tool_result(ev);
     add(el("li", { class: "sys", "data-id": ev.id, "data-kind": ev.kind }, "spawned ",
       el("a", { href: "#" + encodeURIComponent(ev.child), text: ev.child })));
   },
-  child_report(ev) { sys("report from " + ev.child + ": " + ev.text, ev); },
-  subscription_event(ev) { sys("event" + (ev.tool ? " from " + ev.tool : "") + (ev.child ? " (handed to " + ev.child + ")" : "") + ": " + ev.text, ev); },
-  late_result(ev) { sys("late result of " + ev.tool + ": " + ev.text, ev); },
+  child_report(ev) { output(ev, "report from " + ev.child); },
+  subscription_event(ev) {
+    output(ev, (ev.tool ? "output of " + ev.tool : "event") + (ev.child ? " (handed to " + ev.child + ")" : ""));
+  },
+  late_result(ev) { output(ev, "late result of " + ev.tool); },
   user_choice(ev) {
     const li = add(el("li", { "data-id": ev.id, "data-kind": ev.kind }));
-    li.append(ev.choice ? choiceCard(ev) : el("div", { class: "sys", text: ev.text }));
+    li.append(ev.choice ? choiceCard(ev) : answeredCard(ev));
+    stamp(li, ev);
   },
   oauth(ev) {
     const url = (ev.text.match(/https?:\/\/\S+/) || [""])[0];
@@ -320,22 +500,25 @@ const render = {
   },
   stopped(ev) { endStreaming(); sys(ev.text, ev); },
   closed(ev) { endStreaming(); sys(ev.text, ev); },
+  model_switched(ev) { sys(ev.text, ev); refreshThread(); },
+  agent_switched(ev) { sys(ev.text, ev); refreshThread(); },
   compaction(ev) {
-    add(el("li", { class: "sys", "data-id": ev.id, "data-kind": ev.kind }, el("details", {}, el("summary", { text: "earlier history was summarised" }), el("pre", { text: ev.text }))));
+    add(el("li", { class: "sys", "data-id": ev.id, "data-kind": ev.kind }, el("details", {}, el("summary", { text: "earlier history was summarised" }), el("pre", { class: "out", text: ev.text }))));
   },
   continue(ev) { /* a slice continued in the next one: nothing to show */ },
   marker(ev) { if (ev.text) sys(ev.text, ev); },
   state(ev) {
     if (!ev.state) return;
-    if (ev.id.endsWith(".run")) { // a slice started: the rest is unchanged
-      const s = $("thread-status");
-      s.className = "status running";
-      s.textContent = "running";
-      return;
-    }
-    showState(ev.state);
+    state.stateEvents++;
+    showState(ev.state, ev.id.endsWith(".run"));
+    treeStatus(ev.thread_id, ev.state.status);
   },
-  error(ev) { endStreaming(); sys("error: " + ev.text, ev, true); },
+  error(ev) {
+    endStreaming();
+    // A reply the user stopped is no failure: the stop is theirs.
+    if (/stopped by the user$/.test(ev.text || "")) sys("the reply was stopped", ev);
+    else sys("error: " + ev.text, ev, true);
+  },
   dead_letter(ev) {
     add(el("li", { class: "dead-card", "data-id": ev.id, "data-kind": ev.kind },
       el("strong", { text: "Dead letter " }), (ev.message ? ev.message.id + ": " : "") + ev.text));
@@ -345,11 +528,16 @@ const render = {
     try { v = JSON.parse(ev.text); } catch (e) { return; }
     const views = $("views");
     let box = views.querySelector(`[data-view="${CSS.escape(v.view_type)}"]`);
+    if (emptyView(v.content)) { // the tool cleared it
+      if (box) box.remove();
+      views.hidden = !views.firstChild;
+      return;
+    }
     if (!box) {
-      box = el("div", { "data-view": v.view_type });
+      box = el("details", { "data-view": v.view_type, open: true });
       views.append(box);
     }
-    box.replaceChildren(el("strong", { text: "View " + v.view_type }), el("pre", { text: JSON.stringify(v.content, null, 2) }));
+    box.replaceChildren(el("summary", { text: "View: " + v.view_type }), el("div", { class: "view-body" }, viewBody(v.view_type, v.content)));
     views.hidden = false;
   },
   reset(ev) {
@@ -359,27 +547,36 @@ const render = {
   },
 };
 
-function short(args) {
-  const s = (args || "").replace(/\s+/g, " ");
-  return s.length > 80 ? s.slice(0, 77) + "…" : s;
-}
-
 // ---- actions ----
 
 $("composer").addEventListener("submit", async (e) => {
   e.preventDefault();
   const box = $("composer-text");
   const text = box.value.trim();
-  if (!text || !state.thread) return;
-  $("send").disabled = true;
+  if (!text || !state.thread || box.disabled) return;
+  const thread = state.thread;
+  const id = randomID("msg_");
+  const body = { text, id };
+  if (state.status === "new" && state.newAgent[thread]) body.agent = state.newAgent[thread];
+  // The message shows at once; its committed event (input = id) takes
+  // its place when the slice commits it.
+  const li = bubble("user pending", "you (sending)", { kind: "message" });
+  li.append(el("div", { class: "text", text }));
+  state.sends.set(id, li);
+  box.value = "";
+  updateSend();
   try {
-    await api("POST", "/threads/" + encodeURIComponent(state.thread) + "/messages", { text });
-    box.value = "";
+    await api("POST", "/threads/" + encodeURIComponent(thread) + "/messages", body);
+    if (li.classList.contains("pending")) li.querySelector(".who").textContent = "you (queued)";
     refreshTreeSoon();
+    if (state.status === "new") refreshThread();
   } catch (err) {
-    sys("not sent: " + err.message, null, true);
+    state.sends.delete(id);
+    li.classList.add("failed");
+    li.querySelector(".who").textContent = "you (not sent: " + err.message + ")";
+    if (!box.value) box.value = text;
+    updateSend();
   } finally {
-    $("send").disabled = false;
     box.focus();
   }
 });
@@ -390,6 +587,7 @@ $("composer-text").addEventListener("keydown", (e) => {
     $("composer").requestSubmit();
   }
 });
+$("composer-text").addEventListener("input", updateSend);
 
 for (const action of ["stop", "close"]) {
   $(action).addEventListener("click", async () => {
@@ -410,15 +608,35 @@ for (const action of ["stop", "close"]) {
   });
 }
 
+for (const [what, sel] of [["agent", "agent-switch"], ["model", "model-switch"]]) {
+  $(sel).addEventListener("change", async () => {
+    const v = $(sel).value;
+    try {
+      await api("POST", "/threads/" + encodeURIComponent(state.thread) + "/" + what, { [what]: v });
+    } catch (err) {
+      sys(what + " switch failed: " + err.message, null, true);
+      refreshThread();
+    }
+  });
+}
+
 $("new-thread").addEventListener("submit", (e) => {
   e.preventDefault();
-  const id = $("new-thread-id").value.trim();
-  if (id) {
-    select(id);
-    $("new-thread-id").value = "";
-    $("composer-text").focus();
-  }
+  const id = $("new-thread-id").value.trim() || randomID("t-").slice(0, 14);
+  if (state.agents.length) state.newAgent[id] = $("new-thread-agent").value;
+  select(id);
+  $("new-thread-id").value = "";
+  $("new-thread-agent").value = state.defaultAgent;
+  $("composer-text").focus();
 });
+
+let searchTimer = 0;
+$("thread-search").addEventListener("input", () => {
+  filterTree(); // at once, on what is shown
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(() => loadTree(), 300); // then the server's answer
+});
+$("tree-more").addEventListener("click", () => loadTree(true));
 
 $("token-form").addEventListener("submit", (e) => {
   e.preventDefault();
@@ -433,9 +651,10 @@ window.addEventListener("hashchange", () => {
   if (id && id !== state.thread) select(id);
 });
 
-function start() {
+async function start() {
   loadTree();
   watchAll();
+  await loadCatalogs();
   const id = decodeURIComponent(location.hash.slice(1));
   if (id) select(id);
 }
