@@ -88,6 +88,18 @@ func TestCheck(t *testing.T) {
 		}, wantField: "CallbackPrincipals", wantIn: "PublicCallbacks"},
 		{name: "bad principal", edit: func(p *StackProps) { p.CallbackPrincipals = []string{"123456789012"} },
 			wantField: "CallbackPrincipals[0]", wantIn: "not an IAM principal ARN"},
+		{name: "receiver concurrency and alarm topic", edit: func(p *StackProps) {
+			p.ReceiverConcurrency, p.AlarmTopicARN = 1000, "arn:aws:sns:us-east-1:123456789012:ops"
+		}},
+		{name: "no receiver reservation", edit: func(p *StackProps) { p.PublicCallbacks, p.ReceiverConcurrency = true, NoReservedConcurrency }},
+		{name: "receiver concurrency too high", edit: func(p *StackProps) { p.ReceiverConcurrency = 1001 },
+			wantField: "ReceiverConcurrency", wantIn: "1..1000"},
+		{name: "receiver concurrency negative", edit: func(p *StackProps) { p.ReceiverConcurrency = -2 },
+			wantField: "ReceiverConcurrency", wantIn: "1..1000"},
+		{name: "alarm topic not SNS", edit: func(p *StackProps) { p.AlarmTopicARN = "arn:aws:sqs:us-east-1:123456789012:q" },
+			wantField: "AlarmTopicARN", wantIn: "not an SNS topic ARN"},
+		{name: "alarm topic not an ARN", edit: func(p *StackProps) { p.AlarmTopicARN = "arn:" },
+			wantField: "AlarmTopicARN", wantIn: "not an SNS topic ARN"},
 		{name: "no bin dir", edit: func(p *StackProps) { p.BinDir = "" }, wantField: "BinDir", wantIn: "empty"},
 		{name: "missing bootstrap", edit: func(p *StackProps) { p.BinDir = t.TempDir() }, wantField: "BinDir", wantIn: "slicefn"},
 	}
