@@ -31,6 +31,7 @@ const (
 	ctxBudgetModels       = "budgetModels"        // catalog models the slice timeout is sized for: a list, or comma-separated; default all
 	ctxReceiverConc       = "receiverConcurrency" // the receiver's reserved concurrency: 1..1000, or -1 for none; default 20 with publicCallbacks, none otherwise
 	ctxAlarmTopicARN      = "alarmTopicArn"       // SNS topic the alarms notify; default none
+	ctxCallbackBaseURL    = "callbackBaseUrl"     // base of the signed callback URLs (a front such as CloudFront + WAF); default the receiver's Function URL
 )
 
 // Defaults of the context values.
@@ -188,6 +189,9 @@ func readConfig(get func(string) any, getenv func(string) string, readFile func(
 		return c, err
 	}
 	if p.AlarmTopicARN, err = str(ctxAlarmTopicARN, "", ""); err != nil {
+		return c, err
+	}
+	if p.CallbackBaseURL, err = str(ctxCallbackBaseURL, "", ""); err != nil {
 		return c, err
 	}
 	return c, nil

@@ -67,8 +67,12 @@ func TestReadConfig(t *testing.T) {
 			"sliceBatchSize": "5", "maxConcurrency": "20", "callbackPrincipals": "arn:aws:iam::1:root",
 			"retainData": "true", "budgetModels": "b, c",
 			"receiverConcurrency": "-1", "alarmTopicArn": "arn:aws:sns:us-east-1:1:ops",
+			"callbackBaseUrl": "https://d1.cloudfront.net/",
 		}, check: func(t *testing.T, c config) {
 			p := c.props
+			if p.CallbackBaseURL != "https://d1.cloudfront.net/" {
+				t.Errorf("CallbackBaseURL = %q", p.CallbackBaseURL)
+			}
 			if p.ReceiverConcurrency != stack.NoReservedConcurrency || p.AlarmTopicARN != "arn:aws:sns:us-east-1:1:ops" {
 				t.Errorf("receiver concurrency %d, alarm topic %q", p.ReceiverConcurrency, p.AlarmTopicARN)
 			}

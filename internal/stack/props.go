@@ -79,6 +79,14 @@ type StackProps struct {
 	// otherwise 1..1000. A callback over the limit is answered 429, which
 	// RAP tool servers do not retry: size it for the callback burst.
 	ReceiverConcurrency int
+	// CallbackBaseURL replaces the receiver's Function URL as the base of
+	// the callback URLs the slice function signs (AGENTSLICE_CALLBACK_URL =
+	// CallbackBaseURL + CallbackPath): an absolute https URL ending in "/",
+	// without query, such as a CloudFront distribution with an AWS WAF web
+	// ACL whose origin is the Function URL (README, "Deploy"). The receiver
+	// reads only the query, so any front that forwards it works. Empty
+	// means the Function URL.
+	CallbackBaseURL string
 	// AlarmTopicARN is an SNS topic ARN the stack's alarms (alarms.go)
 	// notify when they go off and when they recover; empty means alarms
 	// without actions.
@@ -162,6 +170,9 @@ func (p *StackProps) Check() (*model.Catalog, error) {
 	if n := p.ReceiverConcurrency; n != 0 && n != NoReservedConcurrency && (n < 1 || n > 1000) {
 		return nil, bad("ReceiverConcurrency", "%d is outside 1..1000, or 0 for the default, or %d for none", n, NoReservedConcurrency)
 	}
+	if err := checkCallbackBase(p.CallbackBaseURL); err != nil {
+		return nil, bad("CallbackBaseURL", "%v", err)
+	}
 	if arn := p.AlarmTopicARN; arn != "" && !isTopicARN(arn) {
 		return nil, bad("AlarmTopicARN", "%q is not an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME)", arn)
 	}
@@ -183,6 +194,24 @@ func (p *StackProps) Check() (*model.Catalog, error) {
 		}
 	}
 	return cat, nil
+}
+
+func checkCallbackBase(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%q is not a URL: %v", s, err)
+	case u.Scheme != "https" || u.Host == "":
+		return fmt.Errorf("%q is not an absolute https URL", s)
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return fmt.Errorf("%q has a query, fragment or user info; the callback URL's query is the capability", s)
+	case !strings.HasSuffix(u.Path, "/"):
+		return fmt.Errorf("%q does not end in \"/\" (%s is appended)", s, CallbackPath)
+	}
+	return nil
 }
 
 // isTopicARN reports whether arn has the shape of an SNS topic ARN.

@@ -100,6 +100,13 @@ func TestCheck(t *testing.T) {
 			wantField: "AlarmTopicARN", wantIn: "not an SNS topic ARN"},
 		{name: "alarm topic not an ARN", edit: func(p *StackProps) { p.AlarmTopicARN = "arn:" },
 			wantField: "AlarmTopicARN", wantIn: "not an SNS topic ARN"},
+		{name: "callback base", edit: func(p *StackProps) { p.CallbackBaseURL = "https://d111.cloudfront.net/" }},
+		{name: "callback base without slash", edit: func(p *StackProps) { p.CallbackBaseURL = "https://d111.cloudfront.net/x" },
+			wantField: "CallbackBaseURL", wantIn: `end in "/"`},
+		{name: "callback base http", edit: func(p *StackProps) { p.CallbackBaseURL = "http://d111.cloudfront.net/" },
+			wantField: "CallbackBaseURL", wantIn: "https"},
+		{name: "callback base with query", edit: func(p *StackProps) { p.CallbackBaseURL = "https://d111.cloudfront.net/?a=b" },
+			wantField: "CallbackBaseURL", wantIn: "query"},
 		{name: "no bin dir", edit: func(p *StackProps) { p.BinDir = "" }, wantField: "BinDir", wantIn: "empty"},
 		{name: "missing bootstrap", edit: func(p *StackProps) { p.BinDir = t.TempDir() }, wantField: "BinDir", wantIn: "slicefn"},
 	}

@@ -144,7 +144,7 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 			EnvModelCatalog:       jsii.String(catalog.String()),
 			EnvModel:              jsii.String(props.ModelName),
 			EnvToolServers:        jsii.String(toolServers),
-			EnvCallbackURL:        awscdk.Fn_Join(jsii.String(""), &[]*string{s.ReceiverURL.Url(), jsii.String(CallbackPath)}),
+			EnvCallbackURL:        callbackURL(s.ReceiverURL, props.CallbackBaseURL),
 			EnvCallbackKeysSecret: s.Keyring.SecretArn(),
 		},
 	}
@@ -189,6 +189,15 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 	s.addOutputs()
 	s.checkNag()
 	return s, nil
+}
+
+// callbackURL is the base of the callback URLs the slice function signs:
+// the receiver's Function URL, or base (a front of it) when set.
+func callbackURL(fnURL awslambda.FunctionUrl, base string) *string {
+	if base != "" {
+		return jsii.String(base + CallbackPath)
+	}
+	return awscdk.Fn_Join(jsii.String(""), &[]*string{fnURL.Url(), jsii.String(CallbackPath)})
 }
 
 // grantSlice gives the slice function what it uses and nothing else.

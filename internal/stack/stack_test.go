@@ -83,6 +83,9 @@ var bigAgents = `{"agents": [{"name": "long", "instructions": "` + strings.Repea
 
 const fullAlarmTopic = "arn:aws:sns:us-east-1:123456789012:agentslice-ops"
 
+// fullCallbackBase is a front of the receiver (CloudFront with WAF).
+const fullCallbackBase = "https://d111111abcdef8.cloudfront.net/"
+
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
@@ -129,7 +132,7 @@ func (f *fixture) build() (err error) {
 		ToolServers: fullTools, ModelCatalog: fullCatalog, ModelName: "custom", BinDir: bin, Agents: fullAgents,
 		SliceBatchSize: 5, MaxConcurrency: 7, BackgroundMaxConcurrency: 3, RetainData: true,
 		CallbackPrincipals:  []string{"arn:aws:iam::210987654321:role/tool-server"},
-		ReceiverConcurrency: 5, AlarmTopicARN: fullAlarmTopic,
+		ReceiverConcurrency: 5, AlarmTopicARN: fullAlarmTopic, CallbackBaseURL: fullCallbackBase,
 	})
 	if err != nil {
 		return err
@@ -586,6 +589,9 @@ func TestEnvironment(t *testing.T) {
 	full := envOf(t, f.fullJSON, f.full.Resolve(f.full.Slice.FunctionArn()))
 	if got := full[EnvToolServers]; got != strings.Join(fullTools, ",") {
 		t.Errorf("full: %s = %v, want %q", EnvToolServers, got, strings.Join(fullTools, ","))
+	}
+	if got, want := full[EnvCallbackURL], fullCallbackBase+CallbackPath; got != want {
+		t.Errorf("full: %s = %s, want %s (CallbackBaseURL)", EnvCallbackURL, js(got), want)
 	}
 	if got := full[EnvModel]; got != "custom" {
 		t.Errorf("full: %s = %v, want custom", EnvModel, got)
