@@ -738,12 +738,14 @@ func TestOutputs(t *testing.T) {
 		OutKeyringSecretID: s.Keyring.SecretArn(),
 		OutCallbackPolicy:  s.CallbackInvokePolicy.ManagedPolicyArn(),
 		OutSliceRoleARN:    s.Slice.Role().RoleArn(),
+		OutSchedulerRole:   s.Scheduler.Role.RoleArn(),
+		OutWakeupDLQARN:    s.Queues.WakeupDLQ.QueueArn(),
 	} {
 		must(t, "output "+name, func() {
 			f.defT.HasOutput(jsii.String(name), obj{"Value": s.Resolve(value)})
 		})
 	}
-	if outs := *f.defT.FindOutputs(jsii.String("*"), obj{}); len(outs) != 13 {
-		t.Errorf("%d outputs, want 13", len(outs))
+	if outs := *f.defT.FindOutputs(jsii.String("*"), obj{}); len(outs) != 15 {
+		t.Errorf("%d outputs, want 15", len(outs))
 	}
 }
