@@ -3,6 +3,7 @@ package stack
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,5 +66,35 @@ func TestAgentsFile(t *testing.T) {
 	}
 	if size > lambdaEnvBytes {
 		t.Errorf("big agents: the literal environment is %d bytes, over %d", size, lambdaEnvBytes)
+	}
+}
+
+// TestAgentsBundle: the local bundling writes the bootstrap and the agents
+// file, and a failure is kept for New (TryBundle still reports success, so
+// the CDK does not fall back to a Docker build that would hide it).
+func TestAgentsBundle(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bootstrap.src")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := &agentsBundle{bootstrap: bin, agents: []byte(`{"agents":[]}`)}
+	if ok := b.TryBundle(&out, nil); !*ok || b.err != nil {
+		t.Fatalf("TryBundle = %v, err %v", *ok, b.err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(out, AgentsFileName)); string(got) != `{"agents":[]}` {
+		t.Errorf("%s = %q", AgentsFileName, got)
+	}
+	missing := &agentsBundle{bootstrap: filepath.Join(dir, "nope"), agents: []byte("{}")}
+	if ok := missing.TryBundle(&out, nil); !*ok || missing.err == nil {
+		t.Fatalf("TryBundle without a bootstrap = %v, err %v; want true and the error kept", *ok, missing.err)
+	}
+	var pe *PropsError
+	if err := bundleError(missing); !errors.As(err, &pe) || pe.Field != "Agents" || !strings.Contains(err.Error(), AgentsFileName) {
+		t.Errorf("bundleError = %v, want a PropsError for Agents naming %s", err, AgentsFileName)
 	}
 }

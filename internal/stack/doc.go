@@ -54,7 +54,9 @@
 //
 // Errors: New returns a *PropsError naming the property at fault for bad
 // StackProps (a malformed catalog, a tool server URL that is not absolute
-// https, a missing bootstrap). Errors raised inside the CDK itself (a
+// https, a missing bootstrap); so is a failure to write the agents file
+// into the slice function's asset, which New can only see once the function
+// is defined. Errors raised inside the CDK itself (a
 // template that breaks a default validation rule) surface as panics from
 // jsii at synth time, as they do for every CDK app in Go.
 package stack

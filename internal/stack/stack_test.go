@@ -198,7 +198,7 @@ func TestSynthPassesDefaultRules(t *testing.T) {
 	if f.synthErr != nil {
 		t.Fatalf("synth with validateAgainstDefaultRules failed: %v", f.synthErr)
 	}
-	for _, s := range []*Stack{f.def, f.full} {
+	for _, s := range []*Stack{f.def, f.full, f.public} {
 		a := assertions.Annotations_FromStack(s.Stack)
 		must(t, "no warnings", func() { a.HasNoWarning(jsii.String("*"), assertions.Match_AnyValue()) })
 		must(t, "no errors", func() { a.HasNoError(jsii.String("*"), assertions.Match_AnyValue()) })
