@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentslice/agentslice/internal/dsql"
@@ -57,6 +58,11 @@ type rig struct {
 	bg     *lambdatest.Poller
 	router *sqsq.Router
 
+	// With rigOptions.wakeupDLQ: the wake-up DLQ every schedule names, and
+	// the relay's poller on it.
+	wakeupURL, wakeupARN string
+	wakeup               *lambdatest.Poller
+
 	mu        sync.Mutex
 	all       []string            // every function's output, prefixed by its name
 	delivered map[string][]string // input queue → thread IDs of the records it delivered
@@ -83,6 +89,11 @@ type rigOptions struct {
 	// function, the receiver and the relay are told its URL, and a second
 	// poller feeds it to the slice function.
 	background bool
+	// wakeupDLQ adds the standard wake-up DLQ: the slice function names it
+	// in every schedule (AGENTSLICE_SCHEDULE_DLQ_ARN), and a second poller
+	// feeds it to the delay relay, as the stack's second event source of
+	// the relay does; what the relay cannot deliver goes to the delay DLQ.
+	wakeupDLQ bool
 }
 
 // counting wraps an invocation so that the rig records which threads'
@@ -125,6 +136,16 @@ func startRig(t *testing.T, opts ...rigOptions) *rig {
 	if o.background {
 		r.bgURL = st.AddQueue(t, "-bg", true)
 		bgEnv = []string{lambdafn.EnvBackgroundQueueURL + "=" + r.bgURL}
+	}
+	if o.wakeupDLQ {
+		r.wakeupURL = st.AddQueue(t, "-wakeup-dlq", false)
+		attrs, err := st.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(r.wakeupURL),
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.wakeupARN = attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+		o.sliceEnv = append(o.sliceEnv, lambdafn.EnvScheduleDLQARN+"="+r.wakeupARN)
 	}
 	t.Cleanup(func() {
 		r.mu.Lock()
@@ -197,6 +218,11 @@ func startRig(t *testing.T, opts ...rigOptions) *rig {
 		r.bg = &lambdatest.Poller{SQS: st.SQS, QueueURL: r.bgURL, DLQURL: st.DLQ, MaxReceiveCount: lambdatest.MaxReceiveCount,
 			FailedInvocationRetry: time.Second, Invoke: r.counting("background", slicefn.InvokeSQS), Logf: func(f string, a ...any) { r.line("poller(background)")(fmt.Sprintf(f, a...)) }}
 		pollers = append(pollers, r.bg)
+	}
+	if o.wakeupDLQ {
+		r.wakeup = &lambdatest.Poller{SQS: st.SQS, QueueURL: r.wakeupURL, DLQURL: st.DelayDLQ, MaxReceiveCount: lambdatest.MaxReceiveCount,
+			Invoke: relay.InvokeSQS, Logf: func(f string, a ...any) { r.line("poller(wakeup-dlq)")(fmt.Sprintf(f, a...)) }}
+		pollers = append(pollers, r.wakeup)
 	}
 	for _, p := range pollers {
 		p.Start(ctx)

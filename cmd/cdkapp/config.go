@@ -17,18 +17,21 @@ import (
 // given with -c arrive as strings; cdk.json may also hold lists, numbers and
 // booleans.
 const (
-	ctxStackName          = "stackName"          // default DefaultStackName
-	ctxToolServers        = "toolServers"        // RAP base URLs: a list, or comma-separated
-	ctxModelCatalog       = "modelCatalog"       // a JSON file path, or the JSON itself
-	ctxModelName          = "modelName"          // catalog name; default the catalog's default
-	ctxAgents             = "agents"             // agents document path; default DefaultAgents (optional file)
-	ctxBinDir             = "binDir"             // default "bin"
-	ctxSliceBatchSize     = "sliceBatchSize"     // 1..10
-	ctxMaxConcurrency     = "maxConcurrency"     // 2..1000
-	ctxCallbackPrincipals = "callbackPrincipals" // IAM principal ARNs: a list, or comma-separated
-	ctxRetainData         = "retainData"         // true keeps table and cluster on destroy
-	ctxPublicCallbacks    = "publicCallbacks"    // true: the receiver URL has auth type NONE (HMAC-signed URLs only)
-	ctxBudgetModels       = "budgetModels"       // catalog models the slice timeout is sized for: a list, or comma-separated; default all
+	ctxStackName          = "stackName"           // default DefaultStackName
+	ctxToolServers        = "toolServers"         // RAP base URLs: a list, or comma-separated
+	ctxModelCatalog       = "modelCatalog"        // a JSON file path, or the JSON itself
+	ctxModelName          = "modelName"           // catalog name; default the catalog's default
+	ctxAgents             = "agents"              // agents document path; default DefaultAgents (optional file)
+	ctxBinDir             = "binDir"              // default "bin"
+	ctxSliceBatchSize     = "sliceBatchSize"      // 1..10
+	ctxMaxConcurrency     = "maxConcurrency"      // 2..1000
+	ctxCallbackPrincipals = "callbackPrincipals"  // IAM principal ARNs: a list, or comma-separated
+	ctxRetainData         = "retainData"          // true keeps table and cluster on destroy
+	ctxPublicCallbacks    = "publicCallbacks"     // true: the receiver URL has auth type NONE (HMAC-signed URLs only)
+	ctxBudgetModels       = "budgetModels"        // catalog models the slice timeout is sized for: a list, or comma-separated; default all
+	ctxReceiverConc       = "receiverConcurrency" // the receiver's reserved concurrency: 1..1000, or -1 for none; default 20 with publicCallbacks, none otherwise
+	ctxAlarmTopicARN      = "alarmTopicArn"       // SNS topic the alarms notify; default none
+	ctxCallbackBaseURL    = "callbackBaseUrl"     // base of the signed callback URLs (a front such as CloudFront + WAF); default the receiver's Function URL
 )
 
 // Defaults of the context values.
@@ -180,6 +183,15 @@ func readConfig(get func(string) any, getenv func(string) string, readFile func(
 		return c, err
 	}
 	if p.RetainData, err = boolean(ctxRetainData); err != nil {
+		return c, err
+	}
+	if p.ReceiverConcurrency, err = num(ctxReceiverConc); err != nil {
+		return c, err
+	}
+	if p.AlarmTopicARN, err = str(ctxAlarmTopicARN, "", ""); err != nil {
+		return c, err
+	}
+	if p.CallbackBaseURL, err = str(ctxCallbackBaseURL, "", ""); err != nil {
 		return c, err
 	}
 	return c, nil

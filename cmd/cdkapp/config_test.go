@@ -66,8 +66,16 @@ func TestReadConfig(t *testing.T) {
 			"modelCatalog": "other.json", "modelName": "b", "binDir": "out",
 			"sliceBatchSize": "5", "maxConcurrency": "20", "callbackPrincipals": "arn:aws:iam::1:root",
 			"retainData": "true", "budgetModels": "b, c",
+			"receiverConcurrency": "-1", "alarmTopicArn": "arn:aws:sns:us-east-1:1:ops",
+			"callbackBaseUrl": "https://d1.cloudfront.net/",
 		}, check: func(t *testing.T, c config) {
 			p := c.props
+			if p.CallbackBaseURL != "https://d1.cloudfront.net/" {
+				t.Errorf("CallbackBaseURL = %q", p.CallbackBaseURL)
+			}
+			if p.ReceiverConcurrency != stack.NoReservedConcurrency || p.AlarmTopicARN != "arn:aws:sns:us-east-1:1:ops" {
+				t.Errorf("receiver concurrency %d, alarm topic %q", p.ReceiverConcurrency, p.AlarmTopicARN)
+			}
 			if !reflect.DeepEqual(p.BudgetModels, []string{"b", "c"}) {
 				t.Errorf("budget models = %q", p.BudgetModels)
 			}
@@ -80,9 +88,12 @@ func TestReadConfig(t *testing.T) {
 		}},
 		{name: "typed values from cdk.json", ctx: map[string]any{
 			"toolServers": []any{"https://a.example.com"}, "sliceBatchSize": float64(3), "retainData": false,
-			"modelCatalog": `{"default":"inline"}`,
+			"modelCatalog": `{"default":"inline"}`, "receiverConcurrency": float64(30),
 		}, check: func(t *testing.T, c config) {
 			p := c.props
+			if p.ReceiverConcurrency != 30 {
+				t.Errorf("ReceiverConcurrency = %d, want 30", p.ReceiverConcurrency)
+			}
 			if p.SliceBatchSize != 3 || p.RetainData || p.ModelCatalog != `{"default":"inline"}` ||
 				!reflect.DeepEqual(p.ToolServers, []string{"https://a.example.com"}) {
 				t.Errorf("config = %+v", c)

@@ -9,7 +9,7 @@
 //
 // Context keys: stackName, toolServers, modelCatalog, modelName, binDir,
 // sliceBatchSize, maxConcurrency, callbackPrincipals, publicCallbacks,
-// budgetModels, retainData (see
+// receiverConcurrency, callbackBaseUrl, alarmTopicArn, budgetModels, retainData (see
 // config.go). It must not read AWS credentials or call AWS: synthesis is
 // offline.
 package main

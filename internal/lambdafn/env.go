@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -37,6 +38,7 @@ const (
 	EnvModelCatalog       = "AGENTSLICE_MODEL_CATALOG"        // model catalog JSON (model.DecodeCatalog)
 	EnvModel              = "AGENTSLICE_MODEL"                // model name in the catalog (optional: its default)
 	EnvAgents             = "AGENTSLICE_AGENTS"               // agents document JSON, instructions inline (optional; runtime.DecodeAgentsDoc)
+	EnvAgentsFile         = "AGENTSLICE_AGENTS_FILE"          // instead of EnvAgents: a file holding it (Reader.File; the stack's choice for agents over 4 KB)
 	EnvToolServers        = "AGENTSLICE_TOOL_SERVERS"         // comma-separated RAP base URLs (may be empty)
 	EnvCallbackURL        = "AGENTSLICE_CALLBACK_URL"         // the rapreceiver Function URL
 	EnvCallbackKeysSecret = "AGENTSLICE_CALLBACK_KEYS_SECRET" // Secrets Manager secret holding the keyring
@@ -47,6 +49,7 @@ const (
 	EnvSliceMargin = "AGENTSLICE_SLICE_MARGIN" // Go duration kept free before the invocation deadline
 	EnvLogLevel    = "AGENTSLICE_LOG_LEVEL"    // debug, info, warn, error
 	EnvRegion      = "AWS_REGION"              // set by Lambda
+	EnvTaskRoot    = "LAMBDA_TASK_ROOT"        // the function's code directory, set by Lambda
 )
 
 // EnvError names an environment variable that is missing or wrong.
@@ -64,7 +67,9 @@ func (e *EnvError) Error() string {
 // fault (Err).
 type Reader struct {
 	Get func(string) string // os.Getenv in main
-	err error
+	// ReadFile reads the files File names; nil means os.ReadFile.
+	ReadFile func(string) ([]byte, error)
+	err      error
 }
 
 // Err returns the first problem, an *EnvError, or nil.
@@ -88,6 +93,30 @@ func (r *Reader) Must(name, what string) string {
 		r.Fail(name, "missing (%s)", what)
 	}
 	return v
+}
+
+// File returns the contents of the file the optional variable name holds
+// the path of ("" when it is unset). A relative path is relative to the
+// function's code directory (LAMBDA_TASK_ROOT; the working directory when
+// that is unset, as in local runs), where the stack's asset puts its files.
+func (r *Reader) File(name string) string {
+	path := r.Opt(name)
+	if path == "" {
+		return ""
+	}
+	if root := r.Opt(EnvTaskRoot); root != "" && !filepath.IsAbs(path) {
+		path = filepath.Join(root, path)
+	}
+	read := r.ReadFile
+	if read == nil {
+		read = os.ReadFile
+	}
+	b, err := read(path)
+	if err != nil {
+		r.Fail(name, "reading the file: %v", err)
+		return ""
+	}
+	return string(b)
 }
 
 // URL returns a required absolute http(s) URL.

@@ -112,9 +112,16 @@ func LoadSliceConfig(getenv func(string) string) (SliceConfig, error) {
 			c.Catalog = cat
 		}
 	}
-	if raw := r.Opt(lambdafn.EnvAgents); strings.TrimSpace(raw) != "" && r.Err() == nil {
+	agentsVar, raw := lambdafn.EnvAgents, r.Opt(lambdafn.EnvAgents)
+	if r.Opt(lambdafn.EnvAgentsFile) != "" {
+		if raw != "" {
+			r.Fail(lambdafn.EnvAgentsFile, "set together with %s; set exactly one of them", lambdafn.EnvAgents)
+		}
+		agentsVar, raw = lambdafn.EnvAgentsFile, r.File(lambdafn.EnvAgentsFile)
+	}
+	if strings.TrimSpace(raw) != "" && r.Err() == nil {
 		if err := c.readAgents(raw); err != nil {
-			r.Fail(lambdafn.EnvAgents, "%v", err)
+			r.Fail(agentsVar, "%v", err)
 		}
 	}
 	if err := r.Err(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,54 @@ func TestLoadSliceConfigAgents(t *testing.T) {
 	}
 	if len(c.Agents) != 2 || c.Agents[0].Instructions != "Review." || c.DefaultAgent != "w" || c.Catalog == nil {
 		t.Fatalf("agents = %+v default %q", c.Agents, c.DefaultAgent)
+	}
+}
+
+// Agents too large for the environment arrive as a file in the function's
+// asset (internal/stack, agentsfile.go), named relative to LAMBDA_TASK_ROOT.
+func TestLoadSliceConfigAgentsFile(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	doc := `{"agents":[{"name":"rev","instructions":"` + strings.Repeat("Review. ", 1000) + `","model":"scripted"}],"default_agent":"rev"}`
+	if err := os.WriteFile(filepath.Join(root, "agents.json"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := validSliceEnv(t)
+	env[lambdafn.EnvAgentsFile] = "agents.json"
+	env[lambdafn.EnvTaskRoot] = root
+	c, err := serverless.LoadSliceConfig(getenv(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Agents) != 1 || len(c.Agents[0].Instructions) != 8000 || c.DefaultAgent != "rev" {
+		t.Fatalf("agents = %d, default %q", len(c.Agents), c.DefaultAgent)
+	}
+	if err := os.WriteFile(filepath.Join(root, "bad.json"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name    string
+		change  map[string]string
+		wantVar string
+		want    string
+	}{
+		{"file missing", map[string]string{lambdafn.EnvAgentsFile: "nope.json"}, lambdafn.EnvAgentsFile, "nope.json"},
+		{"both set", map[string]string{lambdafn.EnvAgents: `{"agents":[]}`}, lambdafn.EnvAgentsFile, "exactly one"},
+		{"bad document", map[string]string{lambdafn.EnvAgentsFile: filepath.Join(root, "bad.json")}, lambdafn.EnvAgentsFile, "malformed"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := validSliceEnv(t)
+			env[lambdafn.EnvAgentsFile] = "agents.json"
+			env[lambdafn.EnvTaskRoot] = root
+			for k, v := range tt.change {
+				env[k] = v
+			}
+			_, err := serverless.LoadSliceConfig(getenv(env))
+			var ee *lambdafn.EnvError
+			if !errors.As(err, &ee) || ee.Var != tt.wantVar || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want an *EnvError naming %s and saying %q", err, tt.wantVar, tt.want)
+			}
+		})
 	}
 }
 

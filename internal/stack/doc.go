@@ -25,10 +25,19 @@
 //     needs, and the managed policy granting them.
 //   - functions.go: the common shape of the three functions (provided.al2023
 //     on arm64, handler "bootstrap", prebuilt by `make build` into
-//     BinDir/<name>/bootstrap, one log group and one role each).
+//     BinDir/<name>/bootstrap, one log group and one role each, the
+//     RecursiveLoop setting always explicit, an optional reserved
+//     concurrency).
 //   - stack.go: wiring: the slice function on the input queue, the delay
-//     relay on the delay queue, the receiver behind a Function URL with IAM
-//     auth, each function's environment and grants, and the outputs.
+//     relay on the delay queue (both with RecursiveLoop: Allow, since each
+//     sends to a queue that triggers it), the receiver behind a Function URL
+//     with IAM auth (reserved concurrency with PublicCallbacks), each
+//     function's environment and grants, and the outputs.
+//   - agentsfile.go: agents too large for the slice function's environment
+//     ship as agents.json in its asset (local bundling, no Docker), named by
+//     AGENTSLICE_AGENTS_FILE.
+//   - alarms.go: CloudWatch alarms on the four DLQs' depth and on the slice
+//     function's errors and throttles, notifying an optional SNS topic.
 //   - bedrock.go: which Bedrock ARNs the slice function may invoke, derived
 //     from the model catalog.
 //   - props.go: StackProps and its validation.
@@ -45,7 +54,9 @@
 //
 // Errors: New returns a *PropsError naming the property at fault for bad
 // StackProps (a malformed catalog, a tool server URL that is not absolute
-// https, a missing bootstrap). Errors raised inside the CDK itself (a
+// https, a missing bootstrap); so is a failure to write the agents file
+// into the slice function's asset, which New can only see once the function
+// is defined. Errors raised inside the CDK itself (a
 // template that breaks a default validation rule) surface as panics from
 // jsii at synth time, as they do for every CDK app in Go.
 package stack

@@ -16,7 +16,7 @@ package stack
 //	AGENTSLICE_SCHEDULE_DLQ_ARN         x
 //	AGENTSLICE_MODEL_CATALOG            x
 //	AGENTSLICE_MODEL                    x
-//	AGENTSLICE_AGENTS                   x
+//	AGENTSLICE_AGENTS                   x   (or AGENTSLICE_AGENTS_FILE)
 //	AGENTSLICE_TOOL_SERVERS             x
 //	AGENTSLICE_CALLBACK_URL             x
 //	AGENTSLICE_CALLBACK_KEYS_SECRET     x         x
@@ -35,6 +35,7 @@ const (
 	EnvModelCatalog       = "AGENTSLICE_MODEL_CATALOG"    // model.Catalog JSON
 	EnvModel              = "AGENTSLICE_MODEL"            // catalog name; empty = default
 	EnvAgents             = "AGENTSLICE_AGENTS"           // agents document JSON (deploy/agents.json resolved)
+	EnvAgentsFile         = "AGENTSLICE_AGENTS_FILE"      // instead of EnvAgents when too large: AgentsFileName in the asset
 	EnvToolServers        = "AGENTSLICE_TOOL_SERVERS"     // comma-separated RAP base URLs
 	EnvCallbackURL        = "AGENTSLICE_CALLBACK_URL"     // receiver URL + "rap/callback"
 	EnvCallbackKeysSecret = "AGENTSLICE_CALLBACK_KEYS_SECRET"
@@ -55,7 +56,8 @@ const CallbackPath = "rap/callback"
 // Lambda allows 4 KB of environment per function (names and values). The
 // slice function's values known only at deploy time (queue URLs, ARNs,
 // names, the endpoint) are estimated at deployValueBytes each; what is left
-// is the budget for the catalog, the tool server list and the model name.
+// is the budget for the catalog, the tool server list and the model name
+// (and the agents, which otherwise ship as a file: agentsfile.go).
 const (
 	lambdaEnvBytes   = 4096
 	deployValueBytes = 140

@@ -37,6 +37,15 @@ type fnSpec struct {
 	memoryMB              float64
 	timeout               time.Duration
 	env                   map[string]*string
+	// recursive allows Lambda to run the function in a recursive loop
+	// (RecursiveLoop: Allow): it sends to a queue that triggers it,
+	// directly or through the other functions (see stack.go).
+	recursive bool
+	// reserved is the function's reserved concurrency; 0 reserves none.
+	reserved int
+	// code replaces the asset binDir/<name> (the slice function with its
+	// agents file, agentsfile.go).
+	code awslambda.Code
 }
 
 // newFunction creates a function from the prebuilt binDir/<name>/bootstrap
@@ -54,16 +63,32 @@ func newFunction(scope constructs.Construct, binDir string, spec fnSpec, removal
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
 	})
 	logs.GrantWrite(role)
-	return awslambda.NewFunction(scope, jsii.String(spec.id), &awslambda.FunctionProps{
-		Description:  jsii.String(spec.description),
-		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
-		Architecture: awslambda.Architecture_ARM_64(),
-		Handler:      jsii.String("bootstrap"),
-		Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(binDir, spec.name)), nil),
-		MemorySize:   jsii.Number(spec.memoryMB),
-		Timeout:      seconds(spec.timeout),
-		Environment:  &spec.env,
-		Role:         role,
-		LogGroup:     logs,
-	})
+	code := spec.code
+	if code == nil {
+		code = awslambda.Code_FromAsset(jsii.String(filepath.Join(binDir, spec.name)), nil)
+	}
+	// Lambda's default (Terminate) stops a chain of SQS-triggered
+	// invocations after about 16 hops; said explicitly either way, so the
+	// template shows the choice.
+	loop := awslambda.RecursiveLoop_TERMINATE
+	if spec.recursive {
+		loop = awslambda.RecursiveLoop_ALLOW
+	}
+	props := &awslambda.FunctionProps{
+		Description:   jsii.String(spec.description),
+		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:  awslambda.Architecture_ARM_64(),
+		Handler:       jsii.String("bootstrap"),
+		Code:          code,
+		MemorySize:    jsii.Number(spec.memoryMB),
+		Timeout:       seconds(spec.timeout),
+		Environment:   &spec.env,
+		Role:          role,
+		LogGroup:      logs,
+		RecursiveLoop: loop,
+	}
+	if spec.reserved > 0 {
+		props.ReservedConcurrentExecutions = jsii.Number(spec.reserved)
+	}
+	return awslambda.NewFunction(scope, jsii.String(spec.id), props)
 }

@@ -21,6 +21,8 @@ const (
 	OutKeyringSecretID = "CallbackKeyringSecretArn"
 	OutCallbackPolicy  = "CallbackInvokePolicyArn"
 	OutSliceRoleARN    = "SliceRoleArn"
+	OutSchedulerRole   = "SchedulerRoleArn" // for a hand-made schedule (README, first-deploy checklist)
+	OutWakeupDLQARN    = "WakeupDlqArn"
 )
 
 func (s *Stack) addOutputs() {
@@ -45,5 +47,7 @@ func (s *Stack) addOutputs() {
 	out(OutSliceRoleARN, s.Slice.Role().RoleArn(), "slice function role (agentslice migrate --app-role-arn): connects to DSQL as "+DSQLAppRole)
 	out(OutDedupTable, s.Table.TableName(), "DynamoDB table of processed message IDs")
 	out(OutScheduleGroup, s.Scheduler.Group.ScheduleGroupName(), "EventBridge Scheduler group of long sleeps")
+	out(OutSchedulerRole, s.Scheduler.Role.RoleArn(), "role the long sleeps' schedules run as")
+	out(OutWakeupDLQARN, q.WakeupDLQ.QueueArn(), "dead-letter queue of every schedule, read by the delay relay")
 	out(OutKeyringSecretID, s.Keyring.SecretArn(), "Secrets Manager secret holding the callback HMAC keyring")
 }

@@ -69,6 +69,28 @@ type StackProps struct {
 	// HMAC capability (thread, call, expiry), checked by the receiver
 	// either way, so a public URL accepts only callbacks the runtime issued.
 	PublicCallbacks bool
+	// ReceiverConcurrency is the receiver's reserved concurrency: no more
+	// callbacks run at once, so a flood of forged callbacks to a public URL
+	// (each refused by the HMAC check, but each an invocation) cannot take
+	// the account's concurrency from the slice function. 0 means the
+	// default: DefaultReceiverConcurrency with PublicCallbacks, nothing
+	// reserved with IAM auth (Lambda refuses an unsigned request before the
+	// function runs). NoReservedConcurrency reserves nothing either way;
+	// otherwise 1..1000. A callback over the limit is answered 429, which
+	// RAP tool servers do not retry: size it for the callback burst.
+	ReceiverConcurrency int
+	// CallbackBaseURL replaces the receiver's Function URL as the base of
+	// the callback URLs the slice function signs (AGENTSLICE_CALLBACK_URL =
+	// CallbackBaseURL + CallbackPath): an absolute https URL ending in "/",
+	// without query, such as a CloudFront distribution with an AWS WAF web
+	// ACL whose origin is the Function URL (README, "Deploy"). The receiver
+	// reads only the query, so any front that forwards it works. Empty
+	// means the Function URL.
+	CallbackBaseURL string
+	// AlarmTopicARN is an SNS topic ARN the stack's alarms (alarms.go)
+	// notify when they go off and when they recover; empty means alarms
+	// without actions.
+	AlarmTopicARN string
 	// RetainData keeps the table and the DSQL cluster (with deletion
 	// protection) when the stack is destroyed. By default they are deleted
 	// with the stack, as everything else always is.
@@ -82,6 +104,14 @@ const (
 	// DefaultBackgroundMaxConcurrency is the background queue's default:
 	// a fifth of the default interactive limit.
 	DefaultBackgroundMaxConcurrency = 10
+	// DefaultReceiverConcurrency is the receiver's reserved concurrency
+	// with PublicCallbacks: a callback takes tens of milliseconds (one
+	// HMAC check, one SendMessage), so 20 at once serve hundreds a second.
+	DefaultReceiverConcurrency = 20
+	// NoReservedConcurrency as ReceiverConcurrency reserves nothing (an
+	// account whose concurrency quota cannot spare it: Lambda keeps 100
+	// unreserved).
+	NoReservedConcurrency = -1
 )
 
 // PropsError is a StackProps field that cannot be deployed.
@@ -137,6 +167,15 @@ func (p *StackProps) Check() (*model.Catalog, error) {
 	if n, m := p.BackgroundMaxConcurrency, p.MaxConcurrency; n != 0 && m != 0 && n > m {
 		return nil, bad("BackgroundMaxConcurrency", "%d is above MaxConcurrency %d; background should get less than interactive", n, m)
 	}
+	if n := p.ReceiverConcurrency; n != 0 && n != NoReservedConcurrency && (n < 1 || n > 1000) {
+		return nil, bad("ReceiverConcurrency", "%d is outside 1..1000, or 0 for the default, or %d for none", n, NoReservedConcurrency)
+	}
+	if err := checkCallbackBase(p.CallbackBaseURL); err != nil {
+		return nil, bad("CallbackBaseURL", "%v", err)
+	}
+	if arn := p.AlarmTopicARN; arn != "" && !isTopicARN(arn) {
+		return nil, bad("AlarmTopicARN", "%q is not an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME)", arn)
+	}
 	if p.PublicCallbacks && len(p.CallbackPrincipals) > 0 {
 		return nil, bad("CallbackPrincipals", "set together with PublicCallbacks; a public URL needs no principals")
 	}
@@ -155,6 +194,43 @@ func (p *StackProps) Check() (*model.Catalog, error) {
 		}
 	}
 	return cat, nil
+}
+
+func checkCallbackBase(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%q is not a URL: %v", s, err)
+	case u.Scheme != "https" || u.Host == "":
+		return fmt.Errorf("%q is not an absolute https URL", s)
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return fmt.Errorf("%q has a query, fragment or user info; the callback URL's query is the capability", s)
+	case !strings.HasSuffix(u.Path, "/"):
+		return fmt.Errorf("%q does not end in \"/\" (%s is appended)", s, CallbackPath)
+	}
+	return nil
+}
+
+// isTopicARN reports whether arn has the shape of an SNS topic ARN.
+func isTopicARN(arn string) bool {
+	parts := strings.Split(arn, ":")
+	return len(parts) == 6 && parts[0] == "arn" && parts[1] != "" && parts[2] == "sns" && parts[3] != "" && parts[4] != "" && parts[5] != ""
+}
+
+// receiverConcurrency is the receiver's reserved concurrency (0: none).
+func (p *StackProps) receiverConcurrency() int {
+	switch n := p.ReceiverConcurrency; {
+	case n == NoReservedConcurrency:
+		return 0
+	case n > 0:
+		return n
+	case p.PublicCallbacks:
+		return DefaultReceiverConcurrency
+	}
+	return 0
 }
 
 // Unwrap returns the cause, if any.

@@ -38,6 +38,9 @@ type Stack struct {
 	// CallbackInvokePolicy allows calling ReceiverURL with IAM auth, for
 	// tool servers' roles in this account (nil with PublicCallbacks).
 	CallbackInvokePolicy awsiam.ManagedPolicy
+	// Alarms watch the dead-letter queues and the slice function
+	// (alarms.go).
+	Alarms *Alarms
 }
 
 // New validates props and defines the stack in scope. Bad props give a
@@ -62,9 +65,12 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 			return nil, &PropsError{Field: "Agents", Reason: err.Error()}
 		}
 	}
-	if err := checkEnvBudget(catalog.String(), toolServers, props.ModelName, agents.String()); err != nil {
+	// Without the agents: agents that do not fit move to a file in the
+	// slice function's asset (agentsfile.go).
+	if err := checkEnvBudget(catalog.String(), toolServers, props.ModelName, ""); err != nil {
 		return nil, err
 	}
+	inlineAgents := agentsInEnv(catalog.String(), toolServers, props.ModelName, agents.String())
 	batch, maxConc := props.SliceBatchSize, props.MaxConcurrency
 	if batch == 0 {
 		batch = DefaultSliceBatchSize
@@ -91,6 +97,7 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 		id: "ReceiverFunction", name: FnReceiver,
 		description: "agentslice: RAP callback receiver (verifies signed callback URLs, enqueues results)",
 		memoryMB:    256, timeout: ReceiverTimeout,
+		reserved: props.receiverConcurrency(),
 		env: map[string]*string{
 			EnvInputQueueURL:      q.Input.QueueUrl(),
 			EnvCallbackKeysSecret: s.Keyring.SecretArn(),
@@ -112,10 +119,17 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 		s.CallbackInvokePolicy = newCallbackInvokePolicy(st, s.Receiver)
 	}
 
-	s.Slice = newFunction(st, props.BinDir, fnSpec{
+	// The slice function and the relay send to queues that trigger them
+	// (continuations, spawns, reports to the input queue; sleeps through
+	// the delay queue and the relay back into it): Lambda's recursive loop
+	// detection would stop a thread after about 16 such hops in a row. The
+	// runtime's own caps bound those chains instead (docs/design.md, "The
+	// AWS deployment"). The receiver is only invoked through its Function
+	// URL, which loop detection does not follow: it keeps the default.
+	sliceSpec := fnSpec{
 		id: "SliceFunction", name: FnSlice,
 		description: "agentslice: runs one slice per thread for the messages of the FIFO input queue",
-		memoryMB:    512, timeout: budget.Timeout,
+		memoryMB:    512, timeout: budget.Timeout, recursive: true,
 		env: map[string]*string{
 			EnvInputQueueURL:      q.Input.QueueUrl(),
 			EnvDLQURL:             q.InputDLQ.QueueUrl(),
@@ -129,12 +143,22 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 			EnvScheduleDLQARN:     q.WakeupDLQ.QueueArn(),
 			EnvModelCatalog:       jsii.String(catalog.String()),
 			EnvModel:              jsii.String(props.ModelName),
-			EnvAgents:             jsii.String(agents.String()),
 			EnvToolServers:        jsii.String(toolServers),
-			EnvCallbackURL:        awscdk.Fn_Join(jsii.String(""), &[]*string{s.ReceiverURL.Url(), jsii.String(CallbackPath)}),
+			EnvCallbackURL:        callbackURL(s.ReceiverURL, props.CallbackBaseURL),
 			EnvCallbackKeysSecret: s.Keyring.SecretArn(),
 		},
-	}, removal)
+	}
+	var bundle *agentsBundle
+	if inlineAgents {
+		sliceSpec.env[EnvAgents] = jsii.String(agents.String())
+	} else {
+		sliceSpec.env[EnvAgentsFile] = jsii.String(AgentsFileName)
+		sliceSpec.code, bundle = agentsAssetCode(props.BinDir, agents.Bytes())
+	}
+	s.Slice = newFunction(st, props.BinDir, sliceSpec, removal)
+	if bundle != nil && bundle.err != nil {
+		return nil, bundleError(bundle)
+	}
 	s.Slice.AddEventSource(awslambdaeventsources.NewSqsEventSource(q.Input, &awslambdaeventsources.SqsEventSourceProps{
 		BatchSize:               jsii.Number(batch),
 		ReportBatchItemFailures: jsii.Bool(true),
@@ -145,7 +169,7 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 	s.Relay = newFunction(st, props.BinDir, fnSpec{
 		id: "DelayRelayFunction", name: FnDelayRelay,
 		description: "agentslice: relays due wake-ups from the delay queue into the FIFO input queue",
-		memoryMB:    128, timeout: RelayTimeout,
+		memoryMB:    128, timeout: RelayTimeout, recursive: true,
 		env: map[string]*string{
 			EnvInputQueueURL: q.Input.QueueUrl(),
 		},
@@ -161,9 +185,19 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 	q.Input.GrantSendMessages(s.Relay)
 	s.addBackgroundQueue(backgroundConcurrency(props.BackgroundMaxConcurrency, maxConc), batch)
 
+	s.addAlarms(props.AlarmTopicARN)
 	s.addOutputs()
 	s.checkNag()
 	return s, nil
+}
+
+// callbackURL is the base of the callback URLs the slice function signs:
+// the receiver's Function URL, or base (a front of it) when set.
+func callbackURL(fnURL awslambda.FunctionUrl, base string) *string {
+	if base != "" {
+		return jsii.String(base + CallbackPath)
+	}
+	return awscdk.Fn_Join(jsii.String(""), &[]*string{fnURL.Url(), jsii.String(CallbackPath)})
 }
 
 // grantSlice gives the slice function what it uses and nothing else.
@@ -219,15 +253,15 @@ func checkEnvBudget(catalog, toolServers, modelName, agents string) error {
 	size := len(catalog) + len(toolServers) + len(modelName) + len(agents)
 	for _, name := range []string{EnvInputQueueURL, EnvBackgroundQueueURL, EnvDLQURL, EnvOutputQueueURL, EnvDelayQueueURL,
 		EnvDedupTable, EnvDSQLEndpoint, EnvDSQLUser, EnvSchedulerRoleARN, EnvScheduleGroup, EnvScheduleDLQARN, EnvModelCatalog,
-		EnvModel, EnvAgents, EnvToolServers, EnvCallbackURL, EnvCallbackKeysSecret} {
+		EnvModel, EnvAgents, EnvAgentsFile, EnvToolServers, EnvCallbackURL, EnvCallbackKeysSecret} {
 		size += len(name)
 	}
 	const deployValues = 11 // the variables whose values are known only at deploy time
 	size += deployValues * deployValueBytes
 	if size > lambdaEnvBytes {
 		return &PropsError{Field: "ModelCatalog", Reason: fmt.Sprintf(
-			"the slice function's environment would be about %d bytes, over Lambda's %d: the catalog (%d bytes compacted), the agents (%d bytes) and the tool server list (%d bytes) must shrink",
-			size, lambdaEnvBytes, len(catalog), len(agents), len(toolServers))}
+			"the slice function's environment would be about %d bytes, over Lambda's %d: the catalog (%d bytes compacted) and the tool server list (%d bytes) must shrink (agents, %d bytes, that do not fit ship as a file)",
+			size, lambdaEnvBytes, len(catalog), len(toolServers), len(agents))}
 	}
 	return nil
 }

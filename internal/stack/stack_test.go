@@ -39,7 +39,10 @@ func TestMain(m *testing.M) {
 //   - def: the defaults, the repository's deploy/models.json
 //   - full: tool servers, a named model, a catalog with a Bedrock ARN and
 //     an OpenAI model, callback principals, retained data, custom batch
-//     size and concurrency.
+//     size and concurrency, a reserved receiver concurrency, an alarm
+//     topic.
+//   - public: public callbacks (the default receiver reservation), and
+//     agents too large for the environment (bigAgents: an asset file).
 type fixture struct {
 	once              sync.Once
 	dir               string
@@ -51,6 +54,7 @@ type fixture struct {
 	fullT             assertions.Template
 	defJSON           map[string]any
 	fullJSON          map[string]any
+	publicJSON        map[string]any
 }
 
 var fx fixture
@@ -73,6 +77,14 @@ var fullTools = []string{"https://tools.example.com/rap", "https://ci.example.or
 // fullAgents is an agents document as cmd/cdkapp passes it (indented here;
 // the function gets it compacted).
 const fullAgents = `{"agents": [{"name": "reviewer", "instructions": "Review <code>.", "model": "custom"}], "default_agent": "reviewer"}`
+
+// bigAgents do not fit the slice function's 4 KB of environment.
+var bigAgents = `{"agents": [{"name": "long", "instructions": "` + strings.Repeat("Be thorough. ", 400) + `"}]}`
+
+const fullAlarmTopic = "arn:aws:sns:us-east-1:123456789012:agentslice-ops"
+
+// fullCallbackBase is a front of the receiver (CloudFront with WAF).
+const fullCallbackBase = "https://d111111abcdef8.cloudfront.net/"
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
@@ -119,12 +131,13 @@ func (f *fixture) build() (err error) {
 	f.full, err = New(app, "Full", StackProps{
 		ToolServers: fullTools, ModelCatalog: fullCatalog, ModelName: "custom", BinDir: bin, Agents: fullAgents,
 		SliceBatchSize: 5, MaxConcurrency: 7, BackgroundMaxConcurrency: 3, RetainData: true,
-		CallbackPrincipals: []string{"arn:aws:iam::210987654321:role/tool-server"},
+		CallbackPrincipals:  []string{"arn:aws:iam::210987654321:role/tool-server"},
+		ReceiverConcurrency: 5, AlarmTopicARN: fullAlarmTopic, CallbackBaseURL: fullCallbackBase,
 	})
 	if err != nil {
 		return err
 	}
-	f.public, err = New(app, "Public", StackProps{ModelCatalog: string(catalog), BinDir: bin, PublicCallbacks: true})
+	f.public, err = New(app, "Public", StackProps{ModelCatalog: string(catalog), BinDir: bin, PublicCallbacks: true, Agents: bigAgents})
 	if err != nil {
 		return err
 	}
@@ -140,6 +153,7 @@ func (f *fixture) build() (err error) {
 	f.fullT = assertions.Template_FromStack(f.full.Stack, nil)
 	f.defJSON = *f.defT.ToJSON()
 	f.fullJSON = *f.fullT.ToJSON()
+	f.publicJSON = *f.publicT.ToJSON()
 	return nil
 }
 
@@ -184,7 +198,7 @@ func TestSynthPassesDefaultRules(t *testing.T) {
 	if f.synthErr != nil {
 		t.Fatalf("synth with validateAgainstDefaultRules failed: %v", f.synthErr)
 	}
-	for _, s := range []*Stack{f.def, f.full} {
+	for _, s := range []*Stack{f.def, f.full, f.public} {
 		a := assertions.Annotations_FromStack(s.Stack)
 		must(t, "no warnings", func() { a.HasNoWarning(jsii.String("*"), assertions.Match_AnyValue()) })
 		must(t, "no errors", func() { a.HasNoError(jsii.String("*"), assertions.Match_AnyValue()) })
@@ -239,6 +253,8 @@ func TestResourceCounts(t *testing.T) {
 		"AWS::Logs::LogGroup":             3,
 		"AWS::IAM::Role":                  4, // three functions + the scheduler
 		"AWS::IAM::ManagedPolicy":         1, // for callers of the receiver URL
+		"AWS::CloudWatch::Alarm":          6, // four DLQs, slice errors and throttles
+		"AWS::SNS::Topic":                 0, // an alarm topic is the operator's (AlarmTopicARN)
 	} {
 		must(t, typ, func() { f.defT.ResourceCountIs(jsii.String(typ), jsii.Number(n)) })
 	}
@@ -388,18 +404,22 @@ func TestKeyringSecret(t *testing.T) {
 
 func TestFunctions(t *testing.T) {
 	f := setup(t)
+	// RecursiveLoop: the slice function and the relay send to queues that
+	// trigger them; with Lambda's default (Terminate) a thread's 17th
+	// internal hop in a row would be dropped. The receiver keeps it.
 	for _, fn := range []struct {
 		f       awslambda.Function
 		timeout float64
 		memory  float64
+		loop    string
 	}{
-		{f.def.Slice, f.def.Budget.Timeout.Seconds(), 512},
-		{f.def.Receiver, ReceiverTimeout.Seconds(), 256},
-		{f.def.Relay, RelayTimeout.Seconds(), 128},
+		{f.def.Slice, f.def.Budget.Timeout.Seconds(), 512, "Allow"},
+		{f.def.Receiver, ReceiverTimeout.Seconds(), 256, "Terminate"},
+		{f.def.Relay, RelayTimeout.Seconds(), 128, "Allow"},
 	} {
 		p := propsOf(t, f.defJSON, f.def.Resolve(fn.f.FunctionArn()))
 		want := obj{"Runtime": "provided.al2023", "Architectures": []any{"arm64"}, "Handler": "bootstrap",
-			"Timeout": fn.timeout, "MemorySize": fn.memory}
+			"Timeout": fn.timeout, "MemorySize": fn.memory, "RecursiveLoop": fn.loop}
 		for k, v := range want {
 			if !sameJSON(p[k], v) {
 				t.Errorf("%s: %s = %s, want %s", *fn.f.Node().Id(), k, js(p[k]), js(v))
@@ -475,6 +495,28 @@ func TestReceiverURL(t *testing.T) {
 			"TargetFunctionArn": f.public.Resolve(f.public.Receiver.FunctionArn()),
 		})
 	})
+	// Reserved concurrency: by default only for a public URL, where every
+	// forged callback is an invocation; a configured value in either mode.
+	for _, c := range []struct {
+		name string
+		s    *Stack
+		tj   map[string]any
+		want any
+	}{
+		{"IAM auth default", f.def, f.defJSON, nil},
+		{"public default", f.public, f.publicJSON, float64(DefaultReceiverConcurrency)},
+		{"configured", f.full, f.fullJSON, float64(5)},
+	} {
+		p := propsOf(t, c.tj, c.s.Resolve(c.s.Receiver.FunctionArn()))
+		if got := p["ReservedConcurrentExecutions"]; !sameJSON(got, c.want) {
+			t.Errorf("%s: receiver ReservedConcurrentExecutions = %s, want %s", c.name, js(got), js(c.want))
+		}
+		for _, fn := range []awslambda.Function{c.s.Slice, c.s.Relay} {
+			if got, ok := propsOf(t, c.tj, c.s.Resolve(fn.FunctionArn()))["ReservedConcurrentExecutions"]; ok {
+				t.Errorf("%s: %s reserves %s", c.name, *fn.Node().Id(), js(got))
+			}
+		}
+	}
 	// No resource policy opens the URL, unless principals are named.
 	if n := len(resources(f.defJSON, "AWS::Lambda::Permission")); n != 0 {
 		t.Errorf("default stack has %d Lambda permissions, want 0", n)
@@ -547,6 +589,9 @@ func TestEnvironment(t *testing.T) {
 	full := envOf(t, f.fullJSON, f.full.Resolve(f.full.Slice.FunctionArn()))
 	if got := full[EnvToolServers]; got != strings.Join(fullTools, ",") {
 		t.Errorf("full: %s = %v, want %q", EnvToolServers, got, strings.Join(fullTools, ","))
+	}
+	if got, want := full[EnvCallbackURL], fullCallbackBase+CallbackPath; got != want {
+		t.Errorf("full: %s = %s, want %s (CallbackBaseURL)", EnvCallbackURL, js(got), want)
 	}
 	if got := full[EnvModel]; got != "custom" {
 		t.Errorf("full: %s = %v, want custom", EnvModel, got)
@@ -693,12 +738,14 @@ func TestOutputs(t *testing.T) {
 		OutKeyringSecretID: s.Keyring.SecretArn(),
 		OutCallbackPolicy:  s.CallbackInvokePolicy.ManagedPolicyArn(),
 		OutSliceRoleARN:    s.Slice.Role().RoleArn(),
+		OutSchedulerRole:   s.Scheduler.Role.RoleArn(),
+		OutWakeupDLQARN:    s.Queues.WakeupDLQ.QueueArn(),
 	} {
 		must(t, "output "+name, func() {
 			f.defT.HasOutput(jsii.String(name), obj{"Value": s.Resolve(value)})
 		})
 	}
-	if outs := *f.defT.FindOutputs(jsii.String("*"), obj{}); len(outs) != 13 {
-		t.Errorf("%d outputs, want 13", len(outs))
+	if outs := *f.defT.FindOutputs(jsii.String("*"), obj{}); len(outs) != 15 {
+		t.Errorf("%d outputs, want 15", len(outs))
 	}
 }
