@@ -289,6 +289,11 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	// Every dispatched call gets a deadline and status checks, armed
 	// through the same timers as the sleeps (runtime/liveness.go).
 	s.sys.Engine().Liveness = &runtime.Liveness{Timers: s.timers}
+	// A thread whose model provider is down waits through them too
+	// (runtime/provider_wait.go) instead of dead-lettering its message.
+	pw := s.set.providerWait
+	pw.Timers = s.timers
+	s.sys.Engine().ProviderWait = &pw
 	if s.receiver, err = rap.NewReceiver(rap.ReceiverConfig{Keys: s.keys, Queue: s.sys, Output: s.events, Logger: s.log,
 		Views: s.views, Choices: s.choices}); err != nil {
 		return fmt.Errorf("server: building the callback receiver: %w", err)
