@@ -160,9 +160,21 @@ type failureArgs struct {
 	Error    string `json:"error"`
 }
 
+// FailureMarkerName is the Name of a failure item: a marker (IsError) saying
+// that a completion failed for good, Args holding failureArgs.
+const FailureMarkerName = "completion"
+
 // IsFailure reports whether it is a failure item: a marker saying that a
 // completion failed for good (see failModel).
-func IsFailure(it *Item) bool { return it.Kind == ItemMarker && it.IsError }
+func IsFailure(it *Item) bool {
+	return it.Kind == ItemMarker && it.IsError && it.Name == FailureMarkerName
+}
+
+// ErrStopped is matched (errors.Is) by the permanent error a model returns
+// for a completion a person stopped: it ends the slice's completions with
+// an error event but is no failure in history (the stop message that
+// follows records what happened).
+var ErrStopped = errors.New("runtime: the completion was stopped")
 
 // failModel ends the slice's completions for good: an error item in history
 // (what failed, the provider's error, how often it was tried, how long the
@@ -170,6 +182,13 @@ func IsFailure(it *Item) bool { return it.Kind == ItemMarker && it.IsError }
 // be retried for it. attempts is 0 when the model was not called.
 func (s *slice) failModel(ctx context.Context, err error, attempts int) {
 	s.res.ModelErr = err
+	if errors.Is(err, ErrStopped) {
+		s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: &OutputEvent{
+			ID: DeriveID("out_", s.threadID, strconv.Itoa(s.ownPos()), "error"), ThreadID: s.threadID,
+			Kind: "error", Text: "the model failed: " + err.Error()}})
+		s.dirty = true
+		return
+	}
 	s.observe(ctx, Event{Type: EventCompletionFailed, ThreadID: s.threadID, Err: err, Reason: "the completion failed for good"})
 	args := failureArgs{Failed: "completion", Attempts: attempts, Error: err.Error()}
 	if w := s.st.ModelWait; w != nil {
@@ -184,7 +203,7 @@ func (s *slice) failModel(ctx context.Context, err error, attempts int) {
 	case attempts > 1:
 		text = fmt.Sprintf("the model failed after %d attempts: %s", attempts, err)
 	}
-	s.appendItem(Item{Kind: ItemMarker, IsError: true, Name: "completion", Args: string(js), Text: text})
+	s.appendItem(Item{Kind: ItemMarker, IsError: true, Name: FailureMarkerName, Args: string(js), Text: text})
 	s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: &OutputEvent{
 		ID: DeriveID("out_", s.threadID, strconv.Itoa(s.ownPos()), "error"), ThreadID: s.threadID,
 		Kind: "error", Text: text}})

@@ -260,9 +260,13 @@ func newMessageID() string {
 type threadResponse struct {
 	ID string `json:"id"`
 	// Status is "closed", "running" (a slice is at work), "sleeping",
-	// "waiting_for_choice", "waiting_for_tool", "idle", or "dead_letter"
-	// for a thread whose only messages were dead-lettered.
-	Status string       `json:"status"`
+	// "waiting_for_choice", "waiting_for_tool", "waiting_for_provider"
+	// (its model provider is down; it tries again through a timer),
+	// "failed" (its latest completion failed for good), "idle", or
+	// "dead_letter" for a thread whose only messages were dead-lettered.
+	Status string `json:"status"`
+	// Reason says why a thread is failed or waiting for its provider.
+	Reason string       `json:"reason,omitempty"`
 	State  stateSummary `json:"state"`
 	// Inherited is how many of the thread's full view come from its
 	// ancestors; Items starts at From.
@@ -348,8 +352,12 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request) {
 	if items == nil {
 		items = []runtime.Item{}
 	}
-	resp := threadResponse{ID: thread, Status: s.status(thread, th.State), State: sum, Inherited: th.Inherited,
+	status, reason := s.threadStatus(th)
+	resp := threadResponse{ID: thread, Status: status, Reason: reason, State: sum, Inherited: th.Inherited,
 		From: from, Total: len(th.Items), Items: items, DeadLetters: dead}
+	if w := th.State.ModelWait; w != nil && resp.Until == nil {
+		resp.Until = &w.Until
+	}
 	if p := th.State.Pending; p != nil {
 		resp.Choice = s.pendingChoice(thread, p.ID)
 		resp.Until = s.sleeps.until(thread, p)
@@ -396,7 +404,8 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusServiceUnavailable, "", "loading thread %s: %v", id, err)
 			return
 		}
-		nodes[id] = &treeNode{ID: id, Status: s.status(id, th.State), Temporary: th.State.Temporary, Length: th.State.Length,
+		status, _ := s.threadStatus(th)
+		nodes[id] = &treeNode{ID: id, Status: status, Temporary: th.State.Temporary, Length: th.State.Length,
 			Tokens: th.State.Tokens}
 		parents[id] = th.State.Parent
 		order[id] = th.State.Children

@@ -76,8 +76,9 @@ func (s *Server) publishState(ctx context.Context, thread string) {
 		return // best effort: the next commit tells again
 	}
 	st := th.State
+	status, reason := s.threadStatus(th)
 	s.events.publish(StreamEvent{ID: thread + "@v" + strconv.FormatInt(st.Version, 10), ThreadID: thread, Kind: "state",
-		State: &statusView{Status: s.status(thread, st), Pending: st.Pending, Subscriptions: st.Subscriptions, Version: st.Version,
+		State: &statusView{Status: status, Reason: reason, Pending: st.Pending, Subscriptions: st.Subscriptions, Version: st.Version,
 			Until: s.sleeps.until(thread, st.Pending)}})
 }
 
