@@ -45,6 +45,8 @@ func (s *Server) routes() http.Handler {
 		s.serveEvents(w, r, "")
 	}})
 	mux.Handle("/dead_letters", methods{http.MethodGet: s.deadLetters})
+	mux.Handle("/dead_letters/{id}/redrive", methods{http.MethodPost: s.redriveDeadLetter})
+	mux.Handle("/dead_letters/{id}", methods{http.MethodDelete: s.discardDeadLetter})
 	mux.Handle("/healthz", methods{http.MethodGet: s.healthz})
 	mux.Handle(CallbackPath, s.callbacks())
 	for _, m := range s.services {

@@ -1,6 +1,11 @@
 package server
 
 import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/agentslice/agentslice/internal/local"
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
@@ -31,4 +36,78 @@ func (s *Server) statusOf(thread string, st runtime.ThreadState, last *runtime.I
 		return "failed", last.Text
 	}
 	return status, ""
+}
+
+// deadLetterTarget finds the dead letter a request names: {id} in the
+// path, and ?thread= when the ID is set aside for more than one thread.
+func (s *Server) deadLetterTarget(w http.ResponseWriter, r *http.Request) (thread, id string, ok bool) {
+	id, thread = r.PathValue("id"), r.URL.Query().Get("thread")
+	all, _ := s.deadLetterList()
+	var threads []string
+	for _, d := range all {
+		if d.Message.ID == id && (thread == "" || d.Message.ThreadID == thread) {
+			threads = append(threads, d.Message.ThreadID)
+		}
+	}
+	switch len(threads) {
+	case 0:
+		if thread != "" {
+			writeError(w, http.StatusNotFound, "id", "no dead letter %s for thread %s", id, thread)
+		} else {
+			writeError(w, http.StatusNotFound, "id", "no dead letter %s", id)
+		}
+		return "", "", false
+	case 1:
+		return threads[0], id, true
+	}
+	writeError(w, http.StatusConflict, "thread", "message ID %s is a dead letter of threads %s: name one with ?thread=", id, strings.Join(threads, ", "))
+	return "", "", false
+}
+
+// redriveResponse is the body of POST /dead_letters/{id}/redrive.
+type redriveResponse struct {
+	ID       string `json:"id"`
+	ThreadID string `json:"thread_id"`
+	Status   string `json:"status"`
+}
+
+// redriveDeadLetter sends a dead letter's message to its thread again,
+// with its ID (history still deduplicates it): 202, the entry listed as
+// redriven until it is consumed (resolved) or fails again (open); 409 for
+// an entry already resolved.
+func (s *Server) redriveDeadLetter(w http.ResponseWriter, r *http.Request) {
+	thread, id, ok := s.deadLetterTarget(w, r)
+	if !ok {
+		return
+	}
+	d, err := s.sys.Redrive(r.Context(), thread, id)
+	switch {
+	case errors.Is(err, local.ErrDeadLetterResolved):
+		writeError(w, http.StatusConflict, "id", "dead letter %s of thread %s is resolved: a message with its ID was consumed since", id, thread)
+		return
+	case errors.Is(err, local.ErrNoDeadLetter):
+		writeError(w, http.StatusNotFound, "id", "no dead letter %s for thread %s", id, thread)
+		return
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, "", "redriving dead letter %s of thread %s: %v", id, thread, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, redriveResponse{ID: id, ThreadID: thread, Status: string(d.Status)})
+}
+
+// discardDeadLetter forgets a dead letter: 204.
+func (s *Server) discardDeadLetter(w http.ResponseWriter, r *http.Request) {
+	thread, id, ok := s.deadLetterTarget(w, r)
+	if !ok {
+		return
+	}
+	if err := s.sys.DiscardDeadLetter(r.Context(), thread, id); err != nil {
+		if errors.Is(err, local.ErrNoDeadLetter) {
+			writeError(w, http.StatusNotFound, "id", "no dead letter %s for thread %s", id, thread)
+			return
+		}
+		writeError(w, http.StatusServiceUnavailable, "", "discarding dead letter %s of thread %s: %v", id, thread, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -295,6 +295,9 @@ type deadLetterEntry struct {
 	Message runtime.Message `json:"message"`
 	Reason  string          `json:"reason"`
 	At      time.Time       `json:"at"`
+	// Status is "open", "redriven" (sent again, not yet consumed) or
+	// "resolved" (a message with its ID was consumed since).
+	Status string `json:"status"`
 }
 
 func (d deadLetterEntry) event() StreamEvent {
@@ -309,7 +312,7 @@ func (s *Server) deadLetterList() ([]deadLetterEntry, int) {
 	dead, total := s.sys.DeadLetters()
 	out := make([]deadLetterEntry, 0, len(dead))
 	for _, d := range dead {
-		out = append(out, deadLetterEntry{Message: d.Message, Reason: d.Reason, At: d.At})
+		out = append(out, deadLetterEntry{Message: d.Message, Reason: d.Reason, At: d.At, Status: string(d.Status)})
 	}
 	return out, total
 }

@@ -74,21 +74,23 @@ type Server struct {
 	// agents is nil when the configuration defines none.
 	agents *runtime.AgentSet
 
-	ln       net.Listener
-	url      string
-	client   *http.Client
-	store    threadStore
-	db       *disk.DB      // the sqlite store's data directory, else nil
-	pool     *pgxpool.Pool // the postgres store's pool, else nil
-	inbox    local.Inbox   // durable inbox, else nil
-	sys      *local.System
-	timers   serveTimers
-	disp     *rap.Dispatcher
-	loader   *rap.Loader
-	receiver *rap.Receiver
-	events   *Broadcaster
-	services []mounted
-	proxies  []*mcp.Proxy // also in services; checked at start
+	ln     net.Listener
+	url    string
+	client *http.Client
+	store  threadStore
+	db     *disk.DB      // the sqlite store's data directory, else nil
+	pool   *pgxpool.Pool // the postgres store's pool, else nil
+	inbox  local.Inbox   // durable inbox, else nil
+	// deadStore keeps the dead letters (disk store), else nil.
+	deadStore local.DeadLetterStore
+	sys       *local.System
+	timers    serveTimers
+	disp      *rap.Dispatcher
+	loader    *rap.Loader
+	receiver  *rap.Receiver
+	events    *Broadcaster
+	services  []mounted
+	proxies   []*mcp.Proxy // also in services; checked at start
 	// display, inflight, views, choices and running serve the event
 	// stream and the human-in-the-loop endpoints (stream.go, hitl.go).
 	display  displays
@@ -281,6 +283,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		Logger: s.log, Observer: &s.running,
 		Limits:        runtime.Limits{MaxCompletions: l.MaxCompletions, ModelAttempts: l.ModelAttempts},
 		SliceAttempts: l.SliceAttempts, Compaction: compaction, Scheduler: sched, Agents: agents, Inbox: s.inbox,
+		DeadLetters: s.deadStore,
 	})
 	if err != nil {
 		return fmt.Errorf("server: building the embedded system: %w", err)
