@@ -182,6 +182,11 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	if th.State.Class != "" {
 		msg.Class = th.State.Class // fixed at creation; the scheduler queues by it
 	}
+	if s.conflictingResend(th, msg) {
+		writeError(w, http.StatusConflict, "id", "message ID %s was already sent to thread %s with other text; "+
+			"a retry must send the same text, new content needs a new ID", msg.ID, thread)
+		return
+	}
 	if err := s.sys.Send(r.Context(), msg); err != nil {
 		var bm *runtime.BadMessageError
 		if errors.As(err, &bm) {
@@ -191,6 +196,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "", "enqueueing the message: %v", err)
 		return
 	}
+	s.recent.add(thread, msg.ID, msg.Text)
 	writeJSON(w, http.StatusAccepted, messageResponse{ID: msg.ID, ThreadID: thread})
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/agentslice/agentslice/internal/local"
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -110,4 +111,61 @@ func (s *Server) discardDeadLetter(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// recentMessages remembers the text of the messages POST accepted most
+// recently, by (thread, ID), so that an ID re-sent with other text is
+// refused while the first is still in flight; once consumed, history
+// answers (conflictingResend). Bounded: the oldest are forgotten first.
+type recentMessages struct {
+	mu    sync.Mutex
+	texts map[[2]string]string
+	order [][2]string
+	max   int
+}
+
+func (r *recentMessages) text(thread, id string) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.texts[[2]string{thread, id}]
+	return t, ok
+}
+
+func (r *recentMessages) add(thread, id, text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := [2]string{thread, id}
+	if _, ok := r.texts[k]; ok {
+		return
+	}
+	if r.texts == nil {
+		r.texts = map[[2]string]string{}
+	}
+	if len(r.order) >= r.max {
+		delete(r.texts, r.order[0])
+		r.order = r.order[1:]
+	}
+	r.texts[k] = text
+	r.order = append(r.order, k)
+}
+
+// conflictingResend reports whether msg reuses the ID of a message the
+// thread already has (in history, among the dead letters, or accepted and
+// still in flight) with other text. The same text again is a retry, and
+// idempotent.
+func (s *Server) conflictingResend(th *runtime.Thread, msg runtime.Message) bool {
+	for i := range th.Items {
+		if it := &th.Items[i]; it.Input == msg.ID && it.Kind == runtime.ItemUser {
+			return it.Text != msg.Text
+		}
+	}
+	for _, d := range s.deadLettersOf(msg.ThreadID) {
+		if d.Message.ID == msg.ID {
+			return d.Message.Text != msg.Text
+		}
+	}
+	if t, ok := s.recent.text(msg.ThreadID, msg.ID); ok {
+		return t != msg.Text
+	}
+	return false
 }

@@ -172,3 +172,30 @@ func TestModelFailureIsHistory(t *testing.T) {
 		t.Fatalf("replayed failed event %+v", ev.Data)
 	}
 }
+
+// TestResendWithOtherTextIsConflict: an ID sent again with other text is a
+// 409 naming the ID, whether the first is still in flight or consumed;
+// the same text again stays an idempotent 202.
+func TestResendWithOtherTextIsConflict(t *testing.T) {
+	t.Parallel()
+	g := newGatedModel(t, `{"default": [{"text": "one reply"}]}`)
+	srv := startServerWith(t, Config{}, g)
+	url := srv.URL() + "/threads/c1/messages"
+	postMessage(t, srv, "c1", `{"text":"first text","id":"dup"}`)
+	g.waitStarted(t) // in flight: not in history yet
+	var e apiError
+	if code := do(t, http.MethodPost, url, `{"text":"other text","id":"dup"}`, &e); code != http.StatusConflict || e.Field != "id" || !strings.Contains(e.Error, "dup") {
+		t.Fatalf("in flight, other text: %d %+v", code, e)
+	}
+	postMessage(t, srv, "c1", `{"text":"first text","id":"dup"}`) // a retry
+	g.release <- struct{}{}
+	waitIdle(t, srv)
+	if code := do(t, http.MethodPost, url, `{"text":"other text","id":"dup"}`, &e); code != http.StatusConflict || !strings.Contains(e.Error, "dup") {
+		t.Fatalf("consumed, other text: %d %+v", code, e)
+	}
+	postMessage(t, srv, "c1", `{"text":"first text","id":"dup"}`)
+	waitIdle(t, srv)
+	if th := getThread(t, srv, "c1"); kinds(th.Items) != "user assistant" || th.Items[0].Text != "first text" {
+		t.Fatalf("history %s %+v, want the first text once", kinds(th.Items), th.Items)
+	}
+}

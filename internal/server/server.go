@@ -83,6 +83,7 @@ type Server struct {
 	inbox  local.Inbox   // durable inbox, else nil
 	// deadStore keeps the dead letters (disk store), else nil.
 	deadStore local.DeadLetterStore
+	recent    recentMessages // the text of recently accepted messages (failures.go)
 	sys       *local.System
 	timers    serveTimers
 	disp      *rap.Dispatcher
@@ -273,6 +274,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			EstimateTokens: min(mc.MaxOutputTokens, mc.TokensPerMinute)}
 	}
 	s.display.max, s.views, s.choices = 10000, newViewIndex(10000), rap.NewMemoryChoices(10000)
+	s.recent.max = 10000
 	s.running.next, s.running.srv = runtime.SlogObserver{Logger: s.log}, s
 	var agents runtime.Agents
 	if s.agents != nil {
