@@ -48,6 +48,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/dead_letters/{id}/redrive", methods{http.MethodPost: s.redriveDeadLetter})
 	mux.Handle("/dead_letters/{id}", methods{http.MethodDelete: s.discardDeadLetter})
 	mux.Handle("/healthz", methods{http.MethodGet: s.healthz})
+	mux.Handle("/readyz", methods{http.MethodGet: s.readyz})
 	mux.Handle(CallbackPath, s.callbacks())
 	for _, m := range s.services {
 		mux.Handle(ToolsPrefix+m.name+"/", m.svc)
@@ -452,15 +453,4 @@ type deadLettersResponse struct {
 func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
 	out, total := s.deadLetterList()
 	writeJSON(w, http.StatusOK, deadLettersResponse{DeadLetters: out, Total: total})
-}
-
-func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	_, dead := s.sys.DeadLetters()
-	subs, _ := s.events.Subscribers()
-	st := s.store.Stats()
-	writeJSON(w, http.StatusOK, map[string]any{
-		"status": "ok", "threads": st.Threads, "hot_threads": st.Hot, "active_threads": s.sys.Active(),
-		"dead_letters": dead, "event_subscribers": subs, "dropped_subscribers": s.events.DroppedCount(),
-		"model": s.set.model.Name,
-	})
 }
