@@ -521,22 +521,21 @@ func (s *System) deadLetter(m runtime.Message, reason string) {
 		s.deadSeen++
 		s.mu.Unlock()
 		s.log.Error("message dead-lettered again after a redrive", "thread", m.ThreadID, "message", m.ID, "reason", reason)
-		s.storeDead(d)
-		return
-	}
-	s.log.Error("message dead-lettered", "thread", m.ThreadID, "message", m.ID, "reason", reason)
-	s.deadSeen++
-	if len(s.dead) >= maxDeadLetters {
-		if s.dead[0].Status != DeadResolved {
-			s.deadOpen.Add(-1)
+	} else {
+		s.log.Error("message dead-lettered", "thread", m.ThreadID, "message", m.ID, "reason", reason)
+		s.deadSeen++
+		if len(s.dead) >= maxDeadLetters {
+			if s.dead[0].Status != DeadResolved {
+				s.deadOpen.Add(-1)
+			}
+			s.dead = s.dead[1:]
+			s.reindexDead()
 		}
-		s.dead = s.dead[1:]
-		s.reindexDead()
+		s.deadIDs[keyOf(m)] = len(s.dead)
+		s.dead = append(s.dead, d)
+		s.deadOpen.Add(1)
+		s.mu.Unlock()
 	}
-	s.deadIDs[keyOf(m)] = len(s.dead)
-	s.dead = append(s.dead, d)
-	s.deadOpen.Add(1)
-	s.mu.Unlock()
 	s.storeDead(d)
 	if s.cfg.Output == nil || m.ThreadID == "" {
 		return

@@ -117,7 +117,7 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, int, error) {
 	}
 	s.res.Completions++
 	if err := s.crash(CrashAfterCompletion); err != nil {
-		return nil, attempts, err
+		return nil, 0, err // a crash, not the provider: the slice is retried
 	}
 	b := &s.buf
 	usage := b.usage
