@@ -87,3 +87,14 @@ func (nopWriter) Text(string)             {}
 func (nopWriter) Reasoning(string)        {}
 func (nopWriter) ToolCall(_, _, _ string) {}
 func (nopWriter) Usage(runtime.Usage)     {}
+
+// Bedrock's Retry-After reaches the engine too.
+func TestBedrockRetryAfter(t *testing.T) {
+	t.Parallel()
+	m, _ := newTestBedrock(t, nil, "throttling_retry_after.json")
+	err := m.Complete(context.Background(), simpleRequest(), &recorder{})
+	var ra runtime.RetryAfterError
+	if err == nil || runtime.IsPermanent(err) || !errors.As(err, &ra) || ra.RetryAfter() != 12*time.Second || !IsThrottled(err) {
+		t.Fatalf("error %v: want a retryable throttling error asking for 12s", err)
+	}
+}
