@@ -3,6 +3,7 @@
 //	agentslice serve    run the embedded runtime with an HTTP API
 //	agentslice send     send a message to a thread of a deployed queue
 //	agentslice tail     print replies from a deployment's output queue
+//	agentslice dead-letters  list, redrive or discard a running serve's dead letters
 //	agentslice migrate  create or upgrade the DSQL/PostgreSQL schema
 //	agentslice version  print what this binary was built from
 //
@@ -30,6 +31,7 @@ func commands() []command {
 		{"serve", "run the embedded runtime with an HTTP API", runServe},
 		{"send", "send a message to a thread on a deployed FIFO input queue", runSend},
 		{"tail", "print agent replies from a deployment's output queue", runTail},
+		{"dead-letters", "list, redrive or discard the dead letters of a running serve", runDeadLetters},
 		{"migrate", "create or upgrade the history schema (DSQL or PostgreSQL)", runMigrate},
 		{"version", "print the version, VCS revision and Go version of this binary", runVersion},
 	}

@@ -1,6 +1,6 @@
 // Package disk is the durable store of the embedded system (`agentslice
 // serve`): threads' history and state, processed message IDs, the inbox of
-// accepted messages and the armed sleeps, in one SQLite database file under a
+// accepted messages, the armed timers and the dead letters, in one SQLite database file under a
 // data directory, through modernc.org/sqlite (SQLite translated to Go: no
 // cgo, so `go build` stays one command), with a journal of its own in front
 // of it for the writes of the hot path.
@@ -86,10 +86,15 @@
 //	        pages) with a unique index on (thread, pos)
 //	dedup   (thread, id, expires)
 //	inbox   (seq, thread, id, body JSON)   accepted, not yet consumed
-//	timers  (thread, call, at, body JSON)  armed sleeps
+//	timers  (thread, call, at, body JSON)  armed timers, by timer key (call:
+//	        a sleep's call ID, chkN~call for a liveness check, mwaitN for a
+//	        provider wait); a fired timer's row is deleted by that key
 //	v4: the journal exists (an older build must refuse a directory whose
 //	    journal it would ignore); threads becomes a rowid table (seq PK,
 //	    id UNIQUE), so that small rows share leaf pages
+//	v5: dead_letters (seq, thread, id, body JSON, reason, at, status): the
+//	    local.DeadLetterStore (open, redriven, resolved), written through
+//	    the writer, not the journal
 //
 // The data directory holds agentslice.db (plus its -wal and -shm files),
 // the journal's segments (journal-NNNNNNNN.log, and journal-spare.log) and

@@ -88,8 +88,8 @@ func TestTimersRearmAfterRestart(t *testing.T) {
 	tm = d.Timers(q)
 	defer tm.Stop()
 	n, err := tm.Rearm(ctx)
-	if err != nil || n != 2 {
-		t.Fatalf("Rearm: %d, %v; want 2 (due, far)", n, err)
+	if err != nil || n.Total() != 2 || n.Sleeps != 2 {
+		t.Fatalf("Rearm: %+v, %v; want 2 sleeps (due, far)", n, err)
 	}
 	select {
 	case m := <-q:
@@ -120,5 +120,42 @@ func TestOnlineBackupOpens(t *testing.T) {
 	th, err := r.History().Load(ctx, "b")
 	if err != nil || th.State.Version != 1 || len(th.Items) != 1 || th.Items[0].Text != "keep me" {
 		t.Fatalf("thread in the restored backup: %+v %v", th, err)
+	}
+}
+
+// A fired timer whose key is not its message's call ID (a liveness check,
+// a provider wait) forgets its row: a clean restart re-arms nothing (it
+// once reported sleeps_rearmed=8 with nothing asleep).
+func TestFiredTimersAreNotRearmed(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	d := open(t, dir)
+	q := make(chan runtime.Message, 4)
+	tm := d.Timers(chanQueue(q))
+	past := time.Now().Add(-time.Second)
+	for _, x := range []runtime.Timer{
+		{ThreadID: "t", CallID: "chk1~c1", At: past, Message: runtime.Message{V: 1, ID: "chk-1", ThreadID: "t", Kind: runtime.KindCheck, ToolCallID: "c1", Text: "1"}},
+		{ThreadID: "t", CallID: "mwait1", At: past, Message: runtime.Message{V: 1, ID: "mwait-1", ThreadID: "t", Kind: runtime.KindRetry, Text: "1"}},
+	} {
+		if err := tm.Schedule(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		select {
+		case <-q:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a due timer did not fire")
+		}
+	}
+	tm.Stop() // waits for the callbacks, which submit the deletes before they return
+	d.Close()
+
+	d = open(t, dir)
+	tm = d.Timers(chanQueue(q))
+	defer tm.Stop()
+	n, err := tm.Rearm(ctx)
+	if err != nil || n.Total() != 0 {
+		t.Fatalf("Rearm after the timers fired: %+v, %v; want nothing", n, err)
 	}
 }

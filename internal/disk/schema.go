@@ -99,6 +99,18 @@ var migrations = []struct {
 		`ALTER TABLE threads_v4 RENAME TO threads`,
 		`CREATE INDEX threads_attention ON threads (attention, id) WHERE attention > 0`,
 	}},
+	{"dead letters survive restarts (redrive, resolution)", []string{
+		`CREATE TABLE dead_letters (
+			seq    INTEGER PRIMARY KEY AUTOINCREMENT,
+			thread TEXT NOT NULL,
+			id     TEXT NOT NULL,
+			body   BLOB NOT NULL,
+			reason TEXT NOT NULL,
+			at     INTEGER NOT NULL,
+			status TEXT NOT NULL,
+			UNIQUE (thread, id)
+		)`,
+	}},
 }
 
 // SchemaVersion is the schema version this build writes.

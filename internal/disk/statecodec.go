@@ -78,6 +78,16 @@ func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
 	b = putString(b, st.AgentHash)
 	b = putUsage(b, &st.Usage)
 	b = putString(b, st.Model)
+	// Rare fields last, as JSON; a record written before them ends here.
+	if st.ModelWait == nil {
+		b = putBytes(b, nil)
+	} else {
+		js, err := json.Marshal(st.ModelWait)
+		if err != nil {
+			return nil, err
+		}
+		b = putBytes(b, js)
+	}
 	return b, nil
 }
 
@@ -132,6 +142,12 @@ func readState(data []byte) (runtime.ThreadState, error) {
 	st.AgentHash = r.string()
 	st.Usage = r.usage()
 	st.Model = r.string()
+	if r.err == nil && len(r.b) != 0 {
+		if js := r.bytes(); len(js) > 0 {
+			st.ModelWait = new(runtime.ModelWait)
+			r.json(js, st.ModelWait)
+		}
+	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%d bytes after the state", len(r.b))
 	}

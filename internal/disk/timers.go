@@ -10,11 +10,13 @@ import (
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
-// Timers is the durable runtime.Timers: an armed sleep is a row (thread,
-// call, wake time, wake-up message) as well as an in-process timer. A timer
-// that fires sends its message through Queue and then removes its row; Rearm
-// arms every stored row again after a restart (one whose time has passed
-// fires at once).
+// Timers is the durable runtime.Timers: an armed timer (a sleep's wake-up,
+// a liveness check, a provider wait) is a row (thread, timer key, time,
+// message) as well as an in-process timer. A timer that fires sends its
+// message through Queue and then removes its row (by its key, which for a
+// check or a provider wait is not the message's call ID); Rearm arms every
+// stored row again after a restart (one whose time has passed fires at
+// once).
 type Timers struct {
 	d     *DB
 	inner *local.Timers
@@ -29,24 +31,25 @@ var _ runtime.Timers = (*Timers)(nil)
 func (d *DB) Timers(q runtime.Queue) *Timers {
 	t := &Timers{d: d, Queue: q}
 	t.inner = local.NewTimers(fireQueue{t})
+	t.inner.Fired = t.fired
 	return t
 }
 
-// fireQueue delivers a fired wake-up, then forgets its row.
+// fireQueue delivers a fired timer's message to Queue (set after the
+// timers are built). A message Queue refuses keeps its row: the next start
+// re-arms it.
 type fireQueue struct{ t *Timers }
 
 func (f fireQueue) Send(ctx context.Context, msgs ...runtime.Message) error {
-	if err := f.t.Queue.Send(ctx, msgs...); err != nil {
-		return err // the row stays: the next start re-arms it
-	}
-	for _, m := range msgs {
-		thread, call := m.ThreadID, m.ToolCallID
-		_ = f.t.d.w.submit(&wreq{fn: func(w *wconn) error {
-			_, err := w.exec(`DELETE FROM timers WHERE thread = ? AND call = ?`, thread, call)
-			return err
-		}})
-	}
-	return nil
+	return f.t.Queue.Send(ctx, msgs...)
+}
+
+// fired forgets the row of a timer whose message was delivered.
+func (t *Timers) fired(tm runtime.Timer) {
+	_ = t.d.w.submit(&wreq{fn: func(w *wconn) error {
+		_, err := w.exec(`DELETE FROM timers WHERE thread = ? AND call = ?`, tm.ThreadID, tm.CallID)
+		return err
+	}})
 }
 
 // Schedule stores the timer durably, then arms it.
@@ -81,11 +84,37 @@ func (t *Timers) Cancel(ctx context.Context, threadID, callID string) error {
 	return nil
 }
 
-// Rearm arms every stored timer (after a restart) and returns how many.
-func (t *Timers) Rearm(ctx context.Context) (int, error) {
+// Rearmed counts the timers Rearm armed, by what their message does.
+type Rearmed struct {
+	Sleeps  int // wake-ups of sleeping calls
+	Checks  int // liveness checks of dispatched calls
+	Retries int // ends of provider waits
+	Other   int
+}
+
+// Total is the number of timers armed.
+func (r Rearmed) Total() int { return r.Sleeps + r.Checks + r.Retries + r.Other }
+
+func (r *Rearmed) count(k runtime.Kind) {
+	switch k {
+	case runtime.KindWake:
+		r.Sleeps++
+	case runtime.KindCheck:
+		r.Checks++
+	case runtime.KindRetry:
+		r.Retries++
+	default:
+		r.Other++
+	}
+}
+
+// Rearm arms every stored timer (after a restart) and returns how many of
+// each kind.
+func (t *Timers) Rearm(ctx context.Context) (Rearmed, error) {
+	var n Rearmed
 	rows, err := t.d.rdb.QueryContext(ctx, `SELECT thread, call, at, body FROM timers ORDER BY at`)
 	if err != nil {
-		return 0, fmt.Errorf("disk: reading stored timers: %w", err)
+		return n, fmt.Errorf("disk: reading stored timers: %w", err)
 	}
 	var tms []runtime.Timer
 	for rows.Next() {
@@ -94,25 +123,26 @@ func (t *Timers) Rearm(ctx context.Context) (int, error) {
 		var body []byte
 		if err := rows.Scan(&tm.ThreadID, &tm.CallID, &at, &body); err != nil {
 			rows.Close()
-			return 0, fmt.Errorf("disk: reading stored timers: %w", err)
+			return n, fmt.Errorf("disk: reading stored timers: %w", err)
 		}
 		if err := json.Unmarshal(body, &tm.Message); err != nil {
 			rows.Close()
-			return 0, fmt.Errorf("disk: timer %s/%s holds an unreadable message: %w", tm.ThreadID, tm.CallID, err)
+			return n, fmt.Errorf("disk: timer %s/%s holds an unreadable message: %w", tm.ThreadID, tm.CallID, err)
 		}
 		tm.At = time.Unix(0, at)
 		tms = append(tms, tm)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("disk: reading stored timers: %w", err)
+		return n, fmt.Errorf("disk: reading stored timers: %w", err)
 	}
 	for _, tm := range tms {
 		if err := t.inner.Schedule(ctx, tm); err != nil {
-			return 0, fmt.Errorf("disk: re-arming the timer of %s/%s: %w", tm.ThreadID, tm.CallID, err)
+			return n, fmt.Errorf("disk: re-arming the timer of %s/%s: %w", tm.ThreadID, tm.CallID, err)
 		}
+		n.count(tm.Message.Kind)
 	}
-	return len(tms), nil
+	return n, nil
 }
 
 // Pending returns the number of armed timers.

@@ -20,6 +20,13 @@
 // and tokens per minute) so provider limits are avoided rather than
 // retried. See scheduler.go and budget.go.
 //
+// A batch whose slice keeps failing goes to the dead letters
+// (deadletters.go): one entry per (thread, message ID), logged, published
+// as an "error" event of the thread, kept by a DeadLetterStore when one is
+// configured. Redrive sends the message again with its ID; an entry whose
+// ID a later slice consumed is resolved. Errors: ErrNoDeadLetter,
+// ErrDeadLetterResolved.
+//
 // The package must not know about AWS or SQL; it implements the interfaces of
 // internal/runtime with memory and the Go scheduler.
 package local

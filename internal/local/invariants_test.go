@@ -308,8 +308,9 @@ func TestPermanentModelErrorIsNotRetried(t *testing.T) {
 	if len(errs) != 1 || !strings.Contains(errs[0].Text, "access denied") {
 		t.Fatalf("error outputs %+v", errs)
 	}
-	if got := kinds(h.history("t1")); got != "user" {
-		t.Fatalf("kinds %s", got)
+	hist := h.history("t1")
+	if got := kinds(hist); got != "user,marker" || !runtime.IsFailure(&hist[1]) || !strings.Contains(hist[1].Text, "access denied") {
+		t.Fatalf("history %s %+v, want the user's message and the failure", kinds(hist), hist)
 	}
 	if dead, _ := h.sys.DeadLetters(); len(dead) != 0 {
 		t.Fatalf("dead letters %+v", dead)

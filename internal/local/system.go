@@ -45,6 +45,9 @@ type Config struct {
 	// Inbox, when set, stores every message Send accepts before Send
 	// returns (see Inbox). Default: none (accepted messages live in memory).
 	Inbox Inbox
+	// DeadLetters, when set, keeps the dead letters across restarts (see
+	// DeadLetterStore). Default: memory only.
+	DeadLetters DeadLetterStore
 	// Scheduler bounds the slices running at once and picks which thread
 	// runs next by priority class (see scheduler.go).
 	Scheduler SchedulerConfig
@@ -56,11 +59,14 @@ type Config struct {
 	HeapFloor int
 }
 
-// DeadLetter is a message the system gave up on, with the reason.
+// DeadLetter is a message the system gave up on, with the reason
+// (deadletters.go: redrive, discard, resolution).
 type DeadLetter struct {
 	Message runtime.Message
 	Reason  string
-	At      time.Time
+	// At is when it was set aside (or redriven, the latest).
+	At     time.Time
+	Status DeadLetterStatus
 }
 
 const maxDeadLetters = 10000
@@ -92,7 +98,8 @@ type System struct {
 	idle     chan struct{} // closed while no thread has a goroutine
 	dead     []DeadLetter
 	deadSeen int
-	deadIDs  map[string]bool // the IDs in dead, one dead letter per message
+	deadIDs  map[deadKey]int // index in dead of each (thread, message ID): one dead letter per message
+	deadOpen atomic.Int64    // entries not resolved
 	sched    *scheduler
 	budget   *BudgetedModel // nil without Scheduler.Budget
 }
@@ -150,12 +157,15 @@ func New(cfg Config) (*System, error) {
 	if err := cfg.Scheduler.validate(); err != nil {
 		return nil, err
 	}
-	s := &System{cfg: cfg, log: cfg.Logger, seed: maphash.MakeSeed(), idle: make(chan struct{}), deadIDs: map[string]bool{},
+	s := &System{cfg: cfg, log: cfg.Logger, seed: maphash.MakeSeed(), idle: make(chan struct{}), deadIDs: map[deadKey]int{},
 		sched: newScheduler(cfg.Scheduler)}
 	for i := range s.shards {
 		s.shards[i].boxes = map[string]*mailbox{}
 	}
 	close(s.idle)
+	if err := s.loadDeadLetters(context.Background()); err != nil {
+		return nil, err
+	}
 	if b := cfg.Scheduler.Budget; b != nil {
 		bb := *b
 		if bb.Share == 0 {
@@ -448,6 +458,7 @@ func (s *System) runBatch(ctx context.Context, threadID string, batch []runtime.
 			batch = without(batch, res.Rejected)
 		}
 		if err == nil {
+			s.resolveDead(batch)
 			return true
 		}
 		if s.ctx.Err() != nil {
@@ -487,27 +498,45 @@ func find(batch []runtime.Message, id string) runtime.Message {
 	return runtime.Message{ID: id}
 }
 
-// deadLetter sets a message aside for good. A message ID already among the
+// deadLetter sets a message aside for good. A message already among the
 // dead letters (a redelivered or retried message refused again) is not
-// added twice. Each new dead letter is also published, best effort, as an
-// "error" output event of its thread, so whoever watches the thread learns
-// that something addressed to it was not processed.
+// added twice: an open entry stays as it is, a redriven or resolved one is
+// open again with the new reason. Each new dead letter is also published,
+// best effort, as an "error" output event of its thread, so whoever
+// watches the thread learns that something addressed to it was not
+// processed.
 func (s *System) deadLetter(m runtime.Message, reason string) {
 	s.mu.Lock()
-	if s.deadIDs[m.ID] {
+	d := DeadLetter{Message: m, Reason: reason, At: time.Now(), Status: DeadOpen}
+	if i, ok := s.deadIDs[keyOf(m)]; ok {
+		if s.dead[i].Status == DeadOpen {
+			s.mu.Unlock()
+			s.log.Debug("message dead-lettered again (already set aside)", "thread", m.ThreadID, "message", m.ID)
+			return
+		}
+		if s.dead[i].Status == DeadResolved {
+			s.deadOpen.Add(1)
+		}
+		s.dead[i] = d
+		s.deadSeen++
 		s.mu.Unlock()
-		s.log.Debug("message dead-lettered again (already set aside)", "thread", m.ThreadID, "message", m.ID)
-		return
+		s.log.Error("message dead-lettered again after a redrive", "thread", m.ThreadID, "message", m.ID, "reason", reason)
+	} else {
+		s.log.Error("message dead-lettered", "thread", m.ThreadID, "message", m.ID, "reason", reason)
+		s.deadSeen++
+		if len(s.dead) >= maxDeadLetters {
+			if s.dead[0].Status != DeadResolved {
+				s.deadOpen.Add(-1)
+			}
+			s.dead = s.dead[1:]
+			s.reindexDead()
+		}
+		s.deadIDs[keyOf(m)] = len(s.dead)
+		s.dead = append(s.dead, d)
+		s.deadOpen.Add(1)
+		s.mu.Unlock()
 	}
-	s.log.Error("message dead-lettered", "thread", m.ThreadID, "message", m.ID, "reason", reason)
-	s.deadSeen++
-	if len(s.dead) >= maxDeadLetters {
-		delete(s.deadIDs, s.dead[0].Message.ID)
-		s.dead = s.dead[1:]
-	}
-	s.dead = append(s.dead, DeadLetter{Message: m, Reason: reason, At: time.Now()})
-	s.deadIDs[m.ID] = true
-	s.mu.Unlock()
+	s.storeDead(d)
 	if s.cfg.Output == nil || m.ThreadID == "" {
 		return
 	}

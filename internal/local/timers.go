@@ -13,6 +13,9 @@ import (
 // sleeping owns no timer.
 type Timers struct {
 	Queue runtime.Queue
+	// Fired, when set, is called with each timer whose message Queue took
+	// (the durable timers forget its row then).
+	Fired func(tm runtime.Timer)
 	now   func() time.Time
 
 	mu      sync.Mutex
@@ -49,7 +52,9 @@ func (t *Timers) Schedule(ctx context.Context, tm runtime.Timer) error {
 			delete(t.pending, k)
 		}
 		t.mu.Unlock()
-		_ = t.Queue.Send(context.Background(), tm.Message)
+		if err := t.Queue.Send(context.Background(), tm.Message); err == nil && t.Fired != nil {
+			t.Fired(tm)
+		}
 	})
 	t.pending[k] = timer
 	return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -256,6 +257,9 @@ func (m *bedrockModel) classify(doing string, err error) error {
 	if errors.As(err, &re) {
 		if s := re.HTTPStatusCode(); s >= 400 && s < 500 && s != 408 && s != 429 {
 			return runtime.Permanent(fmt.Errorf("bedrock model %s: %s: HTTP %d: %w", m.cfg.ModelID, doing, s, err))
+		}
+		if re.Response != nil && re.Response.Response != nil {
+			return withRetryAfter(fmt.Errorf("bedrock model %s: %s: %w", m.cfg.ModelID, doing, err), re.Response.Header, time.Now())
 		}
 	}
 	return fmt.Errorf("bedrock model %s: %s: %w", m.cfg.ModelID, doing, err)

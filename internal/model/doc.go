@@ -19,10 +19,13 @@
 //   - *runtime.PermanentError (test with runtime.IsPermanent): the request can
 //     never succeed as sent (bad request, access denied, unknown model). The
 //     message names the model and the reason. The engine ends the slice with
-//     an error reply.
+//     a failure item in history and an error reply.
 //   - any other error is transient (throttling, 5xx, a stream that broke
 //     mid-turn, a transport failure): the engine discards what was streamed
-//     and retries the completion.
+//     and retries the completion, and, with a runtime.ProviderWait, waits
+//     for the provider through a timer once its attempts are spent. One
+//     that answered with a Retry-After header implements
+//     runtime.RetryAfterError (OpenAI-compatible and Bedrock alike).
 //
 // Errors from Config.Validate, DecodeCatalog and FromConfig are *ConfigError
 // values naming the field at fault.

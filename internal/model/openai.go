@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -219,9 +220,14 @@ func (m *openaiModel) classify(err error) error {
 		if s >= 400 && s < 500 && s != 408 && s != 409 && s != 429 {
 			return runtime.Permanent(fmt.Errorf("openai model %s: %s: %w", m.cfg.ModelID, openaiReason(s, ae), err))
 		}
+		out := fmt.Errorf("openai model %s: %w", m.cfg.ModelID, err)
 		if msg := serverMessage(ae); msg != "" {
-			return fmt.Errorf("openai model %s: %s: %w", m.cfg.ModelID, msg, err)
+			out = fmt.Errorf("openai model %s: %s: %w", m.cfg.ModelID, msg, err)
 		}
+		if ae.Response != nil {
+			out = withRetryAfter(out, ae.Response.Header, time.Now())
+		}
+		return out
 	}
 	return fmt.Errorf("openai model %s: %w", m.cfg.ModelID, err)
 }

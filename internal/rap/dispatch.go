@@ -94,7 +94,13 @@ func (d *Dispatcher) Invoke(ctx context.Context, endpoint, operation string, inv
 	case errors.As(err, &se):
 		return &runtime.ToolRejectedError{Tool: operation, Reason: fmt.Sprintf("the tool server answered HTTP %d: %s", se.Status, se.Body)}
 	case errors.As(err, &ue):
-		return &runtime.ToolRejectedError{Tool: operation, Reason: fmt.Sprintf("the tool server could not be reached after %d attempts: %v", ue.Attempts, ue.Last)}
+		var srv *ServerError
+		if errors.As(ue.Last, &srv) {
+			return &runtime.ToolRejectedError{Tool: operation, ServerFailed: true,
+				Reason: fmt.Sprintf("its server answered HTTP %d to each of %d attempts: %s", srv.Status, ue.Attempts, srv.Body)}
+		}
+		return &runtime.ToolRejectedError{Tool: operation, Unreachable: true,
+			Reason: fmt.Sprintf("its server %s could not be reached (%d attempts): %v", ue.URL, ue.Attempts, ue.Last)}
 	}
 	return fmt.Errorf("rap: invoking %s (%s): %w", operation, inv.CallID, err)
 }

@@ -72,7 +72,7 @@ func TestInvokeRetries(t *testing.T) {
 		{"5xx then accepted", []int{503, 500, 200}, 5, 3, ""},
 		{"4xx is final", []int{400}, 5, 1, "HTTP 400"},
 		{"404 is final", []int{404}, 5, 1, "HTTP 404"},
-		{"5xx until the budget is spent", []int{502}, 4, 4, "after 4 attempts"},
+		{"5xx until the budget is spent", []int{502}, 4, 4, "HTTP 502 to each of 4 attempts"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -101,6 +101,11 @@ func TestInvokeRetries(t *testing.T) {
 			if !errors.As(err, &rej) || !strings.Contains(rej.Reason, tc.wantRejected) {
 				t.Fatalf("error = %v, want a ToolRejectedError containing %q", err, tc.wantRejected)
 			}
+			if want := "rejected the call"; tc.statuses[len(tc.statuses)-1] >= 500 {
+				if msg := rej.Error(); !strings.Contains(msg, "tool op failed") || strings.Contains(msg, want) {
+					t.Fatalf("a server failing with 5xx is worded %q", msg)
+				}
+			}
 		})
 	}
 }
@@ -117,8 +122,12 @@ func TestInvokeServerDown(t *testing.T) {
 	ln.Close()
 	err = newTestDispatcher(t, fastRetry(3)).Invoke(context.Background(), "http://"+addr+"/invoke", "op", testInv)
 	var rej *runtime.ToolRejectedError
-	if !errors.As(err, &rej) || !strings.Contains(rej.Reason, "after 3 attempts") {
-		t.Fatalf("error = %v, want a ToolRejectedError after 3 attempts", err)
+	if !errors.As(err, &rej) || !strings.Contains(rej.Reason, "(3 attempts)") || !rej.Unreachable {
+		t.Fatalf("error = %v, want an unreachable ToolRejectedError after 3 attempts", err)
+	}
+	// The model reads what happened: unreachable, not refused.
+	if msg := rej.Error(); !strings.Contains(msg, "tool op is unreachable") || strings.Contains(msg, "rejected") {
+		t.Fatalf("wording %q", msg)
 	}
 }
 

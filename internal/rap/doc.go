@@ -48,12 +48,13 @@
 //     signed call); loaders reject the toolset whole.
 //   - ErrBadSignature, ErrExpired (wrapped in *CallbackError): a callback URL
 //     that is forged, tampered with or too old. Answer 403; never retry.
-//   - *runtime.ToolRejectedError from Dispatch: the tool refused (4xx) or
-//     could not be reached within the retry budget; the model gets an error
-//     result.
-//   - *StatusError (a final 4xx) and *UnavailableError (5xx or transport
-//     errors until the RetryPolicy budget ran out) from the kit's Call.Post and
-//     PostChoice.
+//   - *runtime.ToolRejectedError from Dispatch: the tool refused (4xx), its
+//     server kept failing (5xx, ServerFailed) or could not be reached
+//     (Unreachable) within the retry budget; the model gets an error result
+//     worded by which.
+//   - *StatusError (a final 4xx) and *UnavailableError (5xx, each a
+//     *ServerError, or transport errors until the RetryPolicy budget ran out)
+//     from the kit's Call.Post and PostChoice.
 //   - *ToolsetError: a toolset that could not be loaded or was rejected, with
 //     the server it came from (reported by Loader, never fatal to a thread).
 package rap

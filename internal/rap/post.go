@@ -61,6 +61,15 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("%s %s: HTTP %d: %s", e.Method, e.URL, e.Status, e.Body)
 }
 
+// ServerError is a 5xx answer: retried, and the Last error of an
+// UnavailableError when every attempt got one.
+type ServerError struct {
+	Status int
+	Body   string // the start of the response body, sanitized
+}
+
+func (e *ServerError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.Status, e.Body) }
+
 // UnavailableError reports that a POST kept failing with 5xx or transport
 // errors until the retry budget ran out.
 type UnavailableError struct {
@@ -188,7 +197,7 @@ func exchangeOnce(ctx context.Context, client *http.Client, method, url string, 
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
 	if resp.StatusCode >= 500 {
-		return nil, true, fmt.Errorf("HTTP %d: %s", resp.StatusCode, sanitize(snippet))
+		return nil, true, &ServerError{Status: resp.StatusCode, Body: sanitize(snippet)}
 	}
 	return nil, false, &StatusError{Method: method, URL: url, Status: resp.StatusCode, Body: sanitize(snippet)}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 )
 
 // This file is how a slice runs as its thread's agent (see Agent):
@@ -143,16 +142,6 @@ func (s *slice) compactionWindow(p *CompactionPolicy) (window int, threshold flo
 		}
 	}
 	return window, threshold
-}
-
-// failModel ends the slice's completions with an error reply the user can
-// read; the slice must not be retried for it.
-func (s *slice) failModel(err error) {
-	s.res.ModelErr = err
-	s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: &OutputEvent{
-		ID: DeriveID("out_", s.threadID, strconv.Itoa(s.ownPos()), "error"), ThreadID: s.threadID,
-		Kind: "error", Text: "the model failed: " + err.Error()}})
-	s.dirty = true
 }
 
 // agentToolset is a toolset seen through an agent's Tools allow-list.

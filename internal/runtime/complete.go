@@ -13,7 +13,7 @@ import (
 // asynchronous tool, or the slice reaches its cap or deadline.
 func (s *slice) complete(ctx context.Context) error {
 	if _, err := s.applyAgent(); err != nil {
-		s.failModel(err)
+		s.failModel(ctx, err, 0)
 		return nil
 	}
 	for {
@@ -28,13 +28,29 @@ func (s *slice) complete(ctx context.Context) error {
 			s.continueLater()
 			return nil
 		}
-		call, err := s.completion(ctx, n)
+		call, attempts, err := s.completion(ctx, n)
 		if err != nil {
 			if IsPermanent(err) {
-				s.failModel(err)
+				s.failModel(ctx, err, attempts)
 				return nil
 			}
-			return err
+			if s.e.ProviderWait == nil || s.e.ProviderWait.Timers == nil || attempts == 0 || ctx.Err() != nil {
+				return err
+			}
+			// Every attempt failed with a retryable error: the thread
+			// waits for the provider through a timer, or, once it has
+			// waited long enough, the completion fails for good.
+			waiting, werr := s.waitForProvider(ctx, err)
+			if werr != nil {
+				return werr
+			}
+			if !waiting {
+				s.failModel(ctx, err, attempts)
+			}
+			return nil
+		}
+		if s.st.ModelWait != nil {
+			s.st.ModelWait = nil // the provider is back
 		}
 		if call == nil {
 			return nil
@@ -46,11 +62,12 @@ func (s *slice) complete(ctx context.Context) error {
 }
 
 // completion runs one completion with retries and appends its turn. It
-// returns the tool call the turn ends with, if any.
-func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
+// returns the tool call the turn ends with, if any, and how often the
+// model was called (0 when it failed before that).
+func (s *slice) completion(ctx context.Context, n int) (*Item, int, error) {
 	ts, err := s.toolsetFor(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	hist, inherited := EffectiveView(s.view, s.th.Inherited)
 	// The request lives in the slice: a model must not keep it past
@@ -71,30 +88,36 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 		start = s.e.now()
 	}
 	var lastErr error
+	attempts := 0
 	for attempt := 1; attempt <= s.lim.ModelAttempts; attempt++ {
 		if attempt > 1 {
 			if err := s.backoff(mctx, attempt-1); err != nil {
-				return nil, fmt.Errorf("runtime: model retry for thread %s: %w (last error: %v)", s.threadID, err, lastErr)
+				// No time for another attempt: the attempts made count.
+				return nil, attempts, fmt.Errorf("runtime: model retry for thread %s: %w (last error: %v)", s.threadID, err, lastErr)
 			}
 		}
 		s.buf.reset()
+		attempts = attempt
 		lastErr = model.Complete(mctx, req, &s.buf)
 		if lastErr == nil {
 			break
 		}
 		if IsPermanent(lastErr) {
-			return nil, lastErr
+			return nil, attempts, lastErr
 		}
 		if mctx.Err() != nil {
 			break
 		}
 	}
 	if lastErr != nil {
-		return nil, fmt.Errorf("runtime: completion %s for thread %s failed after retries: %w", req.ID(), s.threadID, lastErr)
+		if mctx.Err() != nil && ctx.Err() == nil {
+			attempts = 0 // the slice's own deadline cut the completion: not the provider's fault
+		}
+		return nil, attempts, fmt.Errorf("runtime: completion %s for thread %s failed after %d attempts: %w", req.ID(), s.threadID, attempts, lastErr)
 	}
 	s.res.Completions++
 	if err := s.crash(CrashAfterCompletion); err != nil {
-		return nil, err
+		return nil, 0, err // a crash, not the provider: the slice is retried
 	}
 	b := &s.buf
 	usage := b.usage
@@ -127,7 +150,7 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 	if b.call == nil {
 		if s.st.Compaction {
 			s.deliverSummary(text)
-			return nil, nil
+			return nil, attempts, nil
 		}
 		reply := &OutputEvent{ID: DeriveID("out_", s.threadID, strconv.Itoa(s.ownPos())), ThreadID: s.threadID, Kind: "reply", Text: text}
 		if s.st.Usage != (Usage{}) {
@@ -138,14 +161,14 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 			reply.Agent = v.Agent.Name
 		}
 		s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: reply})
-		return nil, nil
+		return nil, attempts, nil
 	}
 	call := Item{Kind: ItemToolCall, CallID: callID(s.threadID, s.ownPos()), Name: b.call.Name, Args: b.call.Args, Usage: up}
 	if call.Args == "" {
 		call.Args = "{}"
 	}
 	s.appendItem(call)
-	return &s.view[len(s.view)-1], nil
+	return &s.view[len(s.view)-1], attempts, nil
 }
 
 // modelContext returns the context model calls run in: bounded by the

@@ -21,6 +21,18 @@
 // what the first attempt committed. Without Engine.Agents nothing changes:
 // no system prompt, Engine.Model, every tool.
 //
+// Failures (provider_wait.go): a completion that fails for good (a
+// permanent error, or a provider outage longer than ProviderWait.MaxWait)
+// is an item in history, a marker with IsError named FailureMarkerName
+// whose Args say what failed, the provider's error and the attempts
+// (IsFailure), with an "error" output event. With Engine.ProviderWait, a
+// completion whose every attempt failed with a retryable error does not
+// fail the slice: the thread records the wait (ThreadState.ModelWait) and a
+// Timers wake-up (KindRetry, deduplicated and crash-safe like a liveness
+// check) runs the model again, after a doubling delay of at least the
+// provider's Retry-After (RetryAfterError). A completion a person stopped
+// (ErrStopped) is no failure.
+//
 // The package must not import AWS, pgx or HTTP client packages: bindings
 // (internal/local, internal/dsql, internal/dedup, internal/sqsq,
 // internal/timers) implement the interfaces declared here.
@@ -33,7 +45,11 @@
 //     kind, oversize, invalid UTF-8). Move it to a dead-letter destination with
 //     the reason; never retry it.
 //   - *PermanentError: a non-retryable model or tool failure (bad request,
-//     access denied). The slice ended with an error reply; do not retry.
+//     access denied). The slice ended with a failure item and an error
+//     reply; do not retry.
+//   - *ToolRejectedError: a tool refused a call, or it never arrived
+//     (Unreachable) or its server kept failing (ServerFailed); the model
+//     gets an error result worded by which.
 //   - *AgentError: an agent definition that cannot work (ValidateAgents,
 //     DecodeAgentsDoc), naming the field.
 //   - any other error is transient: retry the slice later.

@@ -70,6 +70,10 @@ type Engine struct {
 	// Liveness, when set, gives every dispatched call a deadline and
 	// status checks (liveness.go).
 	Liveness *Liveness
+	// ProviderWait, when set, makes threads wait out model provider
+	// outages through timers instead of failing the slice
+	// (provider_wait.go).
+	ProviderWait *ProviderWait
 }
 
 // SliceInput is one slice's work: a batch of messages for one thread, in

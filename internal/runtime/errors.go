@@ -60,11 +60,27 @@ func IsPermanent(err error) bool {
 // ToolRejectedError reports that a tool refused an invocation for good (a
 // RAP server answering 4xx, arguments failing the schema, retries exhausted).
 // The engine turns it into an error result the model can read.
+//
+// Its wording says what happened: Unreachable (the tool's server could not
+// be reached at all, so the call never arrived) and ServerFailed (the
+// server kept answering 5xx) are not refusals.
 type ToolRejectedError struct {
 	Tool   string
 	Reason string
+	// Unreachable: no connection to the tool's server (refused, timed out,
+	// DNS), after the retries.
+	Unreachable bool
+	// ServerFailed: the tool's server answered every attempt with an
+	// error of its own (5xx).
+	ServerFailed bool
 }
 
 func (e *ToolRejectedError) Error() string {
+	switch {
+	case e.Unreachable:
+		return fmt.Sprintf("tool %s is unreachable: %s", e.Tool, e.Reason)
+	case e.ServerFailed:
+		return fmt.Sprintf("tool %s failed: %s", e.Tool, e.Reason)
+	}
 	return fmt.Sprintf("tool %s rejected the call: %s", e.Tool, e.Reason)
 }

@@ -76,6 +76,7 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 		// A person steps in: the pending call (a tool, a sleep) gets its
 		// one "interrupted" result and the model is not woken for it.
 		s.interrupt(m)
+		s.st.ModelWait = nil // a provider wait ends too: its retry does nothing
 		text := "stopped by the user"
 		if m.Text != "" {
 			text += ": " + m.Text
@@ -100,6 +101,8 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 		return s.foldResult(ctx, m)
 	case KindCheck:
 		return s.foldCheck(ctx, m)
+	case KindRetry:
+		return s.foldRetry(m)
 	case KindNotice:
 		if s.st.Pending == nil || s.st.Pending.ID != m.ToolCallID {
 			s.reject(ctx, m.ID, &BadMessageError{ID: m.ID, Field: "tool_call_id",

@@ -38,6 +38,7 @@ const (
 	KindClose      Kind = "close"       // a person closes the thread: as stop, then the thread takes no more messages
 	KindModel      Kind = "model"       // a person switches the thread's model (Text: the model's name, "" for the default)
 	KindAgent      Kind = "agent"       // a person switches the agent the thread runs as (Agent: its name)
+	KindRetry      Kind = "retry"       // a provider wait ended: the model runs again (provider_wait.go; Text: the wait's number)
 )
 
 // known reports whether k is one of the message kinds. (A switch, not a
@@ -45,7 +46,7 @@ const (
 func (k Kind) known() bool {
 	switch k {
 	case KindUser, KindToolResult, KindEvent, KindWake, KindReport, KindParent, KindStart, KindNotice,
-		KindContinue, KindSummary, KindCheck, KindStop, KindClose, KindModel, KindAgent:
+		KindContinue, KindSummary, KindCheck, KindStop, KindClose, KindModel, KindAgent, KindRetry:
 		return true
 	}
 	return false

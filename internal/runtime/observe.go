@@ -18,6 +18,12 @@ const (
 	EventToolDispatched     EventType = "tool_dispatched"
 	EventMessageRejected    EventType = "message_rejected"
 	EventMessageDropped     EventType = "message_dropped"
+	// EventCompletionFailed: a completion failed for good (an error item
+	// is in history). Always carries Err.
+	EventCompletionFailed EventType = "completion_failed"
+	// EventModelWaiting: every attempt of a completion failed with a
+	// retryable error and the thread waits for the provider (provider_wait.go).
+	EventModelWaiting EventType = "model_waiting"
 )
 
 // Event is one observation of the engine at work.

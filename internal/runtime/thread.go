@@ -78,6 +78,9 @@ type ThreadState struct {
 	// Model is the model the thread runs, set by a KindModel message (the
 	// switch is also recorded in history); "" is the deployment's default.
 	Model string `json:"model,omitempty"`
+	// ModelWait is set while the thread waits for its model provider to
+	// come back (provider_wait.go).
+	ModelWait *ModelWait `json:"model_wait,omitempty"`
 }
 
 // Clone returns a deep copy of s, so a slice can build the next state without
@@ -93,6 +96,10 @@ func (s ThreadState) Clone() ThreadState {
 	c.Deferred = append([]Message(nil), s.Deferred...)
 	c.Subscriptions = append([]Subscription(nil), s.Subscriptions...)
 	c.Children = append([]string(nil), s.Children...)
+	if s.ModelWait != nil {
+		w := *s.ModelWait
+		c.ModelWait = &w
+	}
 	return c
 }
 

@@ -47,10 +47,13 @@ func (s *Server) routes() http.Handler {
 		s.serveEvents(w, r, "")
 	}})
 	mux.Handle("/dead_letters", methods{http.MethodGet: s.deadLetters})
+	mux.Handle("/dead_letters/{id}/redrive", methods{http.MethodPost: s.redriveDeadLetter})
+	mux.Handle("/dead_letters/{id}", methods{http.MethodDelete: s.discardDeadLetter})
 	mux.Handle("/healthz", methods{http.MethodGet: s.healthz})
 	mux.Handle("/agents", methods{http.MethodGet: s.listAgents})
 	mux.Handle("/models", methods{http.MethodGet: s.listModels})
 	mux.Handle("/markdown", methods{http.MethodPost: s.renderMarkdown})
+	mux.Handle("/readyz", methods{http.MethodGet: s.readyz})
 	mux.Handle(CallbackPath, s.callbacks())
 	for _, m := range s.services {
 		mux.Handle(ToolsPrefix+m.name+"/", m.svc)
@@ -185,6 +188,11 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	if th.State.Class != "" {
 		msg.Class = th.State.Class // fixed at creation; the scheduler queues by it
 	}
+	if s.conflictingResend(th, msg) {
+		writeError(w, http.StatusConflict, "id", "message ID %s was already sent to thread %s with other text; "+
+			"a retry must send the same text, new content needs a new ID", msg.ID, thread)
+		return
+	}
 	if err := s.sys.Send(r.Context(), msg); err != nil {
 		var bm *runtime.BadMessageError
 		if errors.As(err, &bm) {
@@ -194,6 +202,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "", "enqueueing the message: %v", err)
 		return
 	}
+	s.recent.add(thread, msg.ID, msg.Text)
 	writeJSON(w, http.StatusAccepted, messageResponse{ID: msg.ID, ThreadID: thread})
 }
 
@@ -265,9 +274,13 @@ func newMessageID() string {
 type threadResponse struct {
 	ID string `json:"id"`
 	// Status is "closed", "running" (a slice is at work), "sleeping",
-	// "waiting_for_choice", "waiting_for_tool", "idle", or "dead_letter"
-	// for a thread whose only messages were dead-lettered.
-	Status string       `json:"status"`
+	// "waiting_for_choice", "waiting_for_tool", "waiting_for_provider"
+	// (its model provider is down; it tries again through a timer),
+	// "failed" (its latest completion failed for good), "idle", or
+	// "dead_letter" for a thread whose only messages were dead-lettered.
+	Status string `json:"status"`
+	// Reason says why a thread is failed or waiting for its provider.
+	Reason string       `json:"reason,omitempty"`
 	State  stateSummary `json:"state"`
 	// Inherited is how many of the thread's full view come from its
 	// ancestors; Items starts at From.
@@ -353,8 +366,12 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request) {
 	if items == nil {
 		items = []runtime.Item{}
 	}
-	resp := threadResponse{ID: thread, Status: s.status(thread, th.State), State: sum, Inherited: th.Inherited,
+	status, reason := s.threadStatus(th)
+	resp := threadResponse{ID: thread, Status: status, Reason: reason, State: sum, Inherited: th.Inherited,
 		From: from, Total: len(th.Items), Items: items, DeadLetters: dead}
+	if w := th.State.ModelWait; w != nil && resp.Until == nil {
+		resp.Until = &w.Until
+	}
 	if p := th.State.Pending; p != nil {
 		resp.Choice = s.pendingChoice(thread, p.ID)
 		resp.Until = s.sleeps.until(thread, p)
@@ -401,7 +418,8 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusServiceUnavailable, "", "loading thread %s: %v", id, err)
 			return
 		}
-		nodes[id] = &treeNode{ID: id, Status: s.status(id, th.State), Temporary: th.State.Temporary, Length: th.State.Length,
+		status, _ := s.threadStatus(th)
+		nodes[id] = &treeNode{ID: id, Status: status, Temporary: th.State.Temporary, Length: th.State.Length,
 			Tokens: th.State.Tokens}
 		parents[id] = th.State.Parent
 		order[id] = th.State.Children
@@ -440,15 +458,4 @@ type deadLettersResponse struct {
 func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
 	out, total := s.deadLetterList()
 	writeJSON(w, http.StatusOK, deadLettersResponse{DeadLetters: out, Total: total})
-}
-
-func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	_, dead := s.sys.DeadLetters()
-	subs, _ := s.events.Subscribers()
-	st := s.store.Stats()
-	writeJSON(w, http.StatusOK, map[string]any{
-		"status": "ok", "threads": st.Threads, "hot_threads": st.Hot, "active_threads": s.sys.Active(),
-		"dead_letters": dead, "event_subscribers": subs, "dropped_subscribers": s.events.DroppedCount(),
-		"model": s.set.model.Name,
-	})
 }

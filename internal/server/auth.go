@@ -37,8 +37,8 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 	want := []byte(s.token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
-		if p == CallbackPath || p == "/" || strings.HasPrefix(p, consolePrefix) || p == "/healthz" {
-			next.ServeHTTP(w, r) // signed URLs; a static page with no data; liveness
+		if p == CallbackPath || p == "/" || strings.HasPrefix(p, consolePrefix) || p == "/healthz" || p == "/readyz" {
+			next.ServeHTTP(w, r) // signed URLs; a static page with no data; liveness and readiness probes
 			return
 		}
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")

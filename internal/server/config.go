@@ -157,6 +157,16 @@ type Limits struct {
 	// ReadTimeout bounds reading one request, body included: a stalled
 	// upload is cut after it. Default 30s.
 	ReadTimeout string `json:"read_timeout,omitempty"`
+	// ProviderWait is a thread's first wait for its model provider when
+	// every attempt of a completion failed with a retryable error (refused,
+	// 5xx, 429); the waits double up to ProviderWaitMax, at least the
+	// provider's Retry-After. Default 30s and 15m.
+	ProviderWait    string `json:"provider_wait,omitempty"`
+	ProviderWaitMax string `json:"provider_wait_max,omitempty"`
+	// ProviderMaxWait is how long a thread waits for its provider in all
+	// before the completion fails for good (an error in history). Default
+	// 24h.
+	ProviderMaxWait string `json:"provider_max_wait,omitempty"`
 }
 
 // Freeze configures the periodic compression of idle threads' history.
@@ -431,6 +441,7 @@ type settings struct {
 	callbackTTL       time.Duration
 	keepAlive         time.Duration
 	readTimeout       time.Duration
+	providerWait      runtime.ProviderWait // without Timers
 	freezeEvery       time.Duration
 	freezeIdle        time.Duration
 	commandTimeout    time.Duration
@@ -553,6 +564,16 @@ func (c *Config) resolve() (*settings, error) {
 		return nil, err
 	}
 	if s.readTimeout, err = duration("limits.read_timeout", l.ReadTimeout, 30*time.Second); err != nil {
+		return nil, err
+	}
+	pw := &s.providerWait
+	if pw.First, err = duration("limits.provider_wait", l.ProviderWait, runtime.ProviderWaitFirstDefault); err != nil {
+		return nil, err
+	}
+	if pw.Interval, err = duration("limits.provider_wait_max", l.ProviderWaitMax, runtime.ProviderWaitIntervalDefault); err != nil {
+		return nil, err
+	}
+	if pw.MaxWait, err = duration("limits.provider_max_wait", l.ProviderMaxWait, runtime.ProviderWaitMaxDefault); err != nil {
 		return nil, err
 	}
 	if s.freezeEvery, err = duration("freeze.every", c.Freeze.Every, 30*time.Second); err != nil {

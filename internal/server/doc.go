@@ -9,8 +9,12 @@
 //   - the wiring and lifecycle (server.go): a Server builds the history store,
 //     the system, the local timers, the RAP dispatcher, loader and callback
 //     receiver, mounts the in-process tool servers, and stops all of it again;
-//   - the HTTP API (api.go): send a message, read a thread, list the thread
-//     tree, health and dead letters, with 4xx JSON errors naming the problem;
+//   - the HTTP API (api.go): send a message (an ID re-sent with other text
+//     is a 409), read a thread, list the thread tree, with 4xx JSON errors
+//     naming the problem; failures (failures.go): a thread's failed and
+//     waiting_for_provider statuses, redrive and discard of dead letters;
+//     health (health.go): /healthz (liveness, each part's status) and
+//     /readyz (503 while a required part is down);
 //   - the event stream (events.go, stream.go): a Broadcaster that fans
 //     events out to Server-Sent Events subscribers without ever blocking a
 //     slice. History events come from a wrapper of the history store that

@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentslice/agentslice/internal/disk"
 	"github.com/agentslice/agentslice/internal/local"
@@ -186,7 +188,9 @@ func TestRecoveryOfPendingCalls(t *testing.T) {
 	defer srv.Stop()
 	waitIdle(t, srv)
 	th := getThread(t, srv, "thr_local")
-	if th.Status != "idle" || len(th.Items) < 3 || th.Items[2].Kind != runtime.ItemToolResult || !th.Items[2].IsError ||
+	// The script has no step left for the completion after the error
+	// result: that completion fails for good, in history.
+	if th.Status != "failed" || len(th.Items) < 3 || th.Items[2].Kind != runtime.ItemToolResult || !th.Items[2].IsError ||
 		!strings.Contains(th.Items[2].Text, "restarted") {
 		t.Fatalf("in-process call after restart: %s %+v", kinds(th.Items), th.Items)
 	}
@@ -220,5 +224,44 @@ func TestPublishingStoreKeepsDiskWaiting(t *testing.T) {
 	}
 	if dw, ok := newPublishingStore(local.NewHistoryStore(), &Server{}).(local.DiskWaiter); ok && dw.CommitsWaitForDisk() {
 		t.Error("the wrapped memory store reports that its commits wait for the disk")
+	}
+}
+
+// TestRecoveryCountsWhatItRearms: a start re-arms the stored timers and
+// the log counts them by kind: a liveness check and a provider wait are
+// not sleeps (a clean restart with nothing asleep once reported
+// sleeps_rearmed=8).
+func TestRecoveryCountsWhatItRearms(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := disk.Open(ctx, dir, disk.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := db.Timers(nil)
+	later := time.Now().Add(time.Hour)
+	for _, x := range []runtime.Timer{
+		{ThreadID: "t", CallID: "chk1~c1", At: later, Message: runtime.Message{V: 1, ID: "chk-1", ThreadID: "t", Kind: runtime.KindCheck, ToolCallID: "c1", Text: "1"}},
+		{ThreadID: "t", CallID: "mwait1", At: later, Message: runtime.Message{V: 1, ID: "mwait-1", ThreadID: "t", Kind: runtime.KindRetry, Text: "1"}},
+	} {
+		if err := tm.Schedule(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tm.Stop()
+	db.Close()
+	logs := &logBuffer{}
+	srv, err := New(ctx, Config{Listen: "127.0.0.1:0", Data: dir},
+		Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	if out := logs.String(); !strings.Contains(out, "sleeps_rearmed=0 checks_rearmed=1 provider_waits_rearmed=1") {
+		t.Fatalf("recovery log:\n%s", out)
 	}
 }

@@ -76,8 +76,9 @@ func (s *Server) publishState(ctx context.Context, thread string) {
 		return // best effort: the next commit tells again
 	}
 	st := th.State
+	status, reason := s.threadStatus(th)
 	s.events.publish(StreamEvent{ID: thread + "@v" + strconv.FormatInt(st.Version, 10), ThreadID: thread, Kind: "state",
-		State: &statusView{Status: s.status(thread, st), Pending: st.Pending, Subscriptions: st.Subscriptions, Version: st.Version,
+		State: &statusView{Status: status, Reason: reason, Pending: st.Pending, Subscriptions: st.Subscriptions, Version: st.Version,
 			Until: s.sleeps.until(thread, st.Pending)}})
 }
 
@@ -294,6 +295,9 @@ type deadLetterEntry struct {
 	Message runtime.Message `json:"message"`
 	Reason  string          `json:"reason"`
 	At      time.Time       `json:"at"`
+	// Status is "open", "redriven" (sent again, not yet consumed) or
+	// "resolved" (a message with its ID was consumed since).
+	Status string `json:"status"`
 }
 
 func (d deadLetterEntry) event() StreamEvent {
@@ -308,7 +312,7 @@ func (s *Server) deadLetterList() ([]deadLetterEntry, int) {
 	dead, total := s.sys.DeadLetters()
 	out := make([]deadLetterEntry, 0, len(dead))
 	for _, d := range dead {
-		out = append(out, deadLetterEntry{Message: d.Message, Reason: d.Reason, At: d.At})
+		out = append(out, deadLetterEntry{Message: d.Message, Reason: d.Reason, At: d.At, Status: string(d.Status)})
 	}
 	return out, total
 }

@@ -73,7 +73,8 @@ func (s *Server) recoverDurable(ctx context.Context) error {
 			return fmt.Errorf("server: queueing %d recovered messages: %w", len(msgs), err)
 		}
 	}
-	s.log.Info("recovered from the data directory", "dir", s.db.Dir(), "sleeps_rearmed", armed, "threads_resumed", len(kick),
+	s.log.Info("recovered from the data directory", "dir", s.db.Dir(), "sleeps_rearmed", armed.Sleeps,
+		"checks_rearmed", armed.Checks, "provider_waits_rearmed", armed.Retries, "threads_resumed", len(kick),
 		"pending_calls", len(calls), "pending_calls_answered", answered, "messages_requeued", len(msgs))
 	return nil
 }

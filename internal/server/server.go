@@ -74,21 +74,24 @@ type Server struct {
 	// agents is nil when the configuration defines none.
 	agents *runtime.AgentSet
 
-	ln       net.Listener
-	url      string
-	client   *http.Client
-	store    threadStore
-	db       *disk.DB      // the sqlite store's data directory, else nil
-	pool     *pgxpool.Pool // the postgres store's pool, else nil
-	inbox    local.Inbox   // durable inbox, else nil
-	sys      *local.System
-	timers   serveTimers
-	disp     *rap.Dispatcher
-	loader   *rap.Loader
-	receiver *rap.Receiver
-	events   *Broadcaster
-	services []mounted
-	proxies  []*mcp.Proxy // also in services; checked at start
+	ln     net.Listener
+	url    string
+	client *http.Client
+	store  threadStore
+	db     *disk.DB      // the sqlite store's data directory, else nil
+	pool   *pgxpool.Pool // the postgres store's pool, else nil
+	inbox  local.Inbox   // durable inbox, else nil
+	// deadStore keeps the dead letters (disk store), else nil.
+	deadStore local.DeadLetterStore
+	recent    recentMessages // the text of recently accepted messages (failures.go)
+	sys       *local.System
+	timers    serveTimers
+	disp      *rap.Dispatcher
+	loader    *rap.Loader
+	receiver  *rap.Receiver
+	events    *Broadcaster
+	services  []mounted
+	proxies   []*mcp.Proxy // also in services; checked at start
 	// display, inflight, views, choices and running serve the event
 	// stream and the human-in-the-loop endpoints (stream.go, hitl.go).
 	display  displays
@@ -271,6 +274,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			EstimateTokens: min(mc.MaxOutputTokens, mc.TokensPerMinute)}
 	}
 	s.display.max, s.views, s.choices = 10000, newViewIndex(10000), rap.NewMemoryChoices(10000)
+	s.recent.max = 10000
 	s.running.next, s.running.srv = runtime.SlogObserver{Logger: s.log}, s
 	var agents runtime.Agents
 	if s.agents != nil {
@@ -281,6 +285,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		Logger: s.log, Observer: &s.running,
 		Limits:        runtime.Limits{MaxCompletions: l.MaxCompletions, ModelAttempts: l.ModelAttempts},
 		SliceAttempts: l.SliceAttempts, Compaction: compaction, Scheduler: sched, Agents: agents, Inbox: s.inbox,
+		DeadLetters: s.deadStore,
 	})
 	if err != nil {
 		return fmt.Errorf("server: building the embedded system: %w", err)
@@ -289,6 +294,11 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	// Every dispatched call gets a deadline and status checks, armed
 	// through the same timers as the sleeps (runtime/liveness.go).
 	s.sys.Engine().Liveness = &runtime.Liveness{Timers: s.timers}
+	// A thread whose model provider is down waits through them too
+	// (runtime/provider_wait.go) instead of dead-lettering its message.
+	pw := s.set.providerWait
+	pw.Timers = s.timers
+	s.sys.Engine().ProviderWait = &pw
 	if s.receiver, err = rap.NewReceiver(rap.ReceiverConfig{Keys: s.keys, Queue: s.sys, Output: s.events, Logger: s.log,
 		Views: s.views, Choices: s.choices}); err != nil {
 		return fmt.Errorf("server: building the callback receiver: %w", err)

@@ -179,6 +179,7 @@ func (s *Server) openStore(ctx context.Context) error {
 		s.store = diskThreads{History: db.History(), s: s}
 		s.timers = diskTimers{db.Timers(nil)}
 		s.inbox = db.Inbox()
+		s.deadStore = db.DeadLetters()
 	}
 	return nil
 }

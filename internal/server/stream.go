@@ -66,7 +66,9 @@ type choiceView struct {
 
 // statusView is a thread's status as "state" events carry it.
 type statusView struct {
-	Status        string                 `json:"status"`
+	Status string `json:"status"`
+	// Reason says why a thread is failed or waiting for its provider.
+	Reason        string                 `json:"reason,omitempty"`
 	Pending       *runtime.PendingCall   `json:"pending,omitempty"`
 	Subscriptions []runtime.Subscription `json:"subscriptions,omitempty"`
 	Version       int64                  `json:"version"`
@@ -125,6 +127,8 @@ func (s *Server) historyEvents(thread string, base int, items []runtime.Item) []
 			}
 		case runtime.ItemMarker:
 			switch {
+			case runtime.IsFailure(it):
+				ev.Kind, ev.Args = "failed", it.Args // a completion that failed for good
 			case it.CallID == "" && it.Text == "continue":
 				ev.Kind = "continue"
 			case strings.HasPrefix(it.Text, "stopped by the user"):
@@ -227,8 +231,16 @@ func (p publishingStore) Commit(ctx context.Context, c *runtime.Commit) error {
 		p.srv.events.publish(ev)
 	}
 	st := c.State
+	var status, reason string
+	if n := len(c.Append); n > 0 {
+		status, reason = p.srv.statusOf(c.ThreadID, st, &c.Append[n-1])
+	} else if th, err := p.HistoryStore.Load(ctx, c.ThreadID); err == nil {
+		status, reason = p.srv.threadStatus(th) // nothing appended: the latest item decides
+	} else {
+		status, reason = p.srv.statusOf(c.ThreadID, st, nil)
+	}
 	p.srv.events.publish(StreamEvent{ID: c.ThreadID + "@v" + strconv.FormatInt(st.Version, 10), ThreadID: c.ThreadID,
-		Kind: "state", State: &statusView{Status: p.srv.status(c.ThreadID, st), Pending: st.Pending,
+		Kind: "state", State: &statusView{Status: status, Reason: reason, Pending: st.Pending,
 			Subscriptions: st.Subscriptions, Version: st.Version, Until: p.srv.sleeps.until(c.ThreadID, st.Pending)}})
 	return nil
 }
@@ -242,12 +254,15 @@ type deltaModel struct {
 	srv   *Server
 }
 
-// errStopped is the permanent model error of a completion a person stopped.
+// errStopped is the permanent model error of a completion a person stopped
+// (runtime.ErrStopped: not a failure; the stop message is in history).
 var errStopped = runtime.Permanent(stoppedError{})
 
 type stoppedError struct{}
 
 func (stoppedError) Error() string { return "stopped by the user" }
+
+func (stoppedError) Is(target error) bool { return target == runtime.ErrStopped }
 
 func (m deltaModel) Complete(ctx context.Context, req *runtime.CompletionRequest, w runtime.TurnWriter) error {
 	inner := m.inner

@@ -313,11 +313,11 @@ func TestStreamReplay(t *testing.T) {
 
 // TestDeadLetteredThread: a thread whose only message was dead-lettered
 // is not a silent 404: GET shows the dead letter, the stream replays it,
-// and GET /dead_letters lists each message once.
+// and GET /dead_letters lists each message once. (A model that panics
+// fails its slices; a provider outage waits instead, failures_test.go.)
 func TestDeadLetteredThread(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, Config{Script: writeScript(t, `{"default": [{"text": "never", "fail_times": 1000}]}`),
-		Limits: Limits{ModelAttempts: 1, SliceAttempts: 2}})
+	srv := startServerOpts(t, Config{Limits: Limits{ModelAttempts: 1, SliceAttempts: 2}}, Options{Model: panicModel{}})
 	const thread = "thr_dead"
 	live := openStream(t, srv.URL()+"/threads/"+thread+"/events")
 	postMessage(t, srv, thread, `{"text":"hello","id":"m_dead"}`)
@@ -434,4 +434,12 @@ func TestStreamCursorPastHistory(t *testing.T) {
 	if ev := s.next(t); ev.Event != "message" || ev.ID != "1" {
 		t.Fatalf("after the reset: %+v, want the history from the start", ev)
 	}
+}
+
+// panicModel panics in every completion: its slices fail (the engine
+// recovers the panic at the slice boundary) until the system gives up.
+type panicModel struct{}
+
+func (panicModel) Complete(context.Context, *runtime.CompletionRequest, runtime.TurnWriter) error {
+	panic("panicModel: this model always panics")
 }

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentslice/agentslice/internal/runtime"
 )
@@ -203,15 +204,23 @@ func testStateRoundTrip(t *testing.T, s runtime.HistoryStore, id string) {
 		st.Agent, st.AgentHash = "reviewer", "9ed0e3716440469ed421a65318788497"
 		st.Usage = runtime.Usage{Input: 10, Output: 2, Cached: 7, CacheWrite: 3, Total: 12}
 		st.Outbox[1].Output.Agent, st.Outbox[1].Output.Usage = "reviewer", &runtime.Usage{Input: 10}
+		st.ModelWait = &runtime.ModelWait{Since: time.Date(2026, 12, 1, 10, 0, 0, 5, time.UTC), Waits: 3,
+			Until: time.Date(2026, 12, 1, 10, 4, 0, 0, time.UTC), Error: "HTTP 503: overloaded"}
 	}
-	if err := commit(t, s, id, 0, 0, items(id, 1), want); err != nil {
+	// A failure item (a completion that failed for good) is kept as it is.
+	add := append(items(id, 1), runtime.Item{Kind: runtime.ItemMarker, IsError: true, Name: runtime.FailureMarkerName,
+		Args: `{"failed":"completion","attempts":4,"error":"HTTP 400: bad"}`, Text: "the model failed after 4 attempts: HTTP 400: bad"})
+	if err := commit(t, s, id, 0, 0, add, want); err != nil {
 		t.Fatal(err)
 	}
 	th := load(t, s, id)
-	exp := runtime.ThreadState{Version: 1, Length: 1, Stack: []string{id}}
+	exp := runtime.ThreadState{Version: 1, Length: 2, Stack: []string{id}}
 	want(&exp)
 	if !reflect.DeepEqual(th.State, exp) {
 		t.Fatalf("state\n got %+v\nwant %+v", th.State, exp)
+	}
+	if !reflect.DeepEqual(th.Items, add) || !runtime.IsFailure(&th.Items[1]) {
+		t.Fatalf("items\n got %+v\nwant %+v", th.Items, add)
 	}
 }
 

@@ -1,0 +1,125 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// failingModel panics for thread "dead" (its slices fail) and fails
+// permanently for the others.
+type failingModel struct{}
+
+func (failingModel) Complete(_ context.Context, req *runtime.CompletionRequest, _ runtime.TurnWriter) error {
+	if req.ThreadID == "dead" {
+		panic("failingModel")
+	}
+	return runtime.Permanent(errors.New("HTTP 400: bad request"))
+}
+
+// Every dead letter and every failed completion is logged at info level
+// or above.
+func TestFailuresAreLoggedAtInfo(t *testing.T) {
+	logs := &syncBuffer{}
+	lg := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	h := newHarness(t, failingModel{}, func(c *Config) { c.Logger, c.SliceAttempts = lg, 2 })
+	h.send(user("dead", "d1", "go"), user("t1", "u1", "go"))
+	h.wait()
+	out := logs.String()
+	for _, want := range []string{`msg="message dead-lettered" thread=dead message=d1`, `msg=completion_failed thread=t1`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log at info lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// fixable panics (its slices fail) until fixed, then replies.
+type fixable struct{ fixed atomic.Bool }
+
+func (m *fixable) Complete(_ context.Context, _ *runtime.CompletionRequest, w runtime.TurnWriter) error {
+	if !m.fixed.Load() {
+		panic("fixable: broken")
+	}
+	w.Text("fixed")
+	return nil
+}
+
+func deadStatus(sys *System, thread, id string) DeadLetterStatus {
+	dead, _ := sys.DeadLetters()
+	for _, d := range dead {
+		if d.Message.ThreadID == thread && d.Message.ID == id {
+			return d.Status
+		}
+	}
+	return ""
+}
+
+// A redrive that fails again opens its entry again (and says so on the
+// thread); one that is consumed resolves it, which a second redrive
+// refuses; a discarded entry is gone; dead letters of two threads with
+// the same message ID are two entries.
+func TestRedriveReopensAndResolves(t *testing.T) {
+	m := &fixable{}
+	h := newHarness(t, m, func(c *Config) { c.SliceAttempts = 1 })
+	ctx := context.Background()
+	h.send(user("a", "same", "go"), user("b", "same", "go"))
+	h.wait()
+	if deadStatus(h.sys, "a", "same") != DeadOpen || deadStatus(h.sys, "b", "same") != DeadOpen {
+		t.Fatalf("dead letters %+v", func() []DeadLetter { d, _ := h.sys.DeadLetters(); return d }())
+	}
+	errsBefore := len(h.outputs("error"))
+	if _, err := h.sys.Redrive(ctx, "a", "same"); err != nil {
+		t.Fatal(err)
+	}
+	h.wait()
+	if got := deadStatus(h.sys, "a", "same"); got != DeadOpen || len(h.outputs("error")) != errsBefore+1 {
+		t.Fatalf("after a redrive that failed again: %q, %d error events (want open, one more)", got, len(h.outputs("error"))-errsBefore)
+	}
+	m.fixed.Store(true)
+	if d, err := h.sys.Redrive(ctx, "a", "same"); err != nil || d.Status != DeadRedriven {
+		t.Fatalf("redrive: %+v %v", d, err)
+	}
+	h.wait()
+	if got := deadStatus(h.sys, "a", "same"); got != DeadResolved {
+		t.Fatalf("after a consumed redrive: %q", got)
+	}
+	if kinds(h.history("a")) != "user,assistant" {
+		t.Fatalf("history of a: %s", kinds(h.history("a")))
+	}
+	if _, err := h.sys.Redrive(ctx, "a", "same"); !errors.Is(err, ErrDeadLetterResolved) {
+		t.Fatalf("second redrive: %v", err)
+	}
+	if err := h.sys.DiscardDeadLetter(ctx, "b", "same"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.sys.Redrive(ctx, "b", "same"); !errors.Is(err, ErrNoDeadLetter) {
+		t.Fatalf("redrive of a discarded entry: %v", err)
+	}
+	if deadStatus(h.sys, "a", "same") != DeadResolved {
+		t.Fatal("discarding b's entry touched a's")
+	}
+}
