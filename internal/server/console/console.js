@@ -189,15 +189,18 @@ async function loadDead() {
 
 function deadEntry(d) {
   const m = d.message;
-  const li = el("li", { class: d.resolved ? "resolved" : "", title: d.at ? new Date(d.at).toLocaleString() : null },
+  // status: open, redriven, or resolved (its ID was consumed since).
+  const resolved = d.resolved || d.status === "resolved";
+  const li = el("li", { class: resolved ? "resolved" : "", title: d.at ? new Date(d.at).toLocaleString() : null },
     el("strong", { text: m.thread_id + ": " }), d.reason + (d.times > 1 ? " (" + d.times + "×)" : ""));
-  if (d.resolved) {
+  if (resolved) {
     li.append(el("span", { class: "sys", text: " resolved" }));
     return li;
   }
+  if (d.status === "redriven") li.append(el("span", { class: "sys", text: " redriven" }));
   const act = (method, suffix, what) => async () => {
     try {
-      await api(method, "/dead_letters/" + encodeURIComponent(m.id) + suffix);
+      await api(method, "/dead_letters/" + encodeURIComponent(m.id) + suffix + "?thread=" + encodeURIComponent(m.thread_id));
       loadDead();
     } catch (e) {
       li.append(el("div", { class: "sys error", text: what + " failed: " + e.message }));
@@ -518,6 +521,17 @@ const render = {
     // A reply the user stopped is no failure: the stop is theirs.
     if (/stopped by the user$/.test(ev.text || "")) sys("the reply was stopped", ev);
     else sys("error: " + ev.text, ev, true);
+  },
+  failed(ev) {
+    // A completion that failed for good, as history keeps it (after a
+    // reload too); live, the error event with the same text came first.
+    endStreaming();
+    const last = $("log").lastElementChild;
+    if (last && last.dataset.kind === "error" && last.textContent === "error: " + ev.text) {
+      last.dataset.kind = "failed";
+      return;
+    }
+    sys("failed: " + ev.text, ev, true);
   },
   dead_letter(ev) {
     add(el("li", { class: "dead-card", "data-id": ev.id, "data-kind": ev.kind },
