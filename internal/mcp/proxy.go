@@ -12,7 +12,8 @@
 // pass through; other MCP content is described in text).
 //
 // The package owns the MCP session (connected on first use, reconnected once
-// when it drops) and the subprocess. It must not know about the runtime's
+// when it drops) and the subprocess, which gets an allow-listed environment
+// (package procenv), never the runtime's secrets. It must not know about the runtime's
 // stores or engine: it speaks RAP on one side and MCP on the other.
 package mcp
 
@@ -24,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -31,6 +33,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentslice/agentslice/internal/procenv"
 	"github.com/agentslice/agentslice/internal/rap"
 )
 
@@ -45,8 +48,11 @@ type Config struct {
 
 	// Command runs the MCP server as a subprocess speaking stdio (argv).
 	Command []string
-	Env     []string // the subprocess's environment; inherited when nil
-	Dir     string
+	// Env is the subprocess's environment (KEY=VALUE); nil gives it
+	// procenv.DefaultPass of this process's environment. Either way no
+	// AGENTSLICE_* variable reaches it (see package procenv).
+	Env []string
+	Dir string
 
 	// URL is a Streamable HTTP MCP endpoint.
 	URL        string
@@ -166,7 +172,7 @@ func (p *Proxy) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	var t sdk.Transport
 	if len(p.cfg.Command) > 0 {
 		cmd := exec.Command(p.cfg.Command[0], p.cfg.Command[1:]...)
-		cmd.Env, cmd.Dir = p.cfg.Env, p.cfg.Dir
+		cmd.Env, cmd.Dir = p.env(), p.cfg.Dir
 		t = &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	} else {
 		t = &sdk.StreamableClientTransport{Endpoint: p.cfg.URL, HTTPClient: p.cfg.HTTPClient, DisableStandaloneSSE: true}
@@ -181,6 +187,14 @@ func (p *Proxy) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	}
 	p.session = s
 	return s, nil
+}
+
+// env is the subprocess's environment: never the whole of this process's.
+func (p *Proxy) env() []string {
+	if p.cfg.Env == nil {
+		return procenv.Build(os.Environ(), nil, nil)
+	}
+	return procenv.Build(nil, nil, p.cfg.Env)
 }
 
 // drop forgets a session that failed, so the next call reconnects.

@@ -19,6 +19,7 @@ import (
 	"github.com/agentslice/agentslice/internal/local"
 	"github.com/agentslice/agentslice/internal/mcp"
 	"github.com/agentslice/agentslice/internal/model"
+	"github.com/agentslice/agentslice/internal/procenv"
 	"github.com/agentslice/agentslice/internal/rap"
 	"github.com/agentslice/agentslice/internal/rap/tools"
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -338,7 +339,8 @@ func (s *Server) buildServices(retry rap.RetryPolicy) error {
 			list = append(list, tools.GetTime(nil))
 		}
 		if rc := e.RunCommand; rc != nil {
-			list = append(list, tools.RunCommand(tools.RunCommandConfig{Allowed: rc.Allow, Dir: rc.Dir, Timeout: s.set.commandTimeout}))
+			list = append(list, tools.RunCommand(tools.RunCommandConfig{Allowed: rc.Allow, Dir: rc.Dir, Timeout: s.set.commandTimeout,
+				Env: procenv.Build(os.Environ(), s.cfg.PassEnv, nil)}))
 		}
 		kit, err := rap.NewServer(rap.ServerConfig{Name: "examples", Description: "agentslice example tools",
 			Tools: list, PublicURL: s.url + ToolsPrefix + "examples", Client: s.client, Retry: retry, Logger: s.log})
@@ -349,7 +351,7 @@ func (s *Server) buildServices(retry rap.RetryPolicy) error {
 	}
 	for _, m := range s.cfg.MCPServers {
 		name := "mcp/" + m.Name
-		p, err := mcp.New(mcp.Config{Name: m.Name, Description: "MCP server " + m.Name, Command: m.Command, Env: mcpEnv(m.Env, os.Environ()), Dir: m.Dir,
+		p, err := mcp.New(mcp.Config{Name: m.Name, Description: "MCP server " + m.Name, Command: m.Command, Env: procenv.Build(os.Environ(), s.cfg.PassEnv, m.Env), Dir: m.Dir,
 			URL: m.URL, PublicURL: s.url + ToolsPrefix + name, Client: s.client, Retry: retry, Logger: s.log})
 		if err != nil {
 			return fmt.Errorf("server: building the MCP proxy %s: %w", m.Name, err)
@@ -358,16 +360,6 @@ func (s *Server) buildServices(retry rap.RetryPolicy) error {
 		s.proxies = append(s.proxies, p)
 	}
 	return nil
-}
-
-// mcpEnv is an MCP subprocess's environment: the server's, with the
-// configured entries added (a later entry wins in exec); nil, inheriting
-// it, when none are configured.
-func mcpEnv(extra, parent []string) []string {
-	if len(extra) == 0 {
-		return nil
-	}
-	return append(append([]string(nil), parent...), extra...)
 }
 
 // checkMCP connects to every MCP server at start, concurrently, and reports
