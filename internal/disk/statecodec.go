@@ -78,6 +78,7 @@ func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
 	b = putString(b, st.AgentHash)
 	b = putUsage(b, &st.Usage)
 	b = putString(b, st.Model)
+	b = putString(b, st.Incarnation) // last: records written before it end after Model
 	return b, nil
 }
 
@@ -132,6 +133,9 @@ func readState(data []byte) (runtime.ThreadState, error) {
 	st.AgentHash = r.string()
 	st.Usage = r.usage()
 	st.Model = r.string()
+	if len(r.b) > 0 {
+		st.Incarnation = r.string()
+	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%d bytes after the state", len(r.b))
 	}

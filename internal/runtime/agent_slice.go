@@ -150,7 +150,7 @@ func (s *slice) compactionWindow(p *CompactionPolicy) (window int, threshold flo
 func (s *slice) failModel(err error) {
 	s.res.ModelErr = err
 	s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: &OutputEvent{
-		ID: DeriveID("out_", s.threadID, strconv.Itoa(s.ownPos()), "error"), ThreadID: s.threadID,
+		ID: incarnationID("out_", s.st.Incarnation, s.threadID, strconv.Itoa(s.ownPos()), "error"), ThreadID: s.threadID,
 		Kind: "error", Text: "the model failed: " + err.Error()}})
 	s.dirty = true
 }

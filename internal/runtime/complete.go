@@ -129,7 +129,7 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 			s.deliverSummary(text)
 			return nil, nil
 		}
-		reply := &OutputEvent{ID: DeriveID("out_", s.threadID, strconv.Itoa(s.ownPos())), ThreadID: s.threadID, Kind: "reply", Text: text}
+		reply := &OutputEvent{ID: incarnationID("out_", s.st.Incarnation, s.threadID, strconv.Itoa(s.ownPos())), ThreadID: s.threadID, Kind: "reply", Text: text}
 		if s.st.Usage != (Usage{}) {
 			u := s.st.Usage
 			reply.Usage = &u
@@ -140,7 +140,7 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 		s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: reply})
 		return nil, nil
 	}
-	call := Item{Kind: ItemToolCall, CallID: callID(s.threadID, s.ownPos()), Name: b.call.Name, Args: b.call.Args, Usage: up}
+	call := Item{Kind: ItemToolCall, CallID: callID(s.threadID, s.st.Incarnation, s.ownPos()), Name: b.call.Name, Args: b.call.Args, Usage: up}
 	if call.Args == "" {
 		call.Args = "{}"
 	}
@@ -219,7 +219,7 @@ func (s *slice) runCall(ctx context.Context, call *Item) bool {
 		env := &SyncEnv{Thread: s.th, State: &s.st, Position: len(s.view) - 1, CallID: c.CallID, Now: s.e.now(),
 			Agent: s.agent.v, Agents: s.e.Agents}
 		out, err := entry.Sync.Run(ctx, env, Invocation{ThreadID: s.threadID, CallID: c.CallID, Name: c.Name,
-			Args: c.Args, Ancestors: ancestors(s.st.Stack), Class: s.st.Class.OrDefault()})
+			Args: c.Args, Ancestors: ancestors(s.st.Stack), Class: s.st.Class.OrDefault(), Incarnation: s.st.Incarnation})
 		if err != nil {
 			var rej *ToolRejectedError
 			if errors.As(err, &rej) {
@@ -241,7 +241,7 @@ func (s *slice) runCall(ctx context.Context, call *Item) bool {
 // the next slice instead of being lost.
 func (s *slice) continueLater() {
 	v := s.version + 1
-	m := Message{V: MessageVersion, ID: DeriveID("cont_", s.threadID, strconv.FormatInt(v, 10)),
+	m := Message{V: MessageVersion, ID: incarnationID("cont_", s.st.Incarnation, s.threadID, strconv.FormatInt(v, 10)),
 		ThreadID: s.threadID, Kind: KindContinue}
 	s.st.Outbox = append(s.st.Outbox, OutboxEntry{Message: &m})
 	s.dirty = true

@@ -291,7 +291,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	// through the same timers as the sleeps (runtime/liveness.go).
 	s.sys.Engine().Liveness = &runtime.Liveness{Timers: s.timers}
 	if s.receiver, err = rap.NewReceiver(rap.ReceiverConfig{Keys: s.keys, Queue: s.sys, Output: s.events, Logger: s.log,
-		Views: s.views, Choices: s.choices}); err != nil {
+		Views: s.views, Choices: s.choices, Incarnations: incarnations{s.store}}); err != nil {
 		return fmt.Errorf("server: building the callback receiver: %w", err)
 	}
 
@@ -328,6 +328,19 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	s.log.Info("agentslice serve: ready", "url", s.url, "listen", s.ln.Addr().String(), "model", s.set.model.Name,
 		"provider", string(s.set.model.Provider), "tool_servers", len(servers))
 	return nil
+}
+
+// incarnations reads a thread's incarnation from the store, so the
+// receiver refuses callback URLs issued to an earlier thread of the same
+// ID (a data directory wiped, a memory store restarted) with 403.
+type incarnations struct{ store runtime.HistoryStore }
+
+func (i incarnations) Incarnation(ctx context.Context, threadID string) (string, error) {
+	th, err := i.store.Load(ctx, threadID)
+	if err != nil {
+		return "", err
+	}
+	return th.State.Incarnation, nil
 }
 
 // buildServices builds the in-process tool servers (example tools, MCP
