@@ -154,7 +154,7 @@ func TestCodecHistoriesAreTheBenchmarks(t *testing.T) {
 	}
 	for i, h := range hist {
 		agent := agentName(i)
-		items, err := local.DecodeItems(nil, h, agent, 0)
+		items, err := local.DecodeItems(nil, h, agent, "", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
