@@ -29,6 +29,7 @@ func RunHistory(t *testing.T, newStore func(t *testing.T) runtime.HistoryStore) 
 		{"StaleVersionConflicts", testStaleVersion},
 		{"ConcurrentCommitsOneWins", testConcurrentCommits},
 		{"StateRoundTrip", testStateRoundTrip},
+		{"IncarnatedCallIDs", testIncarnatedCallIDs},
 		{"ChildInheritsUpToSpawnPoint", testChildInherits},
 		{"ThreeLevels", testThreeLevels},
 		{"ExistingChildConflicts", testExistingChild},
@@ -203,6 +204,7 @@ func testStateRoundTrip(t *testing.T, s runtime.HistoryStore, id string) {
 		st.Agent, st.AgentHash = "reviewer", "9ed0e3716440469ed421a65318788497"
 		st.Usage = runtime.Usage{Input: 10, Output: 2, Cached: 7, CacheWrite: 3, Total: 12}
 		st.Outbox[1].Output.Agent, st.Outbox[1].Output.Usage = "reviewer", &runtime.Usage{Input: 10}
+		st.Incarnation = "incarnation-of-" + id
 	}
 	if err := commit(t, s, id, 0, 0, items(id, 1), want); err != nil {
 		t.Fatal(err)
@@ -213,6 +215,35 @@ func testStateRoundTrip(t *testing.T, s runtime.HistoryStore, id string) {
 	if !reflect.DeepEqual(th.State, exp) {
 		t.Fatalf("state\n got %+v\nwant %+v", th.State, exp)
 	}
+}
+
+// testIncarnatedCallIDs: a thread's call IDs, derived with its incarnation
+// (which stores that leave derivable IDs out must use to derive them
+// again), come back as committed, beside IDs derived without it and
+// foreign ones, on the first commit and on a later one.
+func testIncarnatedCallIDs(t *testing.T, s runtime.HistoryStore, id string) {
+	const inc = "the-incarnation"
+	calls := func(from int) []runtime.Item {
+		var out []runtime.Item
+		for i, c := range []string{runtime.CallIDAt(id, inc, from), runtime.CallIDAt(id, "", from+2), "foreign"} {
+			out = append(out, runtime.Item{Kind: runtime.ItemToolCall, CallID: c, Name: "work", Args: "{}"},
+				runtime.Item{Kind: runtime.ItemToolResult, CallID: c, Input: runtime.ResultID(id, c), Name: "work", Text: fmt.Sprint("r", i)})
+		}
+		return out
+	}
+	first, second := calls(0), calls(6)
+	set := func(st *runtime.ThreadState) { st.Incarnation = inc }
+	if err := commit(t, s, id, 0, 0, first, set); err != nil {
+		t.Fatal(err)
+	}
+	if err := commit(t, s, id, 1, len(first), second, set); err != nil {
+		t.Fatal(err)
+	}
+	th := load(t, s, id)
+	if th.State.Incarnation != inc {
+		t.Fatalf("incarnation %q, want %q", th.State.Incarnation, inc)
+	}
+	equalItems(t, "incarnated", th.Items, append(first, second...))
 }
 
 func child(parent, id string, at int) runtime.ChildThread {
