@@ -61,6 +61,9 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 	model := s.e.Model
 	if v := s.agent.v; v != nil {
 		req.System, req.Agent, model = v.Agent.Instructions, v.Agent.Name, s.agentModel(v)
+		if note := unavailableNote(ts); note != "" {
+			req.System += note
+		}
 	}
 	mctx := s.modelContext(ctx)
 	// The clock is read for the completion's duration only when the

@@ -444,6 +444,6 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"status": "ok", "threads": st.Threads, "hot_threads": st.Hot, "active_threads": s.sys.Active(),
 		"dead_letters": dead, "event_subscribers": subs, "dropped_subscribers": s.events.DroppedCount(),
-		"model": s.set.model.Name,
+		"model": s.set.model.Name, "unavailable_toolsets": s.unavailableToolsets(),
 	})
 }

@@ -105,6 +105,7 @@ type Server struct {
 	started   bool
 	stopOnce  sync.Once
 	stopping  chan struct{}
+	toolsets  toolsetHealth // allow-listed toolsets that could not be loaded
 	wg        sync.WaitGroup
 	serveErr  chan error
 }
@@ -327,6 +328,10 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	}
 	s.log.Info("agentslice serve: ready", "url", s.url, "listen", s.ln.Addr().String(), "model", s.set.model.Name,
 		"provider", string(s.set.model.Provider), "tool_servers", len(servers))
+	if len(s.unavailableToolsets()) > 0 {
+		s.wg.Add(1)
+		go s.recheckToolsets() // owned by Stop (closes stopping, waits)
+	}
 	return nil
 }
 
@@ -397,12 +402,17 @@ func (s *Server) checkMCP(ctx context.Context) {
 
 // logToolsets fetches every toolset once and logs what agents will be
 // offered, and why a server was left out. It fails when an agent allows a
-// toolset no server announced.
+// toolset no server announced although every server answered (a typo);
+// when a server could not be loaded, serve starts without its toolsets
+// and reports them (see toolsets.go).
 func (s *Server) logToolsets(ctx context.Context) error {
 	set := s.loader.Load(ctx)
-	if err := checkRemoteToolsets(s.set.remoteToolsets, set, set.Problems()); err != nil {
-		return err
+	if len(set.Problems()) == 0 {
+		if err := checkRemoteToolsets(s.set.remoteToolsets, set, nil); err != nil {
+			return err
+		}
 	}
+	s.noteUnavailable(set)
 	names := make([]string, 0, len(set.Specs()))
 	for _, sp := range set.Specs() {
 		names = append(names, sp.Name)
