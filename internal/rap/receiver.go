@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
@@ -229,9 +231,26 @@ func (rc *Receiver) Accept(ctx context.Context, query map[string][]string, body 
 		return fmt.Errorf("rap: enqueueing %s for thread %s: %w", msg.ID, capa.ThreadID, err)
 	}
 	if cb.Type == TypeToolResult {
+		rc.checkDisplayAs(ctx, capa, body)
 		rc.display(ctx, capa, cb.ToolResult)
 	}
 	return nil
+}
+
+// checkDisplayAs logs a result's display_as that is not a list: it was
+// read as one segment (an object) or ignored (anything else), and the
+// result itself was accepted (see DisplaySegments).
+func (rc *Receiver) checkDisplayAs(ctx context.Context, capa Capability, body []byte) {
+	v := gjson.GetBytes(body, "display_as")
+	if !v.Exists() || v.IsArray() || v.Type == gjson.Null {
+		return
+	}
+	how := "ignored"
+	if v.IsObject() {
+		how = "read as a list of one segment"
+	}
+	rc.cfg.Logger.InfoContext(ctx, "rap: a tool result's display_as is not a list; "+how+", the result is kept", "thread", capa.ThreadID,
+		"call", capa.CallID, "display_as", fmt.Sprintf("%.200s", v.Raw))
 }
 
 // display forwards, best effort, the display segment a UI should render
