@@ -161,12 +161,12 @@ func (r *ToolResult) Display() (Display, bool) {
 
 // ToolResult is the result of an invocation. Content wins over Text.
 type ToolResult struct {
-	Type      CallbackType     `json:"type"`
-	GroupID   string           `json:"group_id"`
-	ID        string           `json:"id"`
-	CallID    *string          `json:"call_id,omitempty"`
-	Text      *string          `json:"text,omitempty"`
-	Content   []ContentItem    `json:"content,omitempty"`
+	Type      CallbackType    `json:"type"`
+	GroupID   string          `json:"group_id"`
+	ID        string          `json:"id"`
+	CallID    *string         `json:"call_id,omitempty"`
+	Text      *string         `json:"text,omitempty"`
+	Content   []ContentItem   `json:"content,omitempty"`
 	DisplayAs DisplaySegments `json:"display_as,omitempty"`
 	// Subscription says the call started a subscription: events follow.
 	Subscription bool `json:"subscription,omitempty"`
