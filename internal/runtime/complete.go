@@ -56,7 +56,8 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, error) {
 	// The request lives in the slice: a model must not keep it past
 	// Complete (see Model).
 	s.req = CompletionRequest{ThreadID: s.threadID, History: hist, Inherited: inherited, Tools: ts.Specs(),
-		Model: s.st.Model, engine: true, version: s.version, n: n, own: s.view[s.th.Inherited:]}
+		Model: s.st.Model, engine: true, version: s.version, n: n, own: s.view[s.th.Inherited:],
+		pending: s.view[s.mark:], at: s.length}
 	req := &s.req
 	model := s.e.Model
 	if v := s.agent.v; v != nil {
