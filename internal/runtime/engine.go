@@ -261,13 +261,13 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 		// A new root thread: its class is fixed now, from its first message.
 		s.st.Class, s.classNamed = batchClass(batch)
 	}
-	if s.version == 0 && s.st.Incarnation == "" && s.st.Parent == "" && len(batch) > 0 {
+	if s.version == 0 && s.st.Incarnation == "" && s.st.Parent == "" {
 		// And its incarnation, committed with the first items.
 		r := s.e.Entropy
 		if r == nil {
 			r = rand.Reader
 		}
-		if s.st.Incarnation, err = newIncarnation(r, batch[0].ID); err != nil {
+		if s.st.Incarnation, err = newIncarnation(r, s.threadID); err != nil {
 			return s.res, err
 		}
 	}

@@ -104,22 +104,23 @@ func incarnationID(prefix, inc string, parts ...string) string {
 }
 
 // newIncarnation is a new root thread's incarnation: 128 random bits from
-// r, with the ID of the message that creates the thread. A slice that
-// fails before its commit leaves nothing derived from it outside, and its
-// retry draws another; once committed it never changes.
-func newIncarnation(r io.Reader, first string) (string, error) {
+// r, hashed with the thread's ID. A slice that fails before its commit
+// leaves nothing derived from it outside, and its retry draws another;
+// once committed it never changes. (With FixedEntropy it depends on the
+// thread's ID alone, so a retry whose batch is ordered or cut otherwise
+// still mints the IDs of the run it is compared with.)
+func newIncarnation(r io.Reader, threadID string) (string, error) {
 	var b [16]byte
 	if _, err := io.ReadFull(r, b[:]); err != nil {
 		return "", fmt.Errorf("runtime: drawing a thread's incarnation: %w", err)
 	}
-	return DeriveID("", idEncoding.EncodeToString(b[:]), first), nil
+	return DeriveID("", idEncoding.EncodeToString(b[:]), threadID), nil
 }
 
 // FixedEntropy is an Engine.Entropy that always reads zeros: a root
-// thread's incarnation is then derived from its first message's ID alone,
-// so separate runs issue the same IDs (tests, the chaos matrix, golden
-// files). Production never uses it: a thread recreated with the same first
-// message would reissue its IDs.
+// thread's incarnation is then derived from its ID alone, so separate runs
+// issue the same IDs (tests, the chaos matrix, golden files). Production
+// never uses it: a recreated thread would reissue its IDs.
 var FixedEntropy io.Reader = zeroReader{}
 
 type zeroReader struct{}

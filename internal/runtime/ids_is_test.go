@@ -48,8 +48,8 @@ func TestIncarnationSeparatesCallIDs(t *testing.T) {
 	if incarnationID("out_", "", "demo", "3") != DeriveID("out_", "demo", "3") || incarnationID("out_", a, "demo", "3") == DeriveID("out_", "demo", "3") {
 		t.Fatal("incarnationID: an empty incarnation must derive the old ID, another must not")
 	}
-	x, err := newIncarnation(FixedEntropy, "m1")
-	y, err2 := newIncarnation(FixedEntropy, "m1")
+	x, err := newIncarnation(FixedEntropy, "demo")
+	y, err2 := newIncarnation(FixedEntropy, "demo")
 	if err != nil || err2 != nil || x != y || x == "" {
 		t.Fatalf("fixed entropy: %q, %q (%v, %v), want one deterministic incarnation", x, y, err, err2)
 	}
