@@ -198,6 +198,7 @@ func (r *Run) newEngine(f *faults) *runtime.Engine {
 		Compaction: r.sc.Compaction,
 		Now:        func() time.Time { return Clock },
 		Faults:     engineFaults{f},
+		Entropy:    runtime.FixedEntropy, // every run of a scenario issues the same IDs
 	}
 	if e.Limits.RetryBase == 0 {
 		e.Limits.RetryBase = time.Millisecond

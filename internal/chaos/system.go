@@ -62,6 +62,7 @@ func PlayOnSystem(ctx context.Context, sc *Scenario, b Backend, target *Target) 
 	// engine's publishes are recorded and pass the crash point.
 	sys.Engine().Output = crashOutput{inner: r.out, f: r.f}
 	sys.Engine().Faults = engineFaults{r.f}
+	sys.Engine().Entropy = runtime.FixedEntropy
 	sys.Engine().Now = func() time.Time { return Clock }
 	r.send = sys.Send
 	if err := sys.Start(ctx); err != nil {

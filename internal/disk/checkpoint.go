@@ -247,10 +247,10 @@ func (h *History) encodeEntry(e *ckptEntry, raw []byte) []byte {
 	}
 	switch {
 	case e.evict:
-		raw = local.AppendItems(raw[:0], e.id, 0, e.items)
+		raw = local.AppendItems(raw[:0], e.id, e.state.Incarnation, 0, e.items)
 		e.frame = h.enc.EncodeAll(raw, nil)
 	case len(e.items) > e.storedLen:
-		e.tail = local.AppendItems(nil, e.id, e.storedLen, e.items[e.storedLen:])
+		e.tail = local.AppendItems(nil, e.id, e.state.Incarnation, e.storedLen, e.items[e.storedLen:])
 	}
 	return raw
 }

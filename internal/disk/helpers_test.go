@@ -10,5 +10,5 @@ import (
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 
 func appendItems(id string, first int, items []runtime.Item) []byte {
-	return local.AppendItems(nil, id, first, items)
+	return local.AppendItems(nil, id, "", first, items)
 }

@@ -233,7 +233,7 @@ func (h *History) decode(ht *hotThread, id string, state, frozen []byte, frozenL
 		if err != nil {
 			return nil, fmt.Errorf("disk: thread %s: corrupt frozen history: %w", id, err)
 		}
-		if ht.items, err = local.DecodeItems(ht.items, raw, id, 0); err != nil || len(ht.items) != frozenLen {
+		if ht.items, err = local.DecodeItems(ht.items, raw, id, ht.state.Incarnation, 0); err != nil || len(ht.items) != frozenLen {
 			return nil, fmt.Errorf("disk: thread %s: frozen history has %d items, want %d: %v", id, len(ht.items), frozenLen, err)
 		}
 	}
@@ -254,7 +254,7 @@ func (h *History) decode(ht *hotThread, id string, state, frozen []byte, frozenL
 		if pos != len(ht.items) {
 			return nil, fmt.Errorf("disk: thread %s: item row at %d, want %d", id, pos, len(ht.items))
 		}
-		if ht.items, err = local.DecodeItems(ht.items, data, id, pos); err != nil {
+		if ht.items, err = local.DecodeItems(ht.items, data, id, ht.state.Incarnation, pos); err != nil {
 			return nil, fmt.Errorf("disk: thread %s: item row at %d: %w", id, pos, err)
 		}
 		ht.rows++
@@ -473,7 +473,7 @@ func (h *History) encodeCommit(c *runtime.Commit, oldLen int) ([]byte, *[]byte, 
 		for i := range c.Append {
 			n += 16 + c.Append[i].Size()
 		}
-		r.items = local.AppendItems(slices.Grow(*ib, n), c.ThreadID, oldLen, c.Append)
+		r.items = local.AppendItems(slices.Grow(*ib, n), c.ThreadID, c.State.Incarnation, oldLen, c.Append)
 		*ib = r.items
 	}
 	for _, ch := range c.Children {

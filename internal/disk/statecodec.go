@@ -78,6 +78,7 @@ func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
 	b = putString(b, st.AgentHash)
 	b = putUsage(b, &st.Usage)
 	b = putString(b, st.Model)
+	b = putString(b, st.Incarnation) // records written before it end after Model
 	// Rare fields last, as JSON; a record written before them ends here.
 	if st.ModelWait == nil {
 		b = putBytes(b, nil)
@@ -142,6 +143,9 @@ func readState(data []byte) (runtime.ThreadState, error) {
 	st.AgentHash = r.string()
 	st.Usage = r.usage()
 	st.Model = r.string()
+	if len(r.b) > 0 {
+		st.Incarnation = r.string()
+	}
 	if r.err == nil && len(r.b) != 0 {
 		if js := r.bytes(); len(js) > 0 {
 			st.ModelWait = new(runtime.ModelWait)

@@ -138,3 +138,24 @@ func BenchmarkEncodeState(b *testing.B) {
 		}
 	})
 }
+
+// A journal record written before incarnations ends after Model: it still
+// reads, as a state without one.
+func TestStateCodecReadsRecordsWithoutIncarnation(t *testing.T) {
+	t.Parallel()
+	st := runtime.ThreadState{Version: 3, Length: 2, Stack: []string{"t"}, Model: "m"}
+	old, err := appendState(nil, &st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old = old[:len(old)-1] // the empty incarnation's length byte: what the codec wrote before
+	got, err := readState(old)
+	if err != nil || !reflect.DeepEqual(got, st) {
+		t.Fatalf("readState = %+v, %v; want %+v", got, err, st)
+	}
+	st.Incarnation = "inc"
+	b, _ := appendState(nil, &st)
+	if got, err := readState(b); err != nil || got.Incarnation != "inc" {
+		t.Fatalf("readState = %+v, %v", got, err)
+	}
+}

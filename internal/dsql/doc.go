@@ -18,7 +18,10 @@
 // rows, chunk 0..k-1, when its encoding is larger than Limits.ChunkBytes).
 // The body is the JSON of runtime.Item (its json tags); format says how a body
 // or a state is encoded (1 = that JSON), so an encoding can change without
-// rewriting old rows.
+// rewriting old rows. Items keep their IDs whole and the state is the JSON
+// of runtime.ThreadState, so a field the state gains (the thread's
+// incarnation, say) needs no migration, and a state written before it
+// reads as one without it.
 //
 // spawn_at of a thread is how many items it inherits: a position in its
 // parent's full view (inherited + own), as runtime.ChildThread.SpawnAt says.

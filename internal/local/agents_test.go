@@ -114,7 +114,11 @@ func TestAgentBindingAndVersionUnderCrashes(t *testing.T) {
 	faults.mu.Lock()
 	faults.armed = true
 	faults.mu.Unlock()
-	all := append(slices.Clone(threads), runtime.ChildThreadID("p1", runtime.CallIDAt("p1", 1)))
+	p1, err := h.store.Load(context.Background(), "p1")
+	if err != nil || len(p1.State.Children) != 1 {
+		t.Fatalf("p1's children: %v (%v)", p1.State.Children, err)
+	}
+	all := append(slices.Clone(threads), p1.State.Children[0])
 	for _, th := range all {
 		h.send(user(th, th+"-2", "again"))
 	}

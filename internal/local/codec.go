@@ -12,7 +12,7 @@ import (
 // The frozen form of a thread is a zstd frame of: a header (the thread's
 // state as JSON, its spawn point) and its items in a compact binary log:
 // kind, flags, then length-prefixed strings. IDs the runtime derives (a
-// model's call ID from the thread and position, a result's message ID and
+// model's call ID from the thread, its incarnation and the position, a result's message ID and
 // call ID from the call) are not stored but flagged and derived again when
 // decoding, after checking at encode time that they really are the derived
 // ones: the encoding is lossless for any history. Decoded strings point
@@ -22,7 +22,7 @@ const (
 	flagError byte = 1 << iota
 	flagUsage
 	flagContent
-	flagDerivedCall  // CallID == runtime.CallIDAt(thread, position)
+	flagDerivedCall  // CallID == runtime.CallIDAt(thread, incarnation, position)
 	flagSameCall     // CallID == the CallID of the previous tool call item
 	flagDerivedInput // Input == runtime.ResultID(thread, CallID)
 	flagExtra        // rare fields follow as JSON (itemExtra)
@@ -52,12 +52,12 @@ func encodeFrozen(b []byte, threadID string, state *runtime.ThreadState, spawnAt
 	b = binary.AppendUvarint(b, uint64(spawnAt))
 	lastCall := ""
 	for i := range items {
-		b = appendItem(b, threadID, i, &items[i], &lastCall)
+		b = appendItem(b, threadID, state.Incarnation, i, &items[i], &lastCall)
 	}
 	return b, nil
 }
 
-func appendItem(b []byte, threadID string, pos int, it *runtime.Item, lastCall *string) []byte {
+func appendItem(b []byte, threadID, inc string, pos int, it *runtime.Item, lastCall *string) []byte {
 	var flags byte
 	if it.IsError {
 		flags |= flagError
@@ -79,7 +79,7 @@ func appendItem(b []byte, threadID string, pos int, it *runtime.Item, lastCall *
 	callID, input := it.CallID, it.Input
 	switch it.Kind {
 	case runtime.ItemToolCall:
-		if callID != "" && runtime.IsCallIDAt(callID, threadID, pos) {
+		if callID != "" && runtime.IsCallIDAt(callID, threadID, inc, pos) {
 			flags |= flagDerivedCall
 			callID = ""
 		}
@@ -160,16 +160,17 @@ func decodeFrozen(b []byte, threadID string) (state runtime.ThreadState, spawnAt
 	if err := json.Unmarshal([]byte(st), &state); err != nil {
 		return state, 0, nil, errCorrupt
 	}
-	items, err = decodeItems(make([]runtime.Item, 0, state.Length+viewHeadroom), r.b, threadID)
+	items, err = decodeItems(make([]runtime.Item, 0, state.Length+viewHeadroom), r.b, threadID, state.Incarnation)
 	return state, spawnAt, items, err
 }
 
-func decodeItems(dst []runtime.Item, log []byte, threadID string) ([]runtime.Item, error) {
-	return decodeItemsAt(dst, log, threadID, 0)
+func decodeItems(dst []runtime.Item, log []byte, threadID, inc string) ([]runtime.Item, error) {
+	return decodeItemsAt(dst, log, threadID, inc, 0)
 }
 
-// decodeItemsAt decodes items whose first one is at own position first.
-func decodeItemsAt(dst []runtime.Item, log []byte, threadID string, first int) ([]runtime.Item, error) {
+// decodeItemsAt decodes items whose first one is at own position first,
+// of a thread of incarnation inc.
+func decodeItemsAt(dst []runtime.Item, log []byte, threadID, inc string, first int) ([]runtime.Item, error) {
 	r := logReader{b: log}
 	lastCall := ""
 	for pos := first; len(r.b) > 0; pos++ {
@@ -213,7 +214,7 @@ func decodeItemsAt(dst []runtime.Item, log []byte, threadID string, first int) (
 		}
 		switch {
 		case flags&flagDerivedCall != 0:
-			it.CallID = runtime.CallIDAt(threadID, pos)
+			it.CallID = runtime.CallIDAt(threadID, inc, pos)
 		case flags&flagSameCall != 0:
 			it.CallID = lastCall
 		}

@@ -10,8 +10,14 @@ import (
 // The frozen form leaves out IDs it can derive, and must give back exactly
 // what it was given whether or not they were derived.
 func TestFrozenRoundTripWithDerivedAndForeignIDs(t *testing.T) {
+	for _, inc := range []string{"", "an-incarnation"} {
+		t.Run("incarnation="+inc, func(t *testing.T) { frozenRoundTrip(t, inc) })
+	}
+}
+
+func frozenRoundTrip(t *testing.T, inc string) {
 	const th = "thread-x"
-	c1 := runtime.CallIDAt(th, 1)
+	c1 := runtime.CallIDAt(th, inc, 1)
 	items := []runtime.Item{
 		{Kind: runtime.ItemUser, Input: "u1", Text: "hi"},
 		{Kind: runtime.ItemToolCall, CallID: c1, Name: "run", Args: `{}`}, // derived call ID
@@ -20,8 +26,8 @@ func TestFrozenRoundTripWithDerivedAndForeignIDs(t *testing.T) {
 		{Kind: runtime.ItemToolResult, Input: "other-input", CallID: "foreign-call", Name: "x", IsError: true,
 			Content: []runtime.Content{{Type: "image", Data: "aGk=", MediaType: "image/png"}}},
 		{Kind: runtime.ItemToolResult, Input: runtime.ResultID(th, c1), CallID: c1, Text: "late, not after its call"},
-		{Kind: runtime.ItemToolCall, CallID: runtime.CallIDAt(th, 99), Name: "wrong position"},
-		{Kind: runtime.ItemToolResult, CallID: runtime.CallIDAt(th, 99)},
+		{Kind: runtime.ItemToolCall, CallID: runtime.CallIDAt(th, inc, 99), Name: "wrong position"},
+		{Kind: runtime.ItemToolResult, CallID: runtime.CallIDAt(th, inc, 99)},
 		{Kind: runtime.ItemSummary, Text: "sum", Args: `{"covers":2}`},
 		{Kind: runtime.ItemAssistant, Text: "thought", Reasoning: "hmm", Usage: &runtime.Usage{Input: 5, Cached: 4, CacheWrite: 9, Total: 7},
 			Trace: &runtime.ReasoningTrace{Blocks: []runtime.ReasoningBlock{{Text: "hmm", Signature: "c2ln"}, {Redacted: "cmVk"}}}},
@@ -29,7 +35,7 @@ func TestFrozenRoundTripWithDerivedAndForeignIDs(t *testing.T) {
 	}
 	state := runtime.ThreadState{Version: 7, Length: len(items), Parent: "p", Stack: []string{"p", th},
 		Pending: &runtime.PendingCall{ID: "c", Name: "n"}, Agent: "reviewer", AgentHash: "abc",
-		Usage: runtime.Usage{Input: 100, Output: 20, Cached: 50, CacheWrite: 30, Total: 120}}
+		Usage: runtime.Usage{Input: 100, Output: 20, Cached: 50, CacheWrite: 30, Total: 120}, Incarnation: inc}
 	raw, err := encodeFrozen(nil, th, &state, 4, items)
 	if err != nil {
 		t.Fatal(err)

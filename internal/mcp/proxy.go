@@ -39,7 +39,8 @@
 // log say why instead of "connection closed".
 //
 // The package owns the MCP session (connected on first use, reconnected once
-// when it drops) and the subprocess. It must not know about the runtime's
+// when it drops) and the subprocess, which gets an allow-listed environment
+// (package procenv), never the runtime's secrets. It must not know about the runtime's
 // stores or engine: it speaks RAP on one side and MCP on the other.
 package mcp
 
@@ -60,6 +61,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentslice/agentslice/internal/procenv"
 	"github.com/agentslice/agentslice/internal/rap"
 )
 
@@ -74,8 +76,11 @@ type Config struct {
 
 	// Command runs the MCP server as a subprocess speaking stdio (argv).
 	Command []string
-	Env     []string // the subprocess's environment; inherited when nil
-	Dir     string
+	// Env is the subprocess's environment (KEY=VALUE); nil gives it
+	// procenv.DefaultPass of this process's environment. Either way no
+	// AGENTSLICE_* variable reaches it (see package procenv).
+	Env []string
+	Dir string
 
 	// URL is a Streamable HTTP MCP endpoint.
 	URL        string
@@ -224,7 +229,7 @@ func (p *Proxy) connect(ctx context.Context) (*sdk.ClientSession, *stderrLog, er
 	var t sdk.Transport
 	if len(p.cfg.Command) > 0 {
 		cmd := exec.Command(p.cfg.Command[0], p.cfg.Command[1:]...)
-		cmd.Env, cmd.Dir = p.cfg.Env, p.cfg.Dir
+		cmd.Env, cmd.Dir = p.env(), p.cfg.Dir
 		t = &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	} else {
 		t = &sdk.StreamableClientTransport{Endpoint: p.cfg.URL, HTTPClient: p.cfg.HTTPClient} // with the standalone SSE stream: list_changed
@@ -250,6 +255,14 @@ func (p *Proxy) connect(ctx context.Context) (*sdk.ClientSession, *stderrLog, er
 	p.session, p.stderr, p.failErr = s, stderr, nil
 	p.bump() // a new session (a new process, perhaps): read its tool list again
 	return s, stderr, nil
+}
+
+// env is the subprocess's environment: never the whole of this process's.
+func (p *Proxy) env() []string {
+	if p.cfg.Env == nil {
+		return procenv.Build(os.Environ(), nil, nil)
+	}
+	return procenv.Build(nil, nil, p.cfg.Env)
 }
 
 // drop forgets a session that failed, so the next call reconnects.

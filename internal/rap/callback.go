@@ -1,6 +1,7 @@
 package rap
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -51,6 +52,30 @@ func (d *DisplaySegment) UnmarshalJSON(b []byte) error {
 	}
 	_ = json.Unmarshal(raw.Type, &d.Type) // a non-string type stays ""
 	d.Content = raw.Content
+	return nil
+}
+
+// DisplaySegments is a result's display_as: a list of segments. It is a
+// presentation hint, so a malformed one never turns the result into an
+// error: a single segment object sent instead of a list is read as a list
+// of one, and any other value that is not a list is ignored (the receiver
+// logs both; the model gets the result's text either way).
+type DisplaySegments []DisplaySegment
+
+// UnmarshalJSON decodes display_as leniently (see DisplaySegments).
+func (s *DisplaySegments) UnmarshalJSON(b []byte) error {
+	*s = nil
+	switch t := bytes.TrimLeft(b, " \t\r\n"); {
+	case len(t) > 0 && t[0] == '[':
+		var segs []DisplaySegment
+		if json.Unmarshal(t, &segs) == nil {
+			*s = segs
+		}
+	case len(t) > 0 && t[0] == '{':
+		var seg DisplaySegment
+		_ = seg.UnmarshalJSON(t) // never fails: a bad segment renders as nothing
+		*s = DisplaySegments{seg}
+	}
 	return nil
 }
 
@@ -136,13 +161,13 @@ func (r *ToolResult) Display() (Display, bool) {
 
 // ToolResult is the result of an invocation. Content wins over Text.
 type ToolResult struct {
-	Type      CallbackType     `json:"type"`
-	GroupID   string           `json:"group_id"`
-	ID        string           `json:"id"`
-	CallID    *string          `json:"call_id,omitempty"`
-	Text      *string          `json:"text,omitempty"`
-	Content   []ContentItem    `json:"content,omitempty"`
-	DisplayAs []DisplaySegment `json:"display_as,omitempty"`
+	Type      CallbackType    `json:"type"`
+	GroupID   string          `json:"group_id"`
+	ID        string          `json:"id"`
+	CallID    *string         `json:"call_id,omitempty"`
+	Text      *string         `json:"text,omitempty"`
+	Content   []ContentItem   `json:"content,omitempty"`
+	DisplayAs DisplaySegments `json:"display_as,omitempty"`
 	// Subscription says the call started a subscription: events follow.
 	Subscription bool `json:"subscription,omitempty"`
 }

@@ -100,6 +100,9 @@ func TestDisplayAsSpecExamples(t *testing.T) {
 			text: "Rendered the chart."},
 		{file: "tool_result_display_unknown.json", want: Display{Type: "text", Text: "done, shown as text"}, text: "done"},
 		{file: "tool_result_display_none.json", wantNone: true, text: "done"},
+		// A presentation hint that is not a list never costs the result.
+		{file: "tool_result_display_object.json", want: Display{Type: "text", Text: "done, shown as text"}, text: "done"},
+		{file: "tool_result_display_string.json", wantNone: true, text: "done"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {

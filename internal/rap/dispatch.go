@@ -75,7 +75,7 @@ func NewDispatcher(cfg DispatcherConfig) (*Dispatcher, error) {
 // *runtime.ToolRejectedError; a cancelled ctx gives ctx's error (the slice
 // is retried).
 func (d *Dispatcher) Invoke(ctx context.Context, endpoint, operation string, inv runtime.Invocation) error {
-	cb, err := d.signer.ClassCallbackURL(inv.ThreadID, inv.CallID, inv.Class)
+	cb, err := d.signer.InvocationCallbackURL(inv)
 	if err != nil {
 		return fmt.Errorf("rap: signing callback for %s: %w", inv.CallID, err)
 	}

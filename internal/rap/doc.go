@@ -38,7 +38,8 @@
 //
 // The package must not reach into the engine's state or stores: whether a
 // call is still pending is the engine's decision (an optional one-method
-// CallChecker lets a deployment reject unknown calls early). It must never
+// CallChecker lets a deployment reject unknown calls early, and an optional
+// Incarnations refuses URLs signed for an earlier thread of the same ID). It must never
 // enqueue anything from a callback whose signature, expiry or thread does not
 // check out.
 //
@@ -48,6 +49,9 @@
 //     signed call); loaders reject the toolset whole.
 //   - ErrBadSignature, ErrExpired (wrapped in *CallbackError): a callback URL
 //     that is forged, tampered with or too old. Answer 403; never retry.
+//   - ErrStaleCallback (wrapped in *CallbackError): a callback URL signed
+//     for an earlier incarnation of its thread (the store wiped, the thread
+//     recreated). Answer 403; never retry.
 //   - *runtime.ToolRejectedError from Dispatch: the tool refused (4xx), its
 //     server kept failing (5xx, ServerFailed) or could not be reached
 //     (Unreachable) within the retry budget; the model gets an error result

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
@@ -28,6 +30,20 @@ var ErrUnknownCall = errors.New("no matching pending call or subscription")
 // retries).
 type CallChecker interface {
 	CheckCall(ctx context.Context, threadID, callID string, t CallbackType) error
+}
+
+// ErrStaleCallback is what a callback URL issued to an earlier thread of
+// the same ID (a store wiped, a thread recreated) is refused with (403).
+var ErrStaleCallback = errors.New("callback URL was issued to an earlier thread of this ID")
+
+// Incarnations tells a Receiver a thread's current incarnation
+// (runtime.ThreadState.Incarnation, "" for a thread that does not exist
+// or predates incarnations), so that a URL signed for another one is
+// refused before anything is enqueued. Without it the engine still
+// rejects the callback's result, because its call ID is unknown to the
+// thread's current incarnation; the tool just hears 200 instead of 403.
+type Incarnations interface {
+	Incarnation(ctx context.Context, threadID string) (string, error)
 }
 
 // ViewStore keeps the latest view_update content per thread and view type.
@@ -53,6 +69,9 @@ type ReceiverConfig struct {
 	Choices ChoiceStore
 	// Calls, when set, rejects callbacks for unknown calls early.
 	Calls CallChecker
+	// Incarnations, when set, refuses callbacks signed for an earlier
+	// thread of the same ID (403, ErrStaleCallback).
+	Incarnations Incarnations
 	// Output, when set, is told about view updates (Kind "view", Text the
 	// JSON {"view_type":..., "content":...}) and about the display segment
 	// of each accepted tool result (Kind "display", see Receiver.display).
@@ -149,10 +168,14 @@ func writeError(w http.ResponseWriter, ce *CallbackError) {
 // Rejections are *CallbackError values carrying the HTTP status: 403 for a
 // bad, expired or cross-thread capability, 400 for a malformed body, 404 for
 // an unknown call (with a CallChecker), 410 for a closed thread; other errors
-// are transient (answer 503).
+// are transient (answer 503). A URL issued to an earlier thread of the
+// same ID gets 403 (ErrStaleCallback, with ReceiverConfig.Incarnations).
 func (rc *Receiver) Accept(ctx context.Context, query map[string][]string, body []byte) error {
 	capa, err := rc.cfg.Keys.Verify(query, rc.cfg.Now())
 	if err != nil {
+		return err
+	}
+	if err := rc.checkIncarnation(ctx, capa); err != nil {
 		return err
 	}
 	cb, err := DecodeCallback(body)
@@ -208,9 +231,26 @@ func (rc *Receiver) Accept(ctx context.Context, query map[string][]string, body 
 		return fmt.Errorf("rap: enqueueing %s for thread %s: %w", msg.ID, capa.ThreadID, err)
 	}
 	if cb.Type == TypeToolResult {
+		rc.checkDisplayAs(ctx, capa, body)
 		rc.display(ctx, capa, cb.ToolResult)
 	}
 	return nil
+}
+
+// checkDisplayAs logs a result's display_as that is not a list: it was
+// read as one segment (an object) or ignored (anything else), and the
+// result itself was accepted (see DisplaySegments).
+func (rc *Receiver) checkDisplayAs(ctx context.Context, capa Capability, body []byte) {
+	v := gjson.GetBytes(body, "display_as")
+	if !v.Exists() || v.IsArray() || v.Type == gjson.Null {
+		return
+	}
+	how := "ignored"
+	if v.IsObject() {
+		how = "read as a list of one segment"
+	}
+	rc.cfg.Logger.InfoContext(ctx, "rap: a tool result's display_as is not a list; "+how+", the result is kept", "thread", capa.ThreadID,
+		"call", capa.CallID, "display_as", fmt.Sprintf("%.200s", v.Raw))
 }
 
 // display forwards, best effort, the display segment a UI should render
@@ -232,6 +272,24 @@ func (rc *Receiver) display(ctx context.Context, capa Capability, r *ToolResult)
 	if err := rc.cfg.Output.Publish(ctx, ev); err != nil {
 		rc.cfg.Logger.WarnContext(ctx, "rap: display segment not forwarded (best effort)", "thread", capa.ThreadID, "call", capa.CallID, "error", err)
 	}
+}
+
+// checkIncarnation refuses a capability signed for another incarnation of
+// its thread than the current one, before the body is even read: a stale
+// URL's body reaches nothing, not even as an error result.
+func (rc *Receiver) checkIncarnation(ctx context.Context, capa Capability) error {
+	if rc.cfg.Incarnations == nil {
+		return nil
+	}
+	cur, err := rc.cfg.Incarnations.Incarnation(ctx, capa.ThreadID)
+	if err != nil {
+		return fmt.Errorf("rap: reading the incarnation of thread %s: %w", capa.ThreadID, err)
+	}
+	if cur != capa.Incarnation {
+		return &CallbackError{Status: http.StatusForbidden, Field: paramInc,
+			Err: fmt.Errorf("%w: thread %.100q was recreated since (or no longer exists)", ErrStaleCallback, capa.ThreadID)}
+	}
+	return nil
 }
 
 // checkCall asks the CallChecker, if any, whether the thread still waits

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -283,6 +284,7 @@ func TestReceiverSpecDisplaySegments(t *testing.T) {
 		{"tool_result_display_diff.json", "diff"},
 		{"tool_result_display_image.json", "image"},
 		{"tool_result_display_unknown.json", "text"},
+		{"tool_result_display_object.json", "text"}, // an object for a list: one segment
 	} {
 		call := "call_abc123"
 		thread := fmt.Sprintf("thread_%d", i)
@@ -308,3 +310,41 @@ func TestReceiverSpecDisplaySegments(t *testing.T) {
 		}
 	}
 }
+
+// TestReceiverIgnoresDisplayAsThatIsNoList: a display_as that is neither a
+// list nor a segment is a bad presentation hint, not a bad result: the
+// result is accepted with its text, nothing is published for UIs, and the
+// hint is logged.
+func TestReceiverIgnoresDisplayAsThatIsNoList(t *testing.T) {
+	t.Parallel()
+	out := &recordingOutput{}
+	var logs strings.Builder
+	var mu sync.Mutex
+	rig := newCallbackRig(t, func(c *ReceiverConfig) {
+		c.Output = out
+		c.Logger = slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return logs.Write(p)
+		}), nil))
+	})
+	body := string(readTestdata(t, "callbacks", "tool_result_display_string.json"))
+	if status, msg := post(t, rig.url(t, "thread_xyz", "call_abc123"), body); status != http.StatusOK {
+		t.Fatalf("status %d (%s), want the result accepted", status, msg)
+	}
+	if m := rig.q.next(t); m.Kind != runtime.KindToolResult || m.Text != "done" || m.IsError {
+		t.Fatalf("message %+v, want the result's text", m)
+	}
+	if evs := out.events(); len(evs) != 0 {
+		t.Fatalf("display events %+v, want none", evs)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), "display_as is not a list; ignored") {
+		t.Fatalf("log:\n%s", logs.String())
+	}
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -30,6 +30,15 @@ import (
 // add a new current key, keep the old one until the longest TTL has passed,
 // then drop it.
 //
+// Incarnation. For a thread with an incarnation (runtime.ThreadState's,
+// fixed when the thread was created), i = the incarnation, signed too ("i",
+// incarnation appended to the MAC input after the class). A store wiped or a
+// thread recreated under the same ID starts another incarnation: its call
+// IDs already differ, and a receiver given the thread's current incarnation
+// (ReceiverConfig.Incarnations) refuses a URL issued to an earlier one with
+// 403 before anything is enqueued. URLs minted before incarnations carry
+// no i and verify as before.
+//
 // Expiry. A call may turn into a subscription (a tool_result with
 // subscription: true) and keep POSTing events for days, and the runtime
 // cannot know that at dispatch time; a RAP tool has no way to receive a new
@@ -51,6 +60,7 @@ const (
 	paramKey     = "k"
 	paramSig     = "s"
 	paramClass   = "p" // optional: the thread's priority class, when background
+	paramInc     = "i" // optional: the thread's incarnation, when it has one
 )
 
 // Sentinel errors of signature verification. A *CallbackError wraps them.
@@ -146,11 +156,14 @@ func decodeB64(s string) ([]byte, error) {
 // CurrentID returns the ID of the key that signs.
 func (kr *Keyring) CurrentID() string { return kr.load().current.ID }
 
-func mac(secret []byte, kid, thread, call, exp, class string) []byte {
+func mac(secret []byte, kid, thread, call, exp, class, inc string) []byte {
 	h := hmac.New(sha256.New, secret)
 	parts := []string{"rapcb1", kid, thread, call, exp}
 	if class != "" {
 		parts = append(parts, "p", class)
+	}
+	if inc != "" {
+		parts = append(parts, "i", inc)
 	}
 	for _, p := range parts {
 		h.Write([]byte(strconv.Itoa(len(p))))
@@ -167,9 +180,12 @@ type Capability struct {
 	CallID   string
 	// Class is the thread's priority class as signed into the URL ("" for
 	// URLs minted without one: interactive).
-	Class   runtime.Class
-	Expires time.Time
-	KeyID   string
+	Class runtime.Class
+	// Incarnation is the thread's incarnation as signed into the URL (""
+	// for URLs minted without one).
+	Incarnation string
+	Expires     time.Time
+	KeyID       string
 }
 
 // CallbackError is a callback the receiver refuses, with the HTTP status to
@@ -221,8 +237,15 @@ func (kr *Keyring) Verify(q url.Values, now time.Time) (Capability, error) {
 		}
 		class = vs[0]
 	}
+	var inc string
+	if vs, ok := q[paramInc]; ok {
+		if len(vs) != 1 || vs[0] == "" {
+			return bad(paramInc, "the incarnation must appear at most once and not be empty")
+		}
+		inc = vs[0]
+	}
 	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, mac(secret, kid, thread, call, exp, class)) {
+	if err != nil || !hmac.Equal(got, mac(secret, kid, thread, call, exp, class, inc)) {
 		return bad(paramSig, "signature does not match")
 	}
 	secs, err := strconv.ParseInt(exp, 10, 64)
@@ -234,7 +257,7 @@ func (kr *Keyring) Verify(q url.Values, now time.Time) (Capability, error) {
 		return Capability{}, &CallbackError{Status: 403, Field: paramExpires,
 			Err: fmt.Errorf("%w (at %s)", ErrExpired, expires.UTC().Format(time.RFC3339))}
 	}
-	return Capability{ThreadID: thread, CallID: call, Class: runtime.Class(class), Expires: expires, KeyID: kid}, nil
+	return Capability{ThreadID: thread, CallID: call, Class: runtime.Class(class), Incarnation: inc, Expires: expires, KeyID: kid}, nil
 }
 
 // Signer mints callback URLs.
@@ -259,6 +282,14 @@ func (s *Signer) CallbackURL(threadID, callID string) (string, error) {
 // the receiver queues the results in the background queue; interactive
 // (or "") leaves the URL as CallbackURL makes it.
 func (s *Signer) ClassCallbackURL(threadID, callID string, class runtime.Class) (string, error) {
+	return s.InvocationCallbackURL(runtime.Invocation{ThreadID: threadID, CallID: callID, Class: class})
+}
+
+// InvocationCallbackURL returns the signed callback URL for an
+// invocation: its thread, call, class (as ClassCallbackURL) and the
+// thread's incarnation, when it has one.
+func (s *Signer) InvocationCallbackURL(inv runtime.Invocation) (string, error) {
+	threadID, callID, class := inv.ThreadID, inv.CallID, inv.Class
 	if s == nil || s.Keys == nil {
 		return "", errors.New("rap: signer has no keyring")
 	}
@@ -287,7 +318,10 @@ func (s *Signer) ClassCallbackURL(threadID, callID string, class runtime.Class) 
 		p = string(runtime.ClassBackground)
 		q.Set(paramClass, p)
 	}
-	q.Set(paramSig, base64.RawURLEncoding.EncodeToString(mac(set.current.Secret, kid, threadID, callID, exp, p)))
+	if inv.Incarnation != "" {
+		q.Set(paramInc, inv.Incarnation)
+	}
+	q.Set(paramSig, base64.RawURLEncoding.EncodeToString(mac(set.current.Secret, kid, threadID, callID, exp, p, inv.Incarnation)))
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }

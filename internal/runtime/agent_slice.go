@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // This file is how a slice runs as its thread's agent (see Agent):
@@ -149,6 +150,9 @@ type agentToolset struct {
 	inner Toolset
 	agent *Agent
 	specs []ToolSpec
+	// missing lists the allowed toolsets the toolset holds no tool of (a
+	// server down, for now): the model is told they are unavailable.
+	missing []string
 }
 
 func filterToolset(ts Toolset, a *Agent) Toolset {
@@ -156,12 +160,31 @@ func filterToolset(ts Toolset, a *Agent) Toolset {
 		return ts
 	}
 	f := &agentToolset{inner: ts, agent: a}
+	seen := make(map[string]bool, len(a.Tools))
 	for _, sp := range ts.Specs() {
-		if _, ok := f.Lookup(sp.Name); ok {
+		if e, ok := f.Lookup(sp.Name); ok {
 			f.specs = append(f.specs, sp)
+			seen[e.Toolset] = true
+		}
+	}
+	for _, name := range a.Tools {
+		if !seen[name] {
+			f.missing = append(f.missing, name)
 		}
 	}
 	return f
+}
+
+// unavailableNote is what the system prompt gets for allowed toolsets
+// that could not be loaded, so the model knows why their tools are
+// missing instead of taking them for unknown; "" when none are missing.
+func unavailableNote(ts Toolset) string {
+	f, ok := ts.(*agentToolset)
+	if !ok || len(f.missing) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\n\n(Runtime note: the toolset(s) %s you may use are unavailable right now, because their server could not be reached; they will be retried, so their tools may be offered again later.)",
+		strings.Join(f.missing, ", "))
 }
 
 func (t *agentToolset) Lookup(name string) (ToolEntry, bool) {

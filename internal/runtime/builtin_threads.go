@@ -77,7 +77,7 @@ func spawnThread(ctx context.Context, env *SyncEnv, inv Invocation) (ToolOutput,
 	child := ChildThreadID(env.Thread.ID, inv.CallID)
 	stack := append(slices.Clone(env.State.Stack), child)
 	st := ThreadState{Parent: env.Thread.ID, Stack: stack, SpawnCall: inv.CallID, Agent: agent, AgentHash: hash,
-		ParentClass: env.State.Class.OrDefault()}
+		ParentClass: env.State.Class.OrDefault(), Incarnation: childIncarnation(env.State.Incarnation, child)}
 	st.Class = childClass(st.ParentClass, st)
 	env.CreateChild(ChildThread{ID: child, SpawnAt: env.Position, State: st})
 	env.State.Children = append(env.State.Children, child)

@@ -73,11 +73,15 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, int, error) {
 	// The request lives in the slice: a model must not keep it past
 	// Complete (see Model).
 	s.req = CompletionRequest{ThreadID: s.threadID, History: hist, Inherited: inherited, Tools: ts.Specs(),
-		Model: s.st.Model, engine: true, version: s.version, n: n, own: s.view[s.th.Inherited:]}
+		Model: s.st.Model, engine: true, version: s.version, n: n, own: s.view[s.th.Inherited:],
+		pending: s.view[s.mark:], at: s.length}
 	req := &s.req
 	model := s.e.Model
 	if v := s.agent.v; v != nil {
 		req.System, req.Agent, model = v.Agent.Instructions, v.Agent.Name, s.agentModel(v)
+		if note := unavailableNote(ts); note != "" {
+			req.System += note
+		}
 	}
 	mctx := s.modelContext(ctx)
 	// The clock is read for the completion's duration only when the
@@ -152,7 +156,7 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, int, error) {
 			s.deliverSummary(text)
 			return nil, attempts, nil
 		}
-		reply := &OutputEvent{ID: DeriveID("out_", s.threadID, strconv.Itoa(s.ownPos())), ThreadID: s.threadID, Kind: "reply", Text: text}
+		reply := &OutputEvent{ID: incarnationID("out_", s.st.Incarnation, s.threadID, strconv.Itoa(s.ownPos())), ThreadID: s.threadID, Kind: "reply", Text: text}
 		if s.st.Usage != (Usage{}) {
 			u := s.st.Usage
 			reply.Usage = &u
@@ -163,7 +167,7 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, int, error) {
 		s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: reply})
 		return nil, attempts, nil
 	}
-	call := Item{Kind: ItemToolCall, CallID: callID(s.threadID, s.ownPos()), Name: b.call.Name, Args: b.call.Args, Usage: up}
+	call := Item{Kind: ItemToolCall, CallID: callID(s.threadID, s.st.Incarnation, s.ownPos()), Name: b.call.Name, Args: b.call.Args, Usage: up}
 	if call.Args == "" {
 		call.Args = "{}"
 	}
@@ -242,7 +246,7 @@ func (s *slice) runCall(ctx context.Context, call *Item) bool {
 		env := &SyncEnv{Thread: s.th, State: &s.st, Position: len(s.view) - 1, CallID: c.CallID, Now: s.e.now(),
 			Agent: s.agent.v, Agents: s.e.Agents}
 		out, err := entry.Sync.Run(ctx, env, Invocation{ThreadID: s.threadID, CallID: c.CallID, Name: c.Name,
-			Args: c.Args, Ancestors: ancestors(s.st.Stack), Class: s.st.Class.OrDefault()})
+			Args: c.Args, Ancestors: ancestors(s.st.Stack), Class: s.st.Class.OrDefault(), Incarnation: s.st.Incarnation})
 		if err != nil {
 			var rej *ToolRejectedError
 			if errors.As(err, &rej) {
@@ -264,7 +268,7 @@ func (s *slice) runCall(ctx context.Context, call *Item) bool {
 // the next slice instead of being lost.
 func (s *slice) continueLater() {
 	v := s.version + 1
-	m := Message{V: MessageVersion, ID: DeriveID("cont_", s.threadID, strconv.FormatInt(v, 10)),
+	m := Message{V: MessageVersion, ID: incarnationID("cont_", s.st.Incarnation, s.threadID, strconv.FormatInt(v, 10)),
 		ThreadID: s.threadID, Kind: KindContinue}
 	s.st.Outbox = append(s.st.Outbox, OutboxEntry{Message: &m})
 	s.dirty = true

@@ -13,6 +13,17 @@
 // without reading them. Classes never change the order of one thread's
 // messages.
 //
+// IDs (ids.go): every ID the engine mints is derived from inputs, never
+// drawn at random, so a retried slice mints the same ones, with one
+// exception: a new root thread's incarnation (ThreadState.Incarnation),
+// random and committed with the thread's first items before anything
+// derived from it leaves the slice. IDs derived from a thread's ID and a
+// position or version alone (tool calls, replies, continuations,
+// compaction children) mix it in, so a thread recreated under an earlier
+// one's ID never reissues that one's IDs; a child's incarnation is derived
+// from its parent's. States without one (written before incarnations)
+// derive IDs as before.
+//
 // Agents (agent.go, agent_slice.go, agentdoc.go): a thread runs as one
 // named, content-versioned Agent (instructions, model, toolset allow-list,
 // limits). Engine.Agents resolves definitions; the thread's state records

@@ -2,8 +2,10 @@ package runtime
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -74,6 +76,10 @@ type Engine struct {
 	// outages through timers instead of failing the slice
 	// (provider_wait.go).
 	ProviderWait *ProviderWait
+	// Entropy is where a new root thread's incarnation comes from
+	// (ThreadState.Incarnation); nil: crypto/rand. Tests that compare the
+	// IDs of separate runs set a fixed reader (runtime.FixedEntropy).
+	Entropy io.Reader
 }
 
 // SliceInput is one slice's work: a batch of messages for one thread, in
@@ -258,6 +264,16 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 	if s.version == 0 && s.st.Class == "" && s.st.Parent == "" {
 		// A new root thread: its class is fixed now, from its first message.
 		s.st.Class, s.classNamed = batchClass(batch)
+	}
+	if s.version == 0 && s.st.Incarnation == "" && s.st.Parent == "" {
+		// And its incarnation, committed with the first items.
+		r := s.e.Entropy
+		if r == nil {
+			r = rand.Reader
+		}
+		if s.st.Incarnation, err = newIncarnation(r, s.threadID); err != nil {
+			return s.res, err
+		}
 	}
 	s.wasClosed = th.State.Closed
 	s.res.derive(s.threadID, s.version, batch)
@@ -670,7 +686,7 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 		return true, nil
 	}
 	inv := Invocation{ThreadID: s.threadID, CallID: p.ID, Name: p.Name, Args: p.Args, Ancestors: ancestors(s.st.Stack),
-		Class: s.st.Class.OrDefault()}
+		Class: s.st.Class.OrDefault(), Incarnation: s.st.Incarnation}
 	if err := s.crash(CrashBeforeDispatch); err != nil {
 		return false, err
 	}

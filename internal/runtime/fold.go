@@ -183,7 +183,8 @@ func (s *slice) threaded(m Message) {
 	s.appendItem(Item{Kind: ItemMarker, Input: m.ID, CallID: m.ToolCallID, Text: "event handed to thread " + child})
 	stack := append(append([]string(nil), s.st.Stack...), child)
 	st := ThreadState{Parent: s.threadID, Stack: stack, SpawnCall: m.ToolCallID, Temporary: true,
-		Agent: s.st.Agent, AgentHash: s.st.AgentHash, ParentClass: s.st.Class.OrDefault()}
+		Agent: s.st.Agent, AgentHash: s.st.AgentHash, ParentClass: s.st.Class.OrDefault(),
+		Incarnation: childIncarnation(s.st.Incarnation, child)}
 	st.Class = childClass(st.ParentClass, st)
 	s.children = append(s.children, ChildThread{ID: child, SpawnAt: len(s.view) - 1, State: st})
 	start := Message{V: MessageVersion, ID: DeriveID("start_", child), ThreadID: child, Kind: KindStart,

@@ -3,6 +3,8 @@ package runtime
 import (
 	"crypto/sha256"
 	"encoding/base32"
+	"fmt"
+	"io"
 	"math/rand/v2"
 	"strconv"
 )
@@ -49,38 +51,89 @@ func appendIDFrom(dst []byte, prefix string, buf []byte) []byte {
 }
 
 // callID is the ID of the tool call recorded at position pos of a thread's
-// own history. Positions are stable because history is append-only and
-// commits are version-checked.
-func callID(threadID string, pos int) string {
+// own history, in the thread's incarnation inc (ThreadState.Incarnation).
+// Positions are stable because history is append-only and commits are
+// version-checked; the incarnation keeps two threads that had the same ID
+// (a store wiped, a thread recreated) from issuing the same call IDs.
+func callID(threadID, inc string, pos int) string {
 	if chaosmutant == MutantRandomCallID {
 		return DeriveID("call_", threadID, strconv.Itoa(pos), strconv.FormatUint(rand.Uint64(), 36))
 	}
 	var stack [256]byte
-	return idFrom("call_", callIDInput(stack[:0], threadID, pos))
+	return idFrom("call_", callIDInput(stack[:0], threadID, inc, pos))
 }
 
-// callIDInput appends the parts callID derives its ID from.
-func callIDInput(buf []byte, threadID string, pos int) []byte {
+// callIDInput appends the parts callID derives its ID from. An empty
+// incarnation (a state written before incarnations) adds nothing, so such
+// a thread's IDs are the ones it always had.
+func callIDInput(buf []byte, threadID, inc string, pos int) []byte {
 	var num [20]byte
 	buf = appendPart(buf, threadID)
-	return appendPart(buf, string(strconv.AppendInt(num[:0], int64(pos), 10)))
+	buf = appendPart(buf, string(strconv.AppendInt(num[:0], int64(pos), 10)))
+	if inc != "" {
+		buf = appendPart(buf, inc)
+	}
+	return buf
 }
 
 // CallIDAt is the ID the engine gives a model's tool call recorded at
-// position pos of a thread's own history. Stores may use it to avoid
-// storing IDs they can derive.
-func CallIDAt(threadID string, pos int) string { return callID(threadID, pos) }
+// position pos of the own history of a thread of incarnation inc. Stores
+// may use it to avoid storing IDs they can derive.
+func CallIDAt(threadID, inc string, pos int) string { return callID(threadID, inc, pos) }
 
-// IsCallIDAt reports whether id == CallIDAt(threadID, pos), without
+// IsCallIDAt reports whether id == CallIDAt(threadID, inc, pos), without
 // allocating (stores check every call they encode).
-func IsCallIDAt(id, threadID string, pos int) bool {
+func IsCallIDAt(id, threadID, inc string, pos int) bool {
 	if chaosmutant == MutantRandomCallID {
-		return id == CallIDAt(threadID, pos)
+		return id == CallIDAt(threadID, inc, pos)
 	}
 	var stack [256]byte
 	var out [64]byte
-	return string(appendIDFrom(out[:0], "call_", callIDInput(stack[:0], threadID, pos))) == id
+	return string(appendIDFrom(out[:0], "call_", callIDInput(stack[:0], threadID, inc, pos))) == id
 }
+
+// incarnationID is DeriveID(prefix, parts...) with the thread's
+// incarnation inc mixed in ("" derives the ID as before incarnations).
+// Every ID minted from a thread's ID and a position or version alone goes
+// through it.
+func incarnationID(prefix, inc string, parts ...string) string {
+	if inc != "" {
+		parts = append(parts, "inc", inc)
+	}
+	return DeriveID(prefix, parts...)
+}
+
+// newIncarnation is a new root thread's incarnation: 128 random bits from
+// r, hashed with the thread's ID. A slice that fails before its commit
+// leaves nothing derived from it outside, and its retry draws another;
+// once committed it never changes. (With FixedEntropy it depends on the
+// thread's ID alone, so a retry whose batch is ordered or cut otherwise
+// still mints the IDs of the run it is compared with.)
+func newIncarnation(r io.Reader, threadID string) (string, error) {
+	var b [16]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return "", fmt.Errorf("runtime: drawing a thread's incarnation: %w", err)
+	}
+	return DeriveID("", idEncoding.EncodeToString(b[:]), threadID), nil
+}
+
+// FixedEntropy is an Engine.Entropy that always reads zeros: a root
+// thread's incarnation is then derived from its ID alone, so separate runs
+// issue the same IDs (tests, the chaos matrix, golden files). Production
+// never uses it: a recreated thread would reissue its IDs.
+var FixedEntropy io.Reader = zeroReader{}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// childIncarnation is the incarnation of a thread created by a commit of
+// a thread of incarnation parent: derived, since the child's ID already
+// comes from its parent's incarnated IDs.
+func childIncarnation(parent, child string) string { return DeriveID("", child, parent) }
 
 // ResultID is the message ID tools built on this runtime give the result of
 // a call (the RAP receiver and the kit use it), so a tool that posts its

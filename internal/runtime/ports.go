@@ -111,7 +111,17 @@ type CompletionRequest struct {
 	own     []Item // the thread's own items (Turn counts them)
 	turn    int    // Turn when turnSet
 	turnSet bool
+	pending []Item // own items before the completion, not committed yet
+	at      int    // own position of pending[0]
 }
+
+// Uncommitted returns the thread's own items that precede this completion
+// in history but are not committed yet (what the slice folded in or ran
+// before it: a user message, a tool result), and the own position of the
+// first. A live view that streams the completion's text shows them first,
+// so that it keeps history's order; the slice commits them with the turn.
+// They belong to the request: valid during the call only.
+func (r *CompletionRequest) Uncommitted() ([]Item, int) { return r.pending, r.at }
 
 // ID is the completion's ID. It is deterministic: the same slice retried
 // asks for the same ID. Like the request, it is the model's during the

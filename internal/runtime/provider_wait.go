@@ -184,7 +184,7 @@ func (s *slice) failModel(ctx context.Context, err error, attempts int) {
 	s.res.ModelErr = err
 	if errors.Is(err, ErrStopped) {
 		s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: &OutputEvent{
-			ID: DeriveID("out_", s.threadID, strconv.Itoa(s.ownPos()), "error"), ThreadID: s.threadID,
+			ID: incarnationID("out_", s.st.Incarnation, s.threadID, strconv.Itoa(s.ownPos()), "error"), ThreadID: s.threadID,
 			Kind: "error", Text: "the model failed: " + err.Error()}})
 		s.dirty = true
 		return
@@ -205,6 +205,6 @@ func (s *slice) failModel(ctx context.Context, err error, attempts int) {
 	}
 	s.appendItem(Item{Kind: ItemMarker, IsError: true, Name: FailureMarkerName, Args: string(js), Text: text})
 	s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: &OutputEvent{
-		ID: DeriveID("out_", s.threadID, strconv.Itoa(s.ownPos()), "error"), ThreadID: s.threadID,
+		ID: incarnationID("out_", s.st.Incarnation, s.threadID, strconv.Itoa(s.ownPos()), "error"), ThreadID: s.threadID,
 		Kind: "error", Text: text}})
 }

@@ -81,6 +81,18 @@ type ThreadState struct {
 	// ModelWait is set while the thread waits for its model provider to
 	// come back (provider_wait.go).
 	ModelWait *ModelWait `json:"model_wait,omitempty"`
+	// Incarnation tells this thread apart from every other thread that had
+	// or will have its ID (a store wiped, a thread recreated): fixed when
+	// the thread is created (a root thread's first commit, a child's in
+	// its parent's commit) and mixed into every ID the runtime mints for
+	// the outside world from the thread's ID and a position (tool call
+	// IDs, and with them child threads, callback URLs, wake-ups), so a new
+	// conversation never reissues an earlier one's IDs. A root thread's is
+	// random (Engine.Entropy), committed with the thread's first items,
+	// before any ID derived from it leaves the slice; a child's is derived
+	// from its parent's. "" in states written before incarnations existed:
+	// IDs are derived as they were then.
+	Incarnation string `json:"incarnation,omitempty"`
 }
 
 // Clone returns a deep copy of s, so a slice can build the next state without

@@ -29,6 +29,10 @@ type Invocation struct {
 	// messages they send back (results, wake-ups) so they reach the
 	// thread's queue.
 	Class Class
+	// Incarnation is the calling thread's (ThreadState.Incarnation);
+	// callback URLs are signed for it, so one issued to an earlier thread
+	// of the same ID is refused.
+	Incarnation string
 }
 
 // Tool is an asynchronous tool: Dispatch sends the call and returns without

@@ -64,12 +64,18 @@ func TestBadAgentConfig(t *testing.T) {
 	}
 }
 
-// A toolset no reachable tool server announces stops Start with an error
-// naming the field, and nothing stays running (goleak checks in TestMain).
+// A toolset no tool server announces, although every server answered,
+// is a typo: Start refuses it naming the field, and nothing stays running
+// (goleak checks in TestMain). A server that is down is another matter
+// (TestDegradedStartWhenAToolServerIsDown).
 func TestAgentToolsetCheckedAtStart(t *testing.T) {
 	t.Parallel()
-	cfg := Config{Listen: "127.0.0.1:0", ToolServers: []string{"http://127.0.0.1:1"}, Data: t.TempDir(),
-		Agents: []AgentConfig{{Agent: runtime.Agent{Name: "rev", Instructions: "x", Tools: []string{"github"}}}}}
+	tools := &flakyToolServer{}
+	ts := httptest.NewServer(tools)
+	t.Cleanup(ts.Close)
+	tools.url = ts.URL
+	cfg := Config{Listen: "127.0.0.1:0", ToolServers: []string{ts.URL}, Data: t.TempDir(),
+		Agents: []AgentConfig{{Agent: runtime.Agent{Name: "rev", Instructions: "x", Tools: []string{"gitlab"}}}}}
 	srv, err := New(t.Context(), cfg, Options{Logger: quietLogger(), Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +83,7 @@ func TestAgentToolsetCheckedAtStart(t *testing.T) {
 	err = srv.Start(t.Context())
 	srv.Stop()
 	var ce *ConfigError
-	if !errors.As(err, &ce) || ce.Field != "agents[0].tools[0]" || !strings.Contains(ce.Reason, `no tool server announced a toolset named "github"`) {
+	if !errors.As(err, &ce) || ce.Field != "agents[0].tools[0]" || !strings.Contains(ce.Reason, `no tool server announced a toolset named "gitlab"`) {
 		t.Fatalf("Start = %v", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentslice/agentslice/internal/model"
+	"github.com/agentslice/agentslice/internal/procenv"
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
@@ -55,6 +56,12 @@ type Config struct {
 	// MCPServers are MCP servers proxied as RAP toolsets, mounted in-process
 	// under /tools/mcp/{name}.
 	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
+	// PassEnv names variables of serve's environment that MCP subprocesses
+	// and run_command's commands get besides procenv.DefaultPass (PATH,
+	// HOME, LANG, LC_*, TZ, TMPDIR, USER, LOGNAME, SHELL, TERM); a name
+	// ending in * passes a prefix. Nothing else is inherited, and no
+	// AGENTSLICE_* variable can be named.
+	PassEnv []string `json:"pass_env,omitempty"`
 
 	// CallbackKeys is the signing keyring of callback URLs,
 	// "id:base64secret[,id:base64secret...]" (the first signs). When empty
@@ -125,8 +132,9 @@ type MCPServer struct {
 	Name    string   `json:"name"`
 	Command []string `json:"command,omitempty"`
 	URL     string   `json:"url,omitempty"`
-	// Env are KEY=VALUE entries added to (or replacing entries of) the
-	// server's environment for the subprocess.
+	// Env are KEY=VALUE entries the subprocess gets besides the
+	// variables pass_env lets through (an entry here wins); never an
+	// AGENTSLICE_* variable.
 	Env []string `json:"env,omitempty"`
 	Dir string   `json:"dir,omitempty"`
 	// MetaTools offers the server as two tools, {name}_list_tools and
@@ -507,6 +515,11 @@ func (c *Config) resolve() (*settings, error) {
 			return nil, err
 		}
 	}
+	for i, n := range c.PassEnv {
+		if err := procenv.CheckName(n); err != nil {
+			return nil, bad(fmt.Sprintf("pass_env[%d]", i), "%v", err)
+		}
+	}
 	names := map[string]bool{}
 	for i, m := range c.MCPServers {
 		f := fmt.Sprintf("mcp_servers[%d]", i)
@@ -524,8 +537,12 @@ func (c *Config) resolve() (*settings, error) {
 			return nil, bad(f+".command[0]", "empty program name")
 		}
 		for j, e := range m.Env {
-			if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			k, _, ok := strings.Cut(e, "=")
+			if !ok || k == "" {
 				return nil, bad(fmt.Sprintf("%s.env[%d]", f, j), "%q is not KEY=VALUE", e)
+			}
+			if err := procenv.CheckName(k); err != nil {
+				return nil, bad(fmt.Sprintf("%s.env[%d]", f, j), "%v", err)
 			}
 		}
 		if m.URL != "" {

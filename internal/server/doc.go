@@ -20,7 +20,10 @@
 //     slice. History events come from a wrapper of the history store that
 //     publishes what each successful commit appended (so live equals
 //     replayed, and a stream resumes from Last-Event-ID with nothing lost or
-//     doubled); text deltas come from a wrapper of the model; the runtime's
+//     doubled); text deltas come from a wrapper of the model, which first
+//     publishes the uncommitted items the completion follows (sent without
+//     a cursor, their committed copy skipped), so a stream keeps history's
+//     order; the runtime's
 //     output events (reply, error, notice, view) are passed on;
 //   - the human-in-the-loop endpoints (hitl.go, switch.go): answer a
 //     user_choice, read views, stop or close a thread (stop and close

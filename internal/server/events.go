@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -200,6 +201,10 @@ func (b *Broadcaster) Close() {
 // Last-Event-ID (or ?after=N), then goes on live: the subscription is made
 // before history is read, and live history events the replay already
 // covered are skipped, so nothing is lost or doubled between the two.
+// History events a completion's deltas follow are published ahead of
+// their commit (deltaWriter), sent without a cursor, and their committed
+// copy is skipped when it is the same event, so the stream keeps history's
+// order and still sends each event once.
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, thread string) {
 	b := s.events
 	after, fresh := 0, true
@@ -254,6 +259,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, thread stri
 	}
 	tick := time.NewTicker(s.set.keepAlive)
 	defer tick.Stop()
+	var ahead map[string]StreamEvent // history events sent before their commit
 	for {
 		select {
 		case <-r.Context().Done():
@@ -276,7 +282,25 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, thread stri
 			if only != nil && !only[ev.Kind] {
 				continue
 			}
-			if !sendEvent(w, rc, ev, thread != "") {
+			if sent, ok := ahead[ev.ID]; ok {
+				if ev.ahead {
+					continue // a retried completion publishes it ahead again
+				}
+				delete(ahead, ev.ID)
+				if reflect.DeepEqual(sent, ev) {
+					continue // sent ahead of its commit; committed as sent
+				}
+				// committed otherwise: send what history holds
+			}
+			if ev.ahead {
+				if ahead == nil {
+					ahead = map[string]StreamEvent{}
+				}
+				sent := ev
+				sent.ahead = false
+				ahead[ev.ID] = sent
+			}
+			if !sendEvent(w, rc, ev, thread != "" && !ev.ahead) {
 				return
 			}
 		}

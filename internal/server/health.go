@@ -107,14 +107,15 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	subs, _ := s.events.Subscribers()
 	st := s.store.Stats()
 	cs := s.components(r.Context())
+	unavailable := s.unavailableToolsets()
 	status := "ok"
-	if degraded(cs, false) {
+	if degraded(cs, false) || len(unavailable) > 0 {
 		status = "degraded"
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"status": status, "threads": st.Threads, "hot_threads": st.Hot, "active_threads": s.sys.Active(),
 		"dead_letters": dead, "event_subscribers": subs, "dropped_subscribers": s.events.DroppedCount(),
-		"model": s.set.model.Name, "components": cs,
+		"model": s.set.model.Name, "components": cs, "unavailable_toolsets": unavailable,
 	})
 }
 

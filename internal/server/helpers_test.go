@@ -19,6 +19,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/agentslice/agentslice/internal/mcp/mcptest"
 	"github.com/agentslice/agentslice/internal/rap"
 	"github.com/agentslice/agentslice/internal/runtime"
 	"github.com/agentslice/agentslice/internal/testenv"
@@ -27,8 +28,9 @@ import (
 // TestMain gives the tests a home directory of their own: a server built
 // without Config.Data falls back to $HOME/.local/share/agentslice, and no
 // test may write to (or read) the real one. It then checks for leaked
-// goroutines.
+// goroutines. Started as mcptest's env server, the binary is that instead.
 func TestMain(m *testing.M) {
+	mcptest.RunHelper() // the env server, when this binary is started as one
 	home, err := os.MkdirTemp("", "agentslice-server-home-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/agentslice/agentslice/internal/local"
 	"github.com/agentslice/agentslice/internal/mcp"
 	"github.com/agentslice/agentslice/internal/model"
+	"github.com/agentslice/agentslice/internal/procenv"
 	"github.com/agentslice/agentslice/internal/rap"
 	"github.com/agentslice/agentslice/internal/rap/tools"
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -107,6 +108,7 @@ type Server struct {
 	started   bool
 	stopOnce  sync.Once
 	stopping  chan struct{}
+	toolsets  toolsetHealth // allow-listed toolsets that could not be loaded
 	wg        sync.WaitGroup
 	serveErr  chan error
 }
@@ -300,7 +302,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	pw.Timers = s.timers
 	s.sys.Engine().ProviderWait = &pw
 	if s.receiver, err = rap.NewReceiver(rap.ReceiverConfig{Keys: s.keys, Queue: s.sys, Output: s.events, Logger: s.log,
-		Views: s.views, Choices: s.choices}); err != nil {
+		Views: s.views, Choices: s.choices, Incarnations: incarnations{s.store}}); err != nil {
 		return fmt.Errorf("server: building the callback receiver: %w", err)
 	}
 
@@ -336,7 +338,24 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	}
 	s.log.Info("agentslice serve: ready", "url", s.url, "listen", s.ln.Addr().String(), "model", s.set.model.Name,
 		"provider", string(s.set.model.Provider), "tool_servers", len(servers))
+	if len(s.unavailableToolsets()) > 0 {
+		s.wg.Add(1)
+		go s.recheckToolsets() // owned by Stop (closes stopping, waits)
+	}
 	return nil
+}
+
+// incarnations reads a thread's incarnation from the store, so the
+// receiver refuses callback URLs issued to an earlier thread of the same
+// ID (a data directory wiped, a memory store restarted) with 403.
+type incarnations struct{ store runtime.HistoryStore }
+
+func (i incarnations) Incarnation(ctx context.Context, threadID string) (string, error) {
+	th, err := i.store.Load(ctx, threadID)
+	if err != nil {
+		return "", err
+	}
+	return th.State.Incarnation, nil
 }
 
 // buildServices builds the in-process tool servers (example tools, MCP
@@ -348,7 +367,8 @@ func (s *Server) buildServices(retry rap.RetryPolicy) error {
 			list = append(list, tools.GetTime(nil))
 		}
 		if rc := e.RunCommand; rc != nil {
-			list = append(list, tools.RunCommand(tools.RunCommandConfig{Allowed: rc.Allow, Dir: rc.Dir, Timeout: s.set.commandTimeout}))
+			list = append(list, tools.RunCommand(tools.RunCommandConfig{Allowed: rc.Allow, Dir: rc.Dir, Timeout: s.set.commandTimeout,
+				Env: procenv.Build(os.Environ(), s.cfg.PassEnv, nil)}))
 		}
 		kit, err := rap.NewServer(rap.ServerConfig{Name: "examples", Description: "agentslice example tools",
 			Tools: list, PublicURL: s.url + ToolsPrefix + "examples", Client: s.client, Retry: retry, Logger: s.log})
@@ -359,7 +379,7 @@ func (s *Server) buildServices(retry rap.RetryPolicy) error {
 	}
 	for _, m := range s.cfg.MCPServers {
 		name := "mcp/" + m.Name
-		p, err := mcp.New(mcp.Config{Name: m.Name, Description: "MCP server " + m.Name, Command: m.Command, Env: mcpEnv(m.Env, os.Environ()), Dir: m.Dir,
+		p, err := mcp.New(mcp.Config{Name: m.Name, Description: "MCP server " + m.Name, Command: m.Command, Env: procenv.Build(os.Environ(), s.cfg.PassEnv, m.Env), Dir: m.Dir,
 			URL: m.URL, PublicURL: s.url + ToolsPrefix + name, Client: s.client, Retry: retry, Logger: s.log, MetaTools: m.MetaTools})
 		if err != nil {
 			return fmt.Errorf("server: building the MCP proxy %s: %w", m.Name, err)
@@ -368,16 +388,6 @@ func (s *Server) buildServices(retry rap.RetryPolicy) error {
 		s.proxies = append(s.proxies, p)
 	}
 	return nil
-}
-
-// mcpEnv is an MCP subprocess's environment: the server's, with the
-// configured entries added (a later entry wins in exec); nil, inheriting
-// it, when none are configured.
-func mcpEnv(extra, parent []string) []string {
-	if len(extra) == 0 {
-		return nil
-	}
-	return append(append([]string(nil), parent...), extra...)
 }
 
 // checkMCP connects to every MCP server at start, concurrently, and reports
@@ -403,12 +413,17 @@ func (s *Server) checkMCP(ctx context.Context) {
 
 // logToolsets fetches every toolset once and logs what agents will be
 // offered, and why a server was left out. It fails when an agent allows a
-// toolset no server announced.
+// toolset no server announced although every server answered (a typo);
+// when a server could not be loaded, serve starts without its toolsets
+// and reports them (see toolsets.go).
 func (s *Server) logToolsets(ctx context.Context) error {
 	set := s.loader.Load(ctx)
-	if err := checkRemoteToolsets(s.set.remoteToolsets, set, set.Problems()); err != nil {
-		return err
+	if len(set.Problems()) == 0 {
+		if err := checkRemoteToolsets(s.set.remoteToolsets, set, nil); err != nil {
+			return err
+		}
 	}
+	s.noteUnavailable(set)
 	names := make([]string, 0, len(set.Specs()))
 	for _, sp := range set.Specs() {
 		names = append(names, sp.Name)

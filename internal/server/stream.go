@@ -26,7 +26,11 @@ type StreamEvent struct {
 	Kind     string `json:"kind"`
 	// Seq is, for history events, the item's own-history position plus
 	// one: the stream's replay cursor (the SSE id). 0 for live-only events.
-	Seq       int    `json:"seq,omitempty"`
+	Seq int `json:"seq,omitempty"`
+	// ahead marks a history event published before its commit, ahead of
+	// the deltas of the completion that follows it; the stream sends it
+	// without a cursor and skips its committed copy (see serveEvents).
+	ahead     bool
 	Text      string `json:"text,omitempty"`
 	Reasoning string `json:"reasoning,omitempty"`
 	// Tool, CallID and Args describe the tool call an event is about.
@@ -273,7 +277,7 @@ func (m deltaModel) Complete(ctx context.Context, req *runtime.CompletionRequest
 		}
 	}
 	ctx, done := m.srv.inflight.begin(ctx, req.ThreadID)
-	err := inner.Complete(ctx, req, &deltaWriter{TurnWriter: w, srv: m.srv, thread: req.ThreadID, completion: req.ID()})
+	err := inner.Complete(ctx, req, &deltaWriter{TurnWriter: w, srv: m.srv, thread: req.ThreadID, completion: req.ID(), req: req})
 	if done() {
 		return errStopped
 	}
@@ -286,6 +290,8 @@ type deltaWriter struct {
 	thread     string
 	completion string
 	n          int
+	req        *runtime.CompletionRequest
+	ahead      bool // the uncommitted items before the completion were published
 }
 
 func (d *deltaWriter) Text(s string) {
@@ -293,6 +299,17 @@ func (d *deltaWriter) Text(s string) {
 	if s == "" || !d.srv.events.Watched(d.thread) {
 		d.n++
 		return
+	}
+	if !d.ahead {
+		// The items the completion follows (a tool result, the user's
+		// message) are committed with the turn, after these deltas: show
+		// them first, so the stream keeps history's order.
+		d.ahead = true
+		items, at := d.req.Uncommitted()
+		for _, ev := range d.srv.historyEvents(d.thread, at, items) {
+			ev.ahead = true
+			d.srv.events.publish(ev)
+		}
 	}
 	d.srv.events.publish(StreamEvent{ID: d.completion + "." + strconv.Itoa(d.n), ThreadID: d.thread, Kind: "delta",
 		Text: s, CompletionID: d.completion, Index: d.n})

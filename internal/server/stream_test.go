@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -169,7 +170,10 @@ func TestStreamEveryStep(t *testing.T) {
 		if ev.Event != want || ev.Data.Kind != want {
 			t.Fatalf("history event %d is %s, want %s (all: %+v)", i, ev.Event, want, got)
 		}
-		if ev.ID == "" || ev.ID != fmt.Sprint(ev.Data.Seq) || !strings.HasPrefix(ev.Data.ID, thread+"#") {
+		// The message and the first result precede a completion's deltas:
+		// they are sent ahead of their commit, without the replay cursor.
+		aheadOfDeltas := want == "message" || (want == "tool_result" && i == 4)
+		if (ev.ID != fmt.Sprint(ev.Data.Seq) && !(aheadOfDeltas && ev.ID == "")) || ev.Data.Seq == 0 || !strings.HasPrefix(ev.Data.ID, thread+"#") {
 			t.Fatalf("event %d: SSE id %q, seq %d, ID %q", i, ev.ID, ev.Data.Seq, ev.Data.ID)
 		}
 	}
@@ -442,4 +446,55 @@ type panicModel struct{}
 
 func (panicModel) Complete(context.Context, *runtime.CompletionRequest, runtime.TurnWriter) error {
 	panic("panicModel: this model always panics")
+}
+
+// TestStreamKeepsHistoryOrderAroundDeltas: the completion that follows a
+// tool result streams its text after the tool_result event, not before it
+// (the result is committed with the turn, after the deltas), and after the
+// user's message; every history event still arrives once, and a replay
+// from history sends the same events in the same order.
+func TestStreamKeepsHistoryOrderAroundDeltas(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, Config{Script: testdata(t, "get_time_script.json"), ExampleTools: &ExampleTools{GetTime: true}})
+	const thread = "thr_order"
+	events := openStream(t, srv.URL()+"/threads/"+thread+"/events")
+	postMessage(t, srv, thread, `{"text":"What time is it?","id":"m1"}`)
+	live := []string{""} // history events' kinds, and "delta" for each run of deltas
+	seen := map[string]int{}
+	for {
+		ev := events.nextOf(t, "message", "turn", "tool_call", "tool_result", "delta")
+		if ev.Event == "delta" {
+			if live[len(live)-1] != "delta" { // one entry per run of deltas
+				live = append(live, "delta")
+			}
+			continue
+		}
+		live = append(live, ev.Event)
+		seen[ev.Data.ID]++
+		if ev.Event == "turn" && ev.Data.Text == "It is noon, UTC." {
+			break
+		}
+	}
+	want := []string{"message", "delta", "turn", "tool_call", "tool_result", "delta", "turn"}
+	if live = live[1:]; !slices.Equal(live, want) {
+		t.Fatalf("stream order %v, want %v", live, want)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("history event %s arrived %d times", id, n)
+		}
+	}
+	waitIdle(t, srv)
+	replay := openStream(t, srv.URL()+"/threads/"+thread+"/events")
+	var replayed []string
+	for len(replayed) < 5 {
+		ev := replay.nextOf(t, "message", "turn", "tool_call", "tool_result")
+		if ev.ID != fmt.Sprint(ev.Data.Seq) {
+			t.Fatalf("replayed %s without its cursor", ev.Data.ID)
+		}
+		replayed = append(replayed, ev.Event)
+	}
+	if !slices.Equal(replayed, []string{"message", "turn", "tool_call", "tool_result", "turn"}) {
+		t.Fatalf("replay %v", replayed)
+	}
 }

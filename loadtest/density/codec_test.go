@@ -110,7 +110,7 @@ func codecHistories(profile string, n, turns int) (hist [][]byte, dict []byte) {
 				return s.String()
 			}
 			pos := len(items)
-			call := runtime.CallIDAt(agent, pos+2)
+			call := runtime.CallIDAt(agent, "", pos+2)
 			items = append(items,
 				runtime.Item{Kind: runtime.ItemUser, Input: "u-" + strconv.Itoa(t), Text: w.userText(agent, t)},
 				runtime.Item{Kind: runtime.ItemAssistant, Text: completion(0)},
@@ -119,7 +119,7 @@ func codecHistories(profile string, n, turns int) (hist [][]byte, dict []byte) {
 					Text: w.resultText(runtime.Invocation{ThreadID: agent, CallID: call})},
 				runtime.Item{Kind: runtime.ItemAssistant, Text: completion(1)})
 		}
-		return local.AppendItems(nil, agent, 0, items)
+		return local.AppendItems(nil, agent, "", 0, items)
 	}
 	for i := 0; len(dict) < local.DictSize; i++ {
 		dict = local.AppendDictSample(dict, build(agentName(1_000_000+i)))
@@ -154,7 +154,7 @@ func TestCodecHistoriesAreTheBenchmarks(t *testing.T) {
 	}
 	for i, h := range hist {
 		agent := agentName(i)
-		items, err := local.DecodeItems(nil, h, agent, 0)
+		items, err := local.DecodeItems(nil, h, agent, "", 0)
 		if err != nil {
 			t.Fatal(err)
 		}

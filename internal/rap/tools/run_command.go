@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentslice/agentslice/internal/procenv"
 	"github.com/agentslice/agentslice/internal/rap"
 )
 
@@ -23,7 +25,9 @@ type RunCommandConfig struct {
 	Allowed []string
 	// Dir is the working directory; default: the server's.
 	Dir string
-	// Env, when set, replaces the environment of the commands.
+	// Env is the commands' environment (KEY=VALUE); nil gives them
+	// procenv.DefaultPass of this process's environment. Either way no
+	// AGENTSLICE_* variable reaches them (see package procenv).
 	Env []string
 	// Timeout kills a command that runs longer. Default 10 minutes.
 	Timeout time.Duration
@@ -77,8 +81,10 @@ func runCommand(ctx context.Context, c *rap.Call, cfg RunCommandConfig) error {
 	defer cancel()
 	cmd := exec.CommandContext(runCtx, a.Command, a.Args...)
 	cmd.Dir = cfg.Dir
-	if cfg.Env != nil {
-		cmd.Env = cfg.Env
+	if cfg.Env == nil {
+		cmd.Env = procenv.Build(os.Environ(), nil, nil)
+	} else {
+		cmd.Env = procenv.Build(nil, nil, cfg.Env)
 	}
 	cmd.WaitDelay = 2 * time.Second // a child that keeps the pipe open cannot hold Wait forever
 	pr, pw := io.Pipe()

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -184,5 +185,28 @@ func TestRunCommandStopsWhenEventsAreRefused(t *testing.T) {
 		}
 	case <-time.After(raptest.Timeout):
 		t.Fatal("the command kept running after its events were refused")
+	}
+}
+
+// TestRunCommandGetsNoSecrets: a command sees PATH, never the runtime's
+// AGENTSLICE_* variables, with the default environment and a configured
+// one.
+func TestRunCommandGetsNoSecrets(t *testing.T) {
+	t.Setenv("AGENTSLICE_TOKEN", "secret-api-token")
+	for name, env := range map[string][]string{"default": nil, "configured": {"PATH=" + os.Getenv("PATH"), "AGENTSLICE_CALLBACK_KEYS=k1:x"}} {
+		t.Run(name, func(t *testing.T) {
+			rig, base := startTools(t, RunCommand(RunCommandConfig{Allowed: []string{"env"}, Env: env}))
+			if err := rig.Invoke(t, base, "thr_r", "call_1", "run_command", `{"command":"env"}`); err != nil {
+				t.Fatal(err)
+			}
+			rig.Next(t)
+			var out strings.Builder
+			for _, m := range rig.Until(t, func(m runtime.Message) bool { return m.Final }) {
+				out.WriteString(m.Text)
+			}
+			if got := out.String(); strings.Contains(got, "AGENTSLICE_") || !strings.Contains(got, "PATH=") {
+				t.Fatalf("the command's environment:\n%s", got)
+			}
+		})
 	}
 }

@@ -30,6 +30,7 @@ func RunHistory(t *testing.T, newStore func(t *testing.T) runtime.HistoryStore) 
 		{"StaleVersionConflicts", testStaleVersion},
 		{"ConcurrentCommitsOneWins", testConcurrentCommits},
 		{"StateRoundTrip", testStateRoundTrip},
+		{"IncarnatedCallIDs", testIncarnatedCallIDs},
 		{"ChildInheritsUpToSpawnPoint", testChildInherits},
 		{"ThreeLevels", testThreeLevels},
 		{"ExistingChildConflicts", testExistingChild},
@@ -206,6 +207,7 @@ func testStateRoundTrip(t *testing.T, s runtime.HistoryStore, id string) {
 		st.Outbox[1].Output.Agent, st.Outbox[1].Output.Usage = "reviewer", &runtime.Usage{Input: 10}
 		st.ModelWait = &runtime.ModelWait{Since: time.Date(2026, 12, 1, 10, 0, 0, 5, time.UTC), Waits: 3,
 			Until: time.Date(2026, 12, 1, 10, 4, 0, 0, time.UTC), Error: "HTTP 503: overloaded"}
+		st.Incarnation = "incarnation-of-" + id
 	}
 	// A failure item (a completion that failed for good) is kept as it is.
 	add := append(items(id, 1), runtime.Item{Kind: runtime.ItemMarker, IsError: true, Name: runtime.FailureMarkerName,
@@ -222,6 +224,35 @@ func testStateRoundTrip(t *testing.T, s runtime.HistoryStore, id string) {
 	if !reflect.DeepEqual(th.Items, add) || !runtime.IsFailure(&th.Items[1]) {
 		t.Fatalf("items\n got %+v\nwant %+v", th.Items, add)
 	}
+}
+
+// testIncarnatedCallIDs: a thread's call IDs, derived with its incarnation
+// (which stores that leave derivable IDs out must use to derive them
+// again), come back as committed, beside IDs derived without it and
+// foreign ones, on the first commit and on a later one.
+func testIncarnatedCallIDs(t *testing.T, s runtime.HistoryStore, id string) {
+	const inc = "the-incarnation"
+	calls := func(from int) []runtime.Item {
+		var out []runtime.Item
+		for i, c := range []string{runtime.CallIDAt(id, inc, from), runtime.CallIDAt(id, "", from+2), "foreign"} {
+			out = append(out, runtime.Item{Kind: runtime.ItemToolCall, CallID: c, Name: "work", Args: "{}"},
+				runtime.Item{Kind: runtime.ItemToolResult, CallID: c, Input: runtime.ResultID(id, c), Name: "work", Text: fmt.Sprint("r", i)})
+		}
+		return out
+	}
+	first, second := calls(0), calls(6)
+	set := func(st *runtime.ThreadState) { st.Incarnation = inc }
+	if err := commit(t, s, id, 0, 0, first, set); err != nil {
+		t.Fatal(err)
+	}
+	if err := commit(t, s, id, 1, len(first), second, set); err != nil {
+		t.Fatal(err)
+	}
+	th := load(t, s, id)
+	if th.State.Incarnation != inc {
+		t.Fatalf("incarnation %q, want %q", th.State.Incarnation, inc)
+	}
+	equalItems(t, "incarnated", th.Items, append(first, second...))
 }
 
 func child(parent, id string, at int) runtime.ChildThread {
