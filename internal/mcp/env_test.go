@@ -1,18 +1,12 @@
 package mcp
 
 import (
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/agentslice/agentslice/internal/mcp/mcptest"
 	"github.com/agentslice/agentslice/internal/runtime"
 )
-
-func TestMain(m *testing.M) {
-	mcptest.RunHelper() // the env server, when this binary is started as one
-	os.Exit(m.Run())
-}
 
 // TestProxySubprocessGetsNoSecrets: a real stdio MCP server that reports
 // its environment sees PATH and its configured entries, never the
@@ -28,7 +22,7 @@ func TestProxySubprocessGetsNoSecrets(t *testing.T) {
 	for name, env := range map[string][]string{"default": nil, "configured": {"FOO=bar", "AGENTSLICE_TOKEN=configured-too"}} {
 		t.Run(name, func(t *testing.T) {
 			rig, base := startProxy(t, Config{Command: argv, Env: env})
-			if err := rig.Invoke(t, base, "thr_env", "call_env", "everything_invoke_tool", `{"tool_name":"`+mcptest.EnvToolName+`"}`); err != nil {
+			if err := rig.Invoke(t, base, "thr_env", "call_env", "everything__"+mcptest.EnvToolName, `{}`); err != nil {
 				t.Fatal(err)
 			}
 			m := rig.Next(t)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentslice/agentslice/internal/mcp/mcptest"
 )
 
 // The fixture is a real MCP server built with the official Go SDK, run over
@@ -22,6 +24,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	mcptest.RunHelper() // the env server, when this binary is started as one
 	if len(os.Args) > 2 && os.Args[1] == fixtureArg {
 		os.Exit(runFixture(os.Args[2]))
 	}

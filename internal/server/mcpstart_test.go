@@ -75,7 +75,7 @@ func TestServeMCPGetsNoSecrets(t *testing.T) {
 	waitIdle(t, srv)
 	th := getThread(t, srv, thread)
 	i := slices.IndexFunc(th.Items, func(it runtime.Item) bool {
-		return it.Kind == runtime.ItemToolResult && it.Name == "envsrv_invoke_tool"
+		return it.Kind == runtime.ItemToolResult && it.Name == "envsrv__environment"
 	})
 	if i < 0 || th.Items[i].IsError {
 		t.Fatalf("no MCP result in %s", kinds(th.Items))
