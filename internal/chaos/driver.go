@@ -130,6 +130,8 @@ type Run struct {
 	dlq       []delivery         // dead-lettered, not redriven yet
 
 	mu         sync.Mutex
+	sentOrder  []runtime.Message // every distinct message sent, first copy, in order (meaning)
+	sentIDs    map[string]bool
 	dispatches []runtime.Invocation
 	dead       map[string]string
 	problems   []string
@@ -151,7 +153,7 @@ func newRun(sc *Scenario, b Backend, plan Plan) *Run {
 		out: &outputs{}, f: &faults{crashAt: plan.CrashAt, again: NoCrash, hookAt: plan.HookAt},
 		model: model.NewScripted(sc.Script), boxes: map[string][]delivery{}, inReady: map[string]bool{},
 		failures: map[string]int{}, delivered: map[string]bool{}, dead: map[string]string{},
-		held: map[string]bool{}, poisoned: map[string]bool{}}
+		held: map[string]bool{}, poisoned: map[string]bool{}, sentIDs: map[string]bool{}}
 	if plan.CrashAgain > 0 && plan.CrashAt >= 0 {
 		r.f.again = plan.CrashAt + plan.CrashAgain
 	}
@@ -231,6 +233,14 @@ func (r *Run) Send(ctx context.Context, msgs ...runtime.Message) error {
 			return err
 		}
 	}
+	r.mu.Lock()
+	for _, m := range msgs {
+		if !r.sentIDs[m.ID] {
+			r.sentIDs[m.ID] = true
+			r.sentOrder = append(r.sentOrder, m)
+		}
+	}
+	r.mu.Unlock()
 	return r.send(ctx, msgs...)
 }
 

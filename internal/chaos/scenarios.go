@@ -31,6 +31,9 @@ type Scenario struct {
 	SingleThread bool
 	// End is the state every run of the scenario must end in.
 	End End
+	// Wedged names a tool of the scenario that never answers: each call
+	// to it must be closed by the engine (its deadline), never by a result.
+	Wedged string
 	// Reach lists the crash points the scenario must pass: the matrix
 	// fails when a declared point is never crashed at in it.
 	Reach []runtime.CrashPoint

@@ -173,6 +173,7 @@ func (r *Run) Snapshot(ctx context.Context) (*Snapshot, []string) {
 	slices.Sort(s.Timers)
 	slices.Sort(s.Cancelled)
 	problems = append(problems, r.liveness(s, loaded, !r.plan.relaxed())...)
+	problems = append(problems, r.meaning(s, loaded)...)
 	return s, problems
 }
 
