@@ -128,8 +128,12 @@ type Run struct {
 	held      map[string]bool    // threads whose crashed batch waits for more mail (HoldCrashed)
 	poisoned  map[string]bool    // message IDs whose every receive fails (DeadLetterAfter)
 	dlq       []delivery         // dead-lettered, not redriven yet
+	// settle runs the system until no thread has mail (the driver's drain;
+	// on the embedded System, until it is idle).
+	settle func(ctx context.Context) error
 
 	mu         sync.Mutex
+	clock      time.Time         // what engines and tools read as now; moved by Timeline only
 	sentOrder  []runtime.Message // every distinct message sent, first copy, in order (meaning)
 	sentIDs    map[string]bool
 	dispatches []runtime.Invocation
@@ -153,7 +157,11 @@ func newRun(sc *Scenario, b Backend, plan Plan) *Run {
 		out: &outputs{}, f: &faults{crashAt: plan.CrashAt, again: NoCrash, hookAt: plan.HookAt},
 		model: model.NewScripted(sc.Script), boxes: map[string][]delivery{}, inReady: map[string]bool{},
 		failures: map[string]int{}, delivered: map[string]bool{}, dead: map[string]string{},
-		held: map[string]bool{}, poisoned: map[string]bool{}, sentIDs: map[string]bool{}}
+		held: map[string]bool{}, poisoned: map[string]bool{}, sentIDs: map[string]bool{}, clock: Clock}
+	r.settle = func(ctx context.Context) error { r.drain(ctx, false); return nil }
+	if sc.NoDedup {
+		r.dedup = nil
+	}
 	if plan.CrashAgain > 0 && plan.CrashAt >= 0 {
 		r.f.again = plan.CrashAt + plan.CrashAgain
 	}
@@ -176,9 +184,13 @@ func newRun(sc *Scenario, b Backend, plan Plan) *Run {
 		for _, e := range runtime.ThreadTools() {
 			tb.MustAdd(e)
 		}
-		for _, e := range runtime.SleepTools(timers, func() time.Time { return Clock }) {
+		for _, e := range runtime.SleepTools(timers, r.now) {
 			e.Async = recordedTool{inner: e.Async, run: r}
 			tb.MustAdd(e)
+		}
+		if sc.Wedged != "" {
+			tb.MustAdd(runtime.ToolEntry{Spec: runtime.ToolSpec{Name: sc.Wedged, Description: "Never answers; says it is alive."},
+				Async: &wedgedTool{asyncTool{run: r}}})
 		}
 		return tb
 	}
@@ -198,8 +210,13 @@ func (r *Run) newEngine(f *faults) *runtime.Engine {
 		Tools:      r.toolbox(crashTimers{inner: r.timers, f: f}),
 		Limits:     r.sc.Limits,
 		Compaction: r.sc.Compaction,
-		Now:        func() time.Time { return Clock },
+		Now:        r.now,
 		Faults:     engineFaults{f},
+	}
+	if l := r.sc.Liveness; l != nil {
+		ll := *l
+		ll.Timers = crashTimers{inner: r.timers, f: f}
+		e.Liveness = &ll
 	}
 	if e.Limits.RetryBase == 0 {
 		e.Limits.RetryBase = time.Millisecond
@@ -512,6 +529,49 @@ func (r *Run) FireTimers(ctx context.Context, late bool) error {
 		return errNothingDue
 	}
 	return r.Send(ctx, due...)
+}
+
+// now is the run's clock: Clock until Timeline moves it.
+func (r *Run) now() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.clock
+}
+
+// maxTimeline bounds the wake-ups one Timeline fires: a thread that keeps
+// arming timers at the same instant (a deadline that never fires) is a
+// problem, not a hang.
+const maxTimeline = 40
+
+// Timeline fires the scheduled wake-ups (sleeps and liveness checks) one
+// at a time in the order of their times, moving the run's clock to each
+// before it is delivered and letting the system settle after each, until
+// none is left. It fails when none was due, or when the wake-ups do not
+// run out.
+func (r *Run) Timeline(ctx context.Context) error {
+	for n := 0; ; n++ {
+		t, ok := r.timers.next()
+		if !ok {
+			if n == 0 {
+				return errNothingDue
+			}
+			return nil
+		}
+		if n == maxTimeline {
+			return fmt.Errorf("wake-ups keep coming: %d fired, the next %s at %s", n, t.Message.ID, t.At.UTC().Format(time.RFC3339))
+		}
+		r.mu.Lock()
+		if t.At.After(r.clock) {
+			r.clock = t.At
+		}
+		r.mu.Unlock()
+		if err := r.Send(ctx, t.Message); err != nil {
+			return err
+		}
+		if err := r.settle(ctx); err != nil {
+			return err
+		}
+	}
 }
 
 // Slices returns how many slices the run ran, failed ones included.

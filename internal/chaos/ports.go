@@ -82,7 +82,12 @@ func (m *manualTimers) Schedule(ctx context.Context, t runtime.Timer) error {
 	m.calls++
 	k := timerKey(t.ThreadID, t.CallID)
 	if old, ok := m.scheduled[k]; ok {
-		if !old.At.Equal(t.At) || old.Message.ID != t.Message.ID || old.Message.Text != t.Message.Text {
+		// A liveness check arms its successor from the time it runs: a
+		// check run again later (redelivered to an engine without a dedup
+		// store, which does not see inputs consumed without an item) arms
+		// the same check later. The first one stands.
+		later := t.Message.Kind == runtime.KindCheck && t.At.After(old.At)
+		if (!old.At.Equal(t.At) && !later) || old.Message.ID != t.Message.ID || old.Message.Text != t.Message.Text {
 			m.problems = append(m.problems, fmt.Sprintf("timer %s scheduled twice with different wake-ups: %s %s, then %s %s",
 				k, old.At, old.Message.ID, t.At, t.Message.ID))
 		}
@@ -117,6 +122,27 @@ func (m *manualTimers) due(late bool) []runtime.Message {
 	return out
 }
 
+// next returns the earliest wake-up not fired and not cancelled (in
+// schedule order among equal times) and marks it fired.
+func (m *manualTimers) next() (runtime.Timer, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	best := ""
+	for _, k := range m.order {
+		if m.fired[k] || m.cancelled[k] {
+			continue
+		}
+		if best == "" || m.scheduled[k].At.Before(m.scheduled[best].At) {
+			best = k
+		}
+	}
+	if best == "" {
+		return runtime.Timer{}, false
+	}
+	m.fired[best] = true
+	return m.scheduled[best], true
+}
+
 // asyncTool is an asynchronous tool that records each successful dispatch
 // and, when reply is set, answers at once through the run's queue, as a RAP
 // tool answers through the callback receiver. A retried dispatch answers
@@ -133,6 +159,15 @@ func (a *asyncTool) Dispatch(ctx context.Context, inv runtime.Invocation) error 
 	}
 	return a.run.Send(ctx, runtime.Message{V: 1, ID: runtime.ResultID(inv.ThreadID, inv.CallID),
 		ThreadID: inv.ThreadID, Kind: runtime.KindToolResult, ToolCallID: inv.CallID, Text: "done: " + inv.Args})
+}
+
+// wedgedTool is an asynchronous tool that records its dispatches, never
+// answers, and says every call is alive when asked: only its deadline can
+// end a call to it (Scenario.Wedged).
+type wedgedTool struct{ asyncTool }
+
+func (w wedgedTool) CallStatus(ctx context.Context, thread, call string) (runtime.CallStatus, error) {
+	return runtime.StatusAlive, nil
 }
 
 // recordedTool wraps a built-in asynchronous tool (the sleeps) to record its
