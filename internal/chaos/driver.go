@@ -64,12 +64,16 @@ type Plan struct {
 	// first delivery. Once the system is quiet (or an input needs the lost
 	// work), the dead letters are redriven as new messages.
 	DeadLetterAfter int
+	// OneByOne says MaxBatch is 1 on purpose, to make batches that differ
+	// from the reference's (SupersetRaces): the run is held to the End's
+	// structural checks and the invariants.
+	OneByOne bool
 }
 
 // relaxed says the plan changes how messages are batched, so a run is held
 // to the scenario's End and the invariants, not to the reference's
 // snapshot (two messages in one batch may get one reply instead of two).
-func (p Plan) relaxed() bool { return p.HoldCrashed || p.DeadLetterAfter > 0 }
+func (p Plan) relaxed() bool { return p.HoldCrashed || p.DeadLetterAfter > 0 || p.OneByOne }
 
 // NoCrash is the CrashAt and HookAt of a run that has none.
 const NoCrash = -1
@@ -123,11 +127,13 @@ type Run struct {
 	rng       *rand.Rand
 	step      int
 	failures  map[string]int
-	delivered map[string]bool    // message IDs handed to a slice at least once
-	current   runtime.SliceInput // the batch of the slice running now
-	held      map[string]bool    // threads whose crashed batch waits for more mail (HoldCrashed)
-	poisoned  map[string]bool    // message IDs whose every receive fails (DeadLetterAfter)
-	dlq       []delivery         // dead-lettered, not redriven yet
+	delivered map[string]bool            // message IDs handed to a slice at least once
+	current   runtime.SliceInput         // the batch of the slice running now
+	previous  map[string]runtime.Message // per thread, the last message of the batch before current
+	lastOf    map[string]runtime.Message // per thread, the last message handed to a slice
+	held      map[string]bool            // threads whose crashed batch waits for more mail (HoldCrashed)
+	poisoned  map[string]bool            // message IDs whose every receive fails (DeadLetterAfter)
+	dlq       []delivery                 // dead-lettered, not redriven yet
 	// settle runs the system until no thread has mail (the driver's drain;
 	// on the embedded System, until it is idle).
 	settle func(ctx context.Context) error
@@ -157,7 +163,8 @@ func newRun(sc *Scenario, b Backend, plan Plan) *Run {
 		out: &outputs{}, f: &faults{crashAt: plan.CrashAt, again: NoCrash, hookAt: plan.HookAt},
 		model: model.NewScripted(sc.Script), boxes: map[string][]delivery{}, inReady: map[string]bool{},
 		failures: map[string]int{}, delivered: map[string]bool{}, dead: map[string]string{},
-		held: map[string]bool{}, poisoned: map[string]bool{}, sentIDs: map[string]bool{}, clock: Clock}
+		held: map[string]bool{}, poisoned: map[string]bool{}, sentIDs: map[string]bool{}, clock: Clock,
+		previous: map[string]runtime.Message{}, lastOf: map[string]runtime.Message{}}
 	r.settle = func(ctx context.Context) error { r.drain(ctx, false); return nil }
 	if sc.NoDedup {
 		r.dedup = nil
@@ -374,7 +381,11 @@ func (r *Run) drain(ctx context.Context, final bool) {
 
 func (r *Run) slice(ctx context.Context, th string, batch []delivery, msgs []runtime.Message, first bool) {
 	r.f.takeCrash()
+	if last, ok := r.lastOf[th]; ok {
+		r.previous[th] = last
+	}
 	r.current = runtime.SliceInput{ThreadID: th, Messages: msgs}
+	r.lastOf[th] = msgs[len(msgs)-1]
 	poisoned := r.poisonedHead(batch) > 0
 	if poisoned {
 		r.f.failFirst()

@@ -85,6 +85,7 @@ func (s suite) run(t *testing.T, rep *chaos.Report, parallel bool) {
 			if s.races {
 				ds = append(ds, m.Races(ctx, false)...)
 				ds = append(ds, m.Races(ctx, true)...)
+				ds = append(ds, m.SupersetRaces(ctx)...)
 			}
 			if len(s.seeds) > 0 {
 				ds = append(ds, m.Redeliveries(ctx, s.seeds)...)
