@@ -113,7 +113,7 @@ type Run struct {
 	timers  *manualTimers
 	out     *outputs
 	f       *faults
-	model   runtime.Model
+	model   *shownModel // the scripted model, recording what each completion was shown
 	toolbox func(runtime.Timers) *runtime.Toolbox
 	engine  *runtime.Engine
 	send    func(ctx context.Context, msgs ...runtime.Message) error
@@ -161,7 +161,7 @@ func newRun(sc *Scenario, b Backend, plan Plan) *Run {
 	}
 	r := &Run{sc: sc, plan: plan, store: newRecordingStore(b.History), dedup: b.Dedup, restart: b.Restart, timers: newManualTimers(),
 		out: &outputs{}, f: &faults{crashAt: plan.CrashAt, again: NoCrash, hookAt: plan.HookAt},
-		model: model.NewScripted(sc.Script), boxes: map[string][]delivery{}, inReady: map[string]bool{},
+		model: newShownModel(model.NewScripted(sc.Script)), boxes: map[string][]delivery{}, inReady: map[string]bool{},
 		failures: map[string]int{}, delivered: map[string]bool{}, dead: map[string]string{},
 		held: map[string]bool{}, poisoned: map[string]bool{}, sentIDs: map[string]bool{}, clock: Clock,
 		previous: map[string]runtime.Message{}, lastOf: map[string]runtime.Message{}}

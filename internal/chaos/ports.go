@@ -3,6 +3,8 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -216,4 +218,67 @@ func (o *outputs) Publish(ctx context.Context, ev runtime.OutputEvent) error {
 	defer o.mu.Unlock()
 	o.evs = append(o.evs, ev)
 	return nil
+}
+
+// shownModel records what each completion was shown: per thread and turn
+// (runtime.CompletionRequest.Turn), the history the model got, rendered
+// without IDs (kind, tool name, text) and the tools it was offered. A
+// retried completion of the same turn must be shown the same (checked by
+// the snapshot in runs that batch like the reference).
+type shownModel struct {
+	inner runtime.Model
+
+	mu       sync.Mutex
+	shown    map[string]string // "thread #turn" -> rendering
+	order    []string
+	problems []string
+}
+
+func newShownModel(inner runtime.Model) *shownModel {
+	return &shownModel{inner: inner, shown: map[string]string{}}
+}
+
+func (m *shownModel) Complete(ctx context.Context, req *runtime.CompletionRequest, w runtime.TurnWriter) error {
+	var b strings.Builder
+	for i, it := range req.History {
+		if i == req.Inherited && i > 0 {
+			b.WriteString("| ")
+		}
+		fmt.Fprintf(&b, "%s", it.Kind)
+		if it.Name != "" {
+			b.WriteString(":" + it.Name)
+		}
+		if it.IsError {
+			b.WriteString("!")
+		}
+		fmt.Fprintf(&b, " %q; ", clip(it.Text))
+	}
+	names := make([]string, len(req.Tools))
+	for i, t := range req.Tools {
+		names[i] = t.Name
+	}
+	fmt.Fprintf(&b, "tools %s", strings.Join(names, ","))
+	k := fmt.Sprintf("%s #%d", req.ThreadID, req.Turn())
+	got := b.String()
+	m.mu.Lock()
+	if old, ok := m.shown[k]; !ok {
+		m.shown[k] = got
+		m.order = append(m.order, k)
+	} else if old != got {
+		m.problems = append(m.problems, fmt.Sprintf("completion %s was shown two different histories:\n      %s\n    then\n      %s", k, old, got))
+	}
+	m.mu.Unlock()
+	return m.inner.Complete(ctx, req, w)
+}
+
+// views returns the renderings, sorted by key, and the problems seen.
+func (m *shownModel) views() ([]string, []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.shown))
+	for k, v := range m.shown {
+		out = append(out, k+": "+v)
+	}
+	slices.Sort(out)
+	return out, slices.Clone(m.problems)
 }
