@@ -21,6 +21,10 @@
 // died there. The driver then redelivers the batch, as SQS does once the
 // visibility timeout expires.
 //
+// A run's Snapshot also records what each completion was shown (per thread
+// and turn: the history without IDs, and the tools offered), and a retried
+// completion must be shown what its first attempt was.
+//
 // After each run, Compare compares its Snapshot with the crash-free run's,
 // and Snapshot checks the invariants that do not depend on a reference run:
 // every thread ends with no undispatched call and an empty outbox, each
