@@ -19,6 +19,7 @@ type suite struct {
 	crash     bool
 	double    int // depth of the second crash; 0: none
 	races     bool
+	superset  bool // SupersetRaces too
 	seeds     []uint64 // redelivery runs
 	crashDup  bool     // crash + redelivery
 	system    bool     // crashes on the embedded System
@@ -86,7 +87,9 @@ func (s suite) run(t *testing.T, rep *chaos.Report, parallel bool) {
 			if s.races {
 				ds = append(ds, m.Races(ctx, false)...)
 				ds = append(ds, m.Races(ctx, true)...)
-				ds = append(ds, m.SupersetRaces(ctx)...)
+				if s.superset {
+					ds = append(ds, m.SupersetRaces(ctx)...)
+				}
 			}
 			if len(s.seeds) > 0 {
 				ds = append(ds, m.Redeliveries(ctx, s.seeds)...)
