@@ -19,7 +19,7 @@ type suite struct {
 	crash     bool
 	double    int // depth of the second crash; 0: none
 	races     bool
-	superset  bool // SupersetRaces too
+	superset  bool     // SupersetRaces too
 	seeds     []uint64 // redelivery runs
 	crashDup  bool     // crash + redelivery
 	system    bool     // crashes on the embedded System
