@@ -8,6 +8,7 @@
 # For the reliability claims (README, "Reliability"):
 #   make chaos      the crash/redelivery/race matrix, then the mutants; ends with its summary line
 #   make mutants    the matrix against each deliberate bug in internal/runtime/mutants.go
+#   make mutation   mutation score per package (go-gremlins; tests + matrix as oracle); hours
 #   make fuzz       every fuzz target for FUZZTIME each
 # Deploying to AWS (README, "Deploy to AWS"): make build, make synth, make deploy, make destroy.
 GO      ?= go
@@ -15,7 +16,7 @@ AGENTS  ?= 20000
 TURNS   ?= 20
 WAVE    ?= 500
 
-.PHONY: all test test-go e2e loadtest loadtest-full loadtest-durable loadtest-scaling loadtest-storage loadtest-priority bench-codec vet fmt fuzz chaos mutants build synth deploy destroy cdk-deps
+.PHONY: all test test-go e2e loadtest loadtest-full loadtest-durable loadtest-scaling loadtest-storage loadtest-priority bench-codec vet fmt fuzz chaos mutants mutation build synth deploy destroy cdk-deps
 
 all: test
 
@@ -101,6 +102,17 @@ chaos:
 # with the mutants tag); every one must be caught. Needs no service.
 mutants:
 	bash scripts/mutants.sh
+
+# Mutation testing as a standing measure (not part of make test; CPU heavy,
+# hours on two cores): go-gremlins mutates internal/runtime, internal/local
+# and internal/disk and runs each package's tests, then the sampled chaos
+# matrix, against every mutant; prints per package
+#   mutation score <pkg>: K/(K+L) = P% (...)
+# with timeouts counted as lived. PKGS narrows it (e.g. PKGS=internal/local);
+# GREMLINS_FLAGS adds gremlins flags.
+PKGS ?=
+mutation:
+	bash scripts/mutation.sh $(PKGS)
 
 # --- Deploying to AWS (see the README, "Deploy to AWS") ---------------------------------
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -32,6 +34,11 @@ import (
 // the TTL dedup store.
 func memory() (chaos.Backend, func(), error) {
 	return chaos.Backend{History: local.NewHistoryStore(), Dedup: local.NewDedupStore(time.Hour)}, func() {}, nil
+}
+
+// memoryNoDedup is the memory history store alone: no dedup store.
+func memoryNoDedup() (chaos.Backend, func(), error) {
+	return chaos.Backend{History: local.NewHistoryStore()}, func() {}, nil
 }
 
 // realStores returns a backend factory on the production stores: the DSQL
@@ -150,12 +157,37 @@ func diskStores(t *testing.T) chaos.NewBackend {
 
 // restartingDisk is the disk store as the engine sees it across restarts.
 type restartingDisk struct {
-	mu sync.RWMutex
-	db *disk.DB
+	mu  sync.RWMutex
+	db  *disk.DB
+	top int // the highest journal segment seen
+}
+
+// diskSegmentBytes keeps the disk store's journal segments small: a
+// scenario's commits fill several, so runs cut segments, checkpoint them
+// and reuse the retired one (journal-spare.log) as the next, and crashes
+// land between those steps too (diskJournal counts the runs that did).
+const diskSegmentBytes = 2048
+
+// diskJournal counts the disk runs whose journal was cut at least once
+// (it reached a second segment) and those cut twice or more (a third: the
+// second cut takes the segment the first checkpoint retired, the spare,
+// when that checkpoint finished first).
+var diskJournal struct{ runs, cut, reused atomic.Int64 }
+
+// seeSegments raises s.top to the highest journal segment in its
+// directory.
+func (s *restartingDisk) seeSegments() {
+	entries, _ := os.ReadDir(s.db.Dir())
+	for _, e := range entries {
+		var n int
+		if _, err := fmt.Sscanf(e.Name(), "journal-%d.log", &n); err == nil && n > s.top {
+			s.top = n
+		}
+	}
 }
 
 func (s *restartingDisk) open(dir string) error {
-	db, err := disk.Open(context.Background(), dir, disk.Options{NoSync: true})
+	db, err := disk.Open(context.Background(), dir, disk.Options{NoSync: true, SegmentBytes: diskSegmentBytes})
 	if err != nil {
 		return err
 	}
@@ -168,8 +200,19 @@ func (s *restartingDisk) open(dir string) error {
 func (s *restartingDisk) restart(t *testing.T) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	dir := t.TempDir()
-	if err := copyFiles(s.db.Dir(), dir); err != nil {
+	s.seeSegments()
+	// The files are copied while the store runs, as a kill finds them;
+	// a checkpoint may retire a segment between the listing and the copy,
+	// and then the copy is taken again.
+	var dir string
+	var err error
+	for range 5 {
+		dir = t.TempDir()
+		if err = copyFiles(s.db.Dir(), dir); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+	}
+	if err != nil {
 		return err
 	}
 	s.db.Close()
@@ -179,7 +222,15 @@ func (s *restartingDisk) restart(t *testing.T) error {
 func (s *restartingDisk) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.seeSegments()
 	s.db.Close()
+	diskJournal.runs.Add(1)
+	if s.top >= 2 {
+		diskJournal.cut.Add(1)
+	}
+	if s.top >= 3 {
+		diskJournal.reused.Add(1)
+	}
 }
 
 // copyFiles copies the regular files of src (not its lock) into dst.

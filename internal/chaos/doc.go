@@ -6,7 +6,11 @@
 // round-robin order, a scripted model, recording tools and manual timers. A
 // run is a pure function of its scenario and its Plan (where to crash, which
 // messages to deliver again and when), so a crash-free run can be compared
-// item by item with a run that was killed at any step boundary.
+// item by item with a run that was killed at any step boundary. The run's
+// clock stands still unless a scenario plays a Timeline, which fires the
+// scheduled wake-ups in time order and moves the clock to each: a scenario
+// with Liveness set (deadlines and status checks on, armed through the
+// run's timers) is driven that way to its deadlines.
 //
 // A crash is the engine's own fault injection (runtime.Engine.Faults and
 // runtime.CrashPoints) plus the points this package adds by wrapping the
@@ -17,6 +21,10 @@
 // died there. The driver then redelivers the batch, as SQS does once the
 // visibility timeout expires.
 //
+// A run's Snapshot also records what each completion was shown (per thread
+// and turn: the history without IDs, and the tools offered), and a retried
+// completion must be shown what its first attempt was.
+//
 // After each run, Compare compares its Snapshot with the crash-free run's,
 // and Snapshot checks the invariants that do not depend on a reference run:
 // every thread ends with no undispatched call and an empty outbox, each
@@ -25,20 +33,37 @@
 // with the arguments it was dispatched with. Every run must also end live
 // (End): every call answered, every asynchronous call dispatched, nothing
 // pending, deferred or undelivered, and the scenario's declared counts of
-// threads, closed threads, live subscriptions and replies. The crash-free
+// threads, closed threads, live subscriptions and replies. And every run's
+// end state is checked by its meaning, independent of how IDs are spelled
+// (meaning.go): every message sent entered its thread's history once (or
+// was refused, or dropped by a closed thread), every result landed on its
+// call, every sleep ended by its wake-up or an interruption and every
+// wake-up fired, every report reached the thread that spawned its sender,
+// a subscription is live exactly when started and not ended by a final
+// event or a cancel, each thread's replies are its model turns without a
+// tool call, no open thread is stranded, and every call to a tool that
+// never answers was ended by the engine (its deadline). The crash-free
 // run itself is compared with a golden snapshot (testdata/golden), so a bug
-// shared by every run is still caught.
+// shared by every run is still caught; the golden pins ID text, the
+// meaning checks do not.
 //
 // Each scenario declares the crash points it must reach (Scenario.Reach);
 // Report.Coverage fails a matrix in which a declared point, or any point of
 // Points, never fired. Runs whose planned disturbance did not happen (a
 // second crash after the run ended) are not counted.
 //
-// Two modes change batching and are held to the End's structural checks
-// and the invariants instead of the reference: HeldCrashes (a crashed batch
-// redelivered together with the mail that arrived meanwhile) and
-// DeadLetters (a batch dead-lettered after N failed receives while its
-// thread goes on with its next message as a first delivery).
+// Three modes change batching and are held to the End's structural checks,
+// the meaning checks and the invariants instead of the reference:
+// HeldCrashes (a crashed batch redelivered together with the mail that
+// arrived meanwhile), DeadLetters (a batch dead-lettered after N failed
+// receives while its thread goes on with its next message as a first
+// delivery) and SupersetRaces (one message per slice, raced by a
+// redelivery that carries it and more).
+//
+// A scenario may run without the backend's dedup store (Scenario.NoDedup),
+// and the tests also run the matrix on the memory history store alone, so
+// the "sent" commit path (a second commit after a dispatch instead of a
+// dedup record) runs too.
 //
 // The package is test machinery: it is imported only by tests and by
 // `make chaos`, and must never be wired into a production engine.

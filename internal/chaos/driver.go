@@ -64,12 +64,16 @@ type Plan struct {
 	// first delivery. Once the system is quiet (or an input needs the lost
 	// work), the dead letters are redriven as new messages.
 	DeadLetterAfter int
+	// OneByOne says MaxBatch is 1 on purpose, to make batches that differ
+	// from the reference's (SupersetRaces): the run is held to the End's
+	// structural checks and the invariants.
+	OneByOne bool
 }
 
 // relaxed says the plan changes how messages are batched, so a run is held
 // to the scenario's End and the invariants, not to the reference's
 // snapshot (two messages in one batch may get one reply instead of two).
-func (p Plan) relaxed() bool { return p.HoldCrashed || p.DeadLetterAfter > 0 }
+func (p Plan) relaxed() bool { return p.HoldCrashed || p.DeadLetterAfter > 0 || p.OneByOne }
 
 // NoCrash is the CrashAt and HookAt of a run that has none.
 const NoCrash = -1
@@ -109,7 +113,7 @@ type Run struct {
 	timers  *manualTimers
 	out     *outputs
 	f       *faults
-	model   runtime.Model
+	model   *shownModel // the scripted model, recording what each completion was shown
 	toolbox func(runtime.Timers) *runtime.Toolbox
 	engine  *runtime.Engine
 	send    func(ctx context.Context, msgs ...runtime.Message) error
@@ -123,13 +127,21 @@ type Run struct {
 	rng       *rand.Rand
 	step      int
 	failures  map[string]int
-	delivered map[string]bool    // message IDs handed to a slice at least once
-	current   runtime.SliceInput // the batch of the slice running now
-	held      map[string]bool    // threads whose crashed batch waits for more mail (HoldCrashed)
-	poisoned  map[string]bool    // message IDs whose every receive fails (DeadLetterAfter)
-	dlq       []delivery         // dead-lettered, not redriven yet
+	delivered map[string]bool            // message IDs handed to a slice at least once
+	current   runtime.SliceInput         // the batch of the slice running now
+	previous  map[string]runtime.Message // per thread, the last message of the batch before current
+	lastOf    map[string]runtime.Message // per thread, the last message handed to a slice
+	held      map[string]bool            // threads whose crashed batch waits for more mail (HoldCrashed)
+	poisoned  map[string]bool            // message IDs whose every receive fails (DeadLetterAfter)
+	dlq       []delivery                 // dead-lettered, not redriven yet
+	// settle runs the system until no thread has mail (the driver's drain;
+	// on the embedded System, until it is idle).
+	settle func(ctx context.Context) error
 
 	mu         sync.Mutex
+	clock      time.Time         // what engines and tools read as now; moved by Timeline only
+	sentOrder  []runtime.Message // every distinct message sent, first copy, in order (meaning)
+	sentIDs    map[string]bool
 	dispatches []runtime.Invocation
 	dead       map[string]string
 	problems   []string
@@ -149,9 +161,14 @@ func newRun(sc *Scenario, b Backend, plan Plan) *Run {
 	}
 	r := &Run{sc: sc, plan: plan, store: newRecordingStore(b.History), dedup: b.Dedup, restart: b.Restart, timers: newManualTimers(),
 		out: &outputs{}, f: &faults{crashAt: plan.CrashAt, again: NoCrash, hookAt: plan.HookAt},
-		model: model.NewScripted(sc.Script), boxes: map[string][]delivery{}, inReady: map[string]bool{},
+		model: newShownModel(model.NewScripted(sc.Script)), boxes: map[string][]delivery{}, inReady: map[string]bool{},
 		failures: map[string]int{}, delivered: map[string]bool{}, dead: map[string]string{},
-		held: map[string]bool{}, poisoned: map[string]bool{}}
+		held: map[string]bool{}, poisoned: map[string]bool{}, sentIDs: map[string]bool{}, clock: Clock,
+		previous: map[string]runtime.Message{}, lastOf: map[string]runtime.Message{}}
+	r.settle = func(ctx context.Context) error { r.drain(ctx, false); return nil }
+	if sc.NoDedup {
+		r.dedup = nil
+	}
 	if plan.CrashAgain > 0 && plan.CrashAt >= 0 {
 		r.f.again = plan.CrashAt + plan.CrashAgain
 	}
@@ -174,9 +191,13 @@ func newRun(sc *Scenario, b Backend, plan Plan) *Run {
 		for _, e := range runtime.ThreadTools() {
 			tb.MustAdd(e)
 		}
-		for _, e := range runtime.SleepTools(timers, func() time.Time { return Clock }) {
+		for _, e := range runtime.SleepTools(timers, r.now) {
 			e.Async = recordedTool{inner: e.Async, run: r}
 			tb.MustAdd(e)
+		}
+		if sc.Wedged != "" {
+			tb.MustAdd(runtime.ToolEntry{Spec: runtime.ToolSpec{Name: sc.Wedged, Description: "Never answers; says it is alive."},
+				Async: &wedgedTool{asyncTool{run: r}}})
 		}
 		return tb
 	}
@@ -196,9 +217,14 @@ func (r *Run) newEngine(f *faults) *runtime.Engine {
 		Tools:      r.toolbox(crashTimers{inner: r.timers, f: f}),
 		Limits:     r.sc.Limits,
 		Compaction: r.sc.Compaction,
-		Now:        func() time.Time { return Clock },
+		Now:        r.now,
 		Faults:     engineFaults{f},
 		Entropy:    runtime.FixedEntropy, // every run of a scenario issues the same IDs
+	}
+	if l := r.sc.Liveness; l != nil {
+		ll := *l
+		ll.Timers = crashTimers{inner: r.timers, f: f}
+		e.Liveness = &ll
 	}
 	if e.Limits.RetryBase == 0 {
 		e.Limits.RetryBase = time.Millisecond
@@ -232,6 +258,14 @@ func (r *Run) Send(ctx context.Context, msgs ...runtime.Message) error {
 			return err
 		}
 	}
+	r.mu.Lock()
+	for _, m := range msgs {
+		if !r.sentIDs[m.ID] {
+			r.sentIDs[m.ID] = true
+			r.sentOrder = append(r.sentOrder, m)
+		}
+	}
+	r.mu.Unlock()
 	return r.send(ctx, msgs...)
 }
 
@@ -348,7 +382,11 @@ func (r *Run) drain(ctx context.Context, final bool) {
 
 func (r *Run) slice(ctx context.Context, th string, batch []delivery, msgs []runtime.Message, first bool) {
 	r.f.takeCrash()
+	if last, ok := r.lastOf[th]; ok {
+		r.previous[th] = last
+	}
 	r.current = runtime.SliceInput{ThreadID: th, Messages: msgs}
+	r.lastOf[th] = msgs[len(msgs)-1]
 	poisoned := r.poisonedHead(batch) > 0
 	if poisoned {
 		r.f.failFirst()
@@ -503,6 +541,49 @@ func (r *Run) FireTimers(ctx context.Context, late bool) error {
 		return errNothingDue
 	}
 	return r.Send(ctx, due...)
+}
+
+// now is the run's clock: Clock until Timeline moves it.
+func (r *Run) now() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.clock
+}
+
+// maxTimeline bounds the wake-ups one Timeline fires: a thread that keeps
+// arming timers at the same instant (a deadline that never fires) is a
+// problem, not a hang.
+const maxTimeline = 40
+
+// Timeline fires the scheduled wake-ups (sleeps and liveness checks) one
+// at a time in the order of their times, moving the run's clock to each
+// before it is delivered and letting the system settle after each, until
+// none is left. It fails when none was due, or when the wake-ups do not
+// run out.
+func (r *Run) Timeline(ctx context.Context) error {
+	for n := 0; ; n++ {
+		t, ok := r.timers.next()
+		if !ok {
+			if n == 0 {
+				return errNothingDue
+			}
+			return nil
+		}
+		if n == maxTimeline {
+			return fmt.Errorf("wake-ups keep coming: %d fired, the next %s at %s", n, t.Message.ID, t.At.UTC().Format(time.RFC3339))
+		}
+		r.mu.Lock()
+		if t.At.After(r.clock) {
+			r.clock = t.At
+		}
+		r.mu.Unlock()
+		if err := r.Send(ctx, t.Message); err != nil {
+			return err
+		}
+		if err := r.settle(ctx); err != nil {
+			return err
+		}
+	}
 }
 
 // Slices returns how many slices the run ran, failed ones included.

@@ -3,6 +3,8 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -82,7 +84,12 @@ func (m *manualTimers) Schedule(ctx context.Context, t runtime.Timer) error {
 	m.calls++
 	k := timerKey(t.ThreadID, t.CallID)
 	if old, ok := m.scheduled[k]; ok {
-		if !old.At.Equal(t.At) || old.Message.ID != t.Message.ID || old.Message.Text != t.Message.Text {
+		// A liveness check arms its successor from the time it runs: a
+		// check run again later (redelivered to an engine without a dedup
+		// store, which does not see inputs consumed without an item) arms
+		// the same check later. The first one stands.
+		later := t.Message.Kind == runtime.KindCheck && t.At.After(old.At)
+		if (!old.At.Equal(t.At) && !later) || old.Message.ID != t.Message.ID || old.Message.Text != t.Message.Text {
 			m.problems = append(m.problems, fmt.Sprintf("timer %s scheduled twice with different wake-ups: %s %s, then %s %s",
 				k, old.At, old.Message.ID, t.At, t.Message.ID))
 		}
@@ -117,6 +124,27 @@ func (m *manualTimers) due(late bool) []runtime.Message {
 	return out
 }
 
+// next returns the earliest wake-up not fired and not cancelled (in
+// schedule order among equal times) and marks it fired.
+func (m *manualTimers) next() (runtime.Timer, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	best := ""
+	for _, k := range m.order {
+		if m.fired[k] || m.cancelled[k] {
+			continue
+		}
+		if best == "" || m.scheduled[k].At.Before(m.scheduled[best].At) {
+			best = k
+		}
+	}
+	if best == "" {
+		return runtime.Timer{}, false
+	}
+	m.fired[best] = true
+	return m.scheduled[best], true
+}
+
 // asyncTool is an asynchronous tool that records each successful dispatch
 // and, when reply is set, answers at once through the run's queue, as a RAP
 // tool answers through the callback receiver. A retried dispatch answers
@@ -133,6 +161,15 @@ func (a *asyncTool) Dispatch(ctx context.Context, inv runtime.Invocation) error 
 	}
 	return a.run.Send(ctx, runtime.Message{V: 1, ID: runtime.ResultID(inv.ThreadID, inv.CallID),
 		ThreadID: inv.ThreadID, Kind: runtime.KindToolResult, ToolCallID: inv.CallID, Text: "done: " + inv.Args})
+}
+
+// wedgedTool is an asynchronous tool that records its dispatches, never
+// answers, and says every call is alive when asked: only its deadline can
+// end a call to it (Scenario.Wedged).
+type wedgedTool struct{ asyncTool }
+
+func (w wedgedTool) CallStatus(ctx context.Context, thread, call string) (runtime.CallStatus, error) {
+	return runtime.StatusAlive, nil
 }
 
 // recordedTool wraps a built-in asynchronous tool (the sleeps) to record its
@@ -181,4 +218,67 @@ func (o *outputs) Publish(ctx context.Context, ev runtime.OutputEvent) error {
 	defer o.mu.Unlock()
 	o.evs = append(o.evs, ev)
 	return nil
+}
+
+// shownModel records what each completion was shown: per thread and turn
+// (runtime.CompletionRequest.Turn), the history the model got, rendered
+// without IDs (kind, tool name, text) and the tools it was offered. A
+// retried completion of the same turn must be shown the same (checked by
+// the snapshot in runs that batch like the reference).
+type shownModel struct {
+	inner runtime.Model
+
+	mu       sync.Mutex
+	shown    map[string]string // "thread #turn" -> rendering
+	order    []string
+	problems []string
+}
+
+func newShownModel(inner runtime.Model) *shownModel {
+	return &shownModel{inner: inner, shown: map[string]string{}}
+}
+
+func (m *shownModel) Complete(ctx context.Context, req *runtime.CompletionRequest, w runtime.TurnWriter) error {
+	var b strings.Builder
+	for i, it := range req.History {
+		if i == req.Inherited && i > 0 {
+			b.WriteString("| ")
+		}
+		fmt.Fprintf(&b, "%s", it.Kind)
+		if it.Name != "" {
+			b.WriteString(":" + it.Name)
+		}
+		if it.IsError {
+			b.WriteString("!")
+		}
+		fmt.Fprintf(&b, " %q; ", clip(it.Text))
+	}
+	names := make([]string, len(req.Tools))
+	for i, t := range req.Tools {
+		names[i] = t.Name
+	}
+	fmt.Fprintf(&b, "tools %s", strings.Join(names, ","))
+	k := fmt.Sprintf("%s #%d", req.ThreadID, req.Turn())
+	got := b.String()
+	m.mu.Lock()
+	if old, ok := m.shown[k]; !ok {
+		m.shown[k] = got
+		m.order = append(m.order, k)
+	} else if old != got {
+		m.problems = append(m.problems, fmt.Sprintf("completion %s was shown two different histories:\n      %s\n    then\n      %s", k, old, got))
+	}
+	m.mu.Unlock()
+	return m.inner.Complete(ctx, req, w)
+}
+
+// views returns the renderings, sorted by key, and the problems seen.
+func (m *shownModel) views() ([]string, []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.shown))
+	for k, v := range m.shown {
+		out = append(out, k+": "+v)
+	}
+	slices.Sort(out)
+	return out, slices.Clone(m.problems)
 }

@@ -13,6 +13,7 @@ var modeNames = []struct{ mode, what string }{
 	{"double-crash", "killed twice, the second time 1–8 (memory) / 1–2 (real stores) passages later"},
 	{"race", "racing duplicate slice, same batch"},
 	{"race-greedy", "racing duplicate slice, larger batch"},
+	{"race-superset", "one message per slice; racing duplicate carries it and the mail behind it"},
 	{"redelivery", "every message 2–3 times, reordered"},
 	{"crash+redelivery", "killed at every boundary during redelivery"},
 	{"crash+held", "killed after a commit; batch redelivered with the mail that arrived meanwhile"},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/agentslice/agentslice/internal/model"
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -31,6 +32,17 @@ type Scenario struct {
 	SingleThread bool
 	// End is the state every run of the scenario must end in.
 	End End
+	// Liveness, when set, turns the engine's liveness on (deadlines and
+	// status checks armed through the run's timers; Timeline fires them
+	// with the run's clock).
+	Liveness *runtime.Liveness
+	// NoDedup runs the scenario without the backend's dedup store, so a
+	// slice that dispatched a call records it with a second commit (the
+	// "sent" commit path) instead of a dedup record.
+	NoDedup bool
+	// Wedged names a tool of the scenario that never answers: each call
+	// to it must be closed by the engine (its deadline), never by a result.
+	Wedged string
 	// Reach lists the crash points the scenario must pass: the matrix
 	// fails when a declared point is never crashed at in it.
 	Reach []runtime.CrashPoint
@@ -282,7 +294,8 @@ func builtinScenarios() []*Scenario {
 
 // Crash point groups for Scenario.Reach.
 var (
-	base     = []runtime.CrashPoint{runtime.CrashAfterLoad, runtime.CrashAfterCompletion, CrashBeforeCommit, runtime.CrashAfterCommit, CrashAfterPublish, CrashBeforeDedupMark, runtime.CrashAfterDedupMark}
+	base     = append(slices.Clip(noDedup), CrashBeforeDedupMark, runtime.CrashAfterDedupMark)
+	noDedup  = []runtime.CrashPoint{runtime.CrashAfterLoad, runtime.CrashAfterCompletion, CrashBeforeCommit, runtime.CrashAfterCommit, CrashAfterPublish}
 	dispatch = []runtime.CrashPoint{runtime.CrashBeforeDispatch, runtime.CrashAfterDispatch}
 	send     = []runtime.CrashPoint{runtime.CrashAfterSend}
 	schedule = []runtime.CrashPoint{CrashBeforeTimerSchedule, CrashAfterTimerSchedule}

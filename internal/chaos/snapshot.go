@@ -22,6 +22,9 @@ type Snapshot struct {
 	Timers     []string         `json:"timers,omitempty"`     // distinct: thread call at message
 	Cancelled  []string         `json:"cancelled,omitempty"`
 	Dead       []string         `json:"dead_letters,omitempty"` // distinct: id: reason
+	// Shown is what each completion was shown, per thread and turn
+	// (shownModel): history without IDs and the tools offered.
+	Shown []string `json:"shown,omitempty"`
 }
 
 // ThreadSnapshot is one thread's part of a Snapshot.
@@ -172,7 +175,15 @@ func (r *Run) Snapshot(ctx context.Context) (*Snapshot, []string) {
 	r.timers.mu.Unlock()
 	slices.Sort(s.Timers)
 	slices.Sort(s.Cancelled)
+	shown, differ := r.model.views()
+	s.Shown = shown
+	if !r.plan.relaxed() {
+		// Relaxed runs batch differently: a retried completion may see
+		// more mail than the first attempt did.
+		problems = append(problems, differ...)
+	}
 	problems = append(problems, r.liveness(s, loaded, !r.plan.relaxed())...)
+	problems = append(problems, r.meaning(s, loaded)...)
 	return s, problems
 }
 

@@ -15,9 +15,11 @@ type suite struct {
 	backend   string
 	new       chaos.NewBackend
 	scenarios []string // nil: all
+	exclude   []string // scenarios left out (say why where the suite is built)
 	crash     bool
 	double    int // depth of the second crash; 0: none
 	races     bool
+	superset  bool     // SupersetRaces too
 	seeds     []uint64 // redelivery runs
 	crashDup  bool     // crash + redelivery
 	system    bool     // crashes on the embedded System
@@ -42,7 +44,7 @@ func (s suite) quiet() suite {
 func (s suite) run(t *testing.T, rep *chaos.Report, parallel bool) {
 	ctx := context.Background()
 	for _, sc := range chaos.Scenarios() {
-		if s.scenarios != nil && !slices.Contains(s.scenarios, sc.Name) {
+		if (s.scenarios != nil && !slices.Contains(s.scenarios, sc.Name)) || slices.Contains(s.exclude, sc.Name) {
 			continue
 		}
 		t.Run(s.backend+"/"+sc.Name, func(t *testing.T) {
@@ -85,6 +87,9 @@ func (s suite) run(t *testing.T, rep *chaos.Report, parallel bool) {
 			if s.races {
 				ds = append(ds, m.Races(ctx, false)...)
 				ds = append(ds, m.Races(ctx, true)...)
+				if s.superset {
+					ds = append(ds, m.SupersetRaces(ctx)...)
+				}
 			}
 			if len(s.seeds) > 0 {
 				ds = append(ds, m.Redeliveries(ctx, s.seeds)...)

@@ -49,7 +49,7 @@ func PlayOnSystem(ctx context.Context, sc *Scenario, b Backend, target *Target) 
 	if cfg.Limits.RetryBase == 0 {
 		cfg.Limits.RetryBase = time.Millisecond
 	}
-	if b.Dedup != nil {
+	if b.Dedup != nil && !sc.NoDedup {
 		cfg.Dedup = crashDedup{DedupStore: b.Dedup, f: r.f}
 	}
 	sys, err := local.New(cfg)
@@ -63,8 +63,21 @@ func PlayOnSystem(ctx context.Context, sc *Scenario, b Backend, target *Target) 
 	sys.Engine().Output = crashOutput{inner: r.out, f: r.f}
 	sys.Engine().Faults = engineFaults{r.f}
 	sys.Engine().Entropy = runtime.FixedEntropy
-	sys.Engine().Now = func() time.Time { return Clock }
+	sys.Engine().Now = r.now
+	if l := sc.Liveness; l != nil {
+		ll := *l
+		ll.Timers = crashTimers{inner: r.timers, f: r.f}
+		sys.Engine().Liveness = &ll
+	}
 	r.send = sys.Send
+	r.settle = func(ctx context.Context) error {
+		select {
+		case <-sys.Idle():
+			return nil
+		case <-time.After(20 * time.Second):
+			return fmt.Errorf("the system did not go idle; %d threads active", sys.Active())
+		}
+	}
 	if err := sys.Start(ctx); err != nil {
 		r.problem("starting the system: %v", err)
 		return r

@@ -129,7 +129,11 @@ func reportToParent(ctx context.Context, env *SyncEnv, inv Invocation) (ToolOutp
 }
 
 func sendReport(env *SyncEnv, inv Invocation, report string) {
-	env.Send(Message{ID: DeriveID("rep_", env.Thread.ID, inv.CallID), ThreadID: env.State.Parent, Kind: KindReport,
+	to := env.State.Parent
+	if chaosmutant == MutantReportToRoot {
+		to = env.State.Stack[0]
+	}
+	env.Send(Message{ID: DeriveID("rep_", env.Thread.ID, inv.CallID), ThreadID: to, Kind: KindReport,
 		ToolCallID: env.State.SpawnCall, From: env.Thread.ID, Text: report})
 }
 

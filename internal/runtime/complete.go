@@ -270,7 +270,9 @@ func (s *slice) continueLater() {
 	v := s.version + 1
 	m := Message{V: MessageVersion, ID: incarnationID("cont_", s.st.Incarnation, s.threadID, strconv.FormatInt(v, 10)),
 		ThreadID: s.threadID, Kind: KindContinue}
-	s.st.Outbox = append(s.st.Outbox, OutboxEntry{Message: &m})
+	if chaosmutant != MutantNoContinuation {
+		s.st.Outbox = append(s.st.Outbox, OutboxEntry{Message: &m})
+	}
 	s.dirty = true
 }
 

@@ -754,6 +754,9 @@ func (s *slice) closePending(result Item) {
 	deferred := s.st.Deferred
 	s.st.Deferred = nil
 	for _, m := range deferred {
+		if chaosmutant == MutantLoseDeferredReport && m.Kind == KindReport {
+			continue
+		}
 		s.foldEvent(m)
 	}
 }

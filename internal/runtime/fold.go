@@ -119,7 +119,7 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 				Reason: fmt.Sprintf("no active subscription %q on thread %s (unknown, cancelled or ended)", m.ToolCallID, s.threadID)})
 			return false
 		}
-		if m.Final {
+		if m.Final && (m.Associative || chaosmutant != MutantThreadedFinalKeepsSubscription) {
 			s.dropSubscription(m.ToolCallID)
 		}
 		if !m.Associative {

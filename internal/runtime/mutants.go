@@ -37,12 +37,41 @@ const (
 	// MutantRecoveryRerunsModel runs the model again after resending a
 	// loaded outbox, though the turn that wrote it was committed.
 	MutantRecoveryRerunsModel Mutant = "recovery_reruns_model"
+
+	// The five classes of bug an audit found the matrix missed; each must
+	// be caught by the end state's meaning (internal/chaos, meaning.go and
+	// the liveness checks), not only by a golden snapshot's text.
+
+	// MutantLoseDeferredReport drops a child's report that was deferred
+	// behind a pending call when the call gets its result (a lost message).
+	MutantLoseDeferredReport Mutant = "lose_deferred_report"
+	// MutantNoContinuation ends a slice that hit its completion cap
+	// without enqueuing its continuation (a thread stranded forever).
+	MutantNoContinuation Mutant = "no_continuation"
+	// MutantThreadedFinalKeepsSubscription ends a subscription on a final
+	// event only when the event is associative (a subscription that never
+	// ends).
+	MutantThreadedFinalKeepsSubscription Mutant = "threaded_final_keeps_subscription"
+	// MutantReportToRoot sends a report to the root of the thread's stack
+	// instead of its parent: a grandchild's report is refused there and
+	// its parent waits, open, for ever.
+	MutantReportToRoot Mutant = "report_to_root"
+	// MutantDeadlineNeverFires gives up on a call only after its deadline,
+	// not at it; the last check is armed at the deadline, so it re-arms
+	// itself at the same instant for ever (a deadline that never fires).
+	MutantDeadlineNeverFires Mutant = "deadline_never_fires"
 )
 
 // Mutants lists every mutant.
 var Mutants = []Mutant{MutantSkipOutboxResend, MutantTrustFirstDelivery, MutantLoseLateResult,
 	MutantNoAfterDispatchPoint, MutantRandomCallID, MutantNoConsumedCheck, MutantDedupBeforeCommit,
-	MutantNoVersionCheck, MutantRecoveryRerunsModel}
+	MutantNoVersionCheck, MutantRecoveryRerunsModel, MutantLoseDeferredReport, MutantNoContinuation,
+	MutantThreadedFinalKeepsSubscription, MutantReportToRoot, MutantDeadlineNeverFires}
+
+// MeaningMutants are the mutants the end state's meaning must catch on
+// its own, in a crash-free run, without the golden snapshots.
+var MeaningMutants = []Mutant{MutantLoseLateResult, MutantLoseDeferredReport, MutantNoContinuation,
+	MutantThreadedFinalKeepsSubscription, MutantReportToRoot, MutantDeadlineNeverFires}
 
 // ActiveMutant returns the mutant this binary was built to plant, or ""
 // (always "" without the `mutants` build tag).

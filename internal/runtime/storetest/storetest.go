@@ -28,6 +28,7 @@ func RunHistory(t *testing.T, newStore func(t *testing.T) runtime.HistoryStore) 
 		{"CommitRoundTrip", testCommitRoundTrip},
 		{"AppendOnly", testAppendOnly},
 		{"StaleVersionConflicts", testStaleVersion},
+		{"StaleEmptyCommitConflicts", testStaleEmptyCommit},
 		{"ConcurrentCommitsOneWins", testConcurrentCommits},
 		{"StateRoundTrip", testStateRoundTrip},
 		{"IncarnatedCallIDs", testIncarnatedCallIDs},
@@ -158,6 +159,40 @@ func testStaleVersion(t *testing.T, s runtime.HistoryStore, id string) {
 	}
 	th := load(t, s, id)
 	equalItems(t, "after conflicts", th.Items, items(id, 2))
+}
+
+// testStaleEmptyCommit: a commit that appends nothing (a state-only
+// commit: a dispatch mark, a cancelled subscription, a closed thread) at a
+// version the thread has moved past is a conflict like any other, and
+// changes nothing. A store that takes "no rows to append" as "nothing to
+// check" lets a racing duplicate slice overwrite the winner's state.
+func testStaleEmptyCommit(t *testing.T, s runtime.HistoryStore, id string) {
+	if err := commit(t, s, id, 0, 0, items(id, 2), nil); err != nil {
+		t.Fatal(err)
+	}
+	// The winner of a race commits state only (a dispatch mark), so the
+	// length the loser saw is still right: only the version tells them
+	// apart.
+	if err := commit(t, s, id, 1, 2, nil, func(st *runtime.ThreadState) { st.Tokens = 7 }); err != nil {
+		t.Fatal(err)
+	}
+	err := commit(t, s, id, 1, 2, nil, func(st *runtime.ThreadState) { st.Tokens = 99; st.Closed = true })
+	if !errors.Is(err, runtime.ErrConflict) {
+		t.Fatalf("stale commit appending nothing (expected 1, thread at 2): got %v, want ErrConflict", err)
+	}
+	// The same from 0 (a slice that loaded the thread before its first
+	// commit) and from a version the thread never had.
+	for _, expected := range []int64{0, 9} {
+		err := commit(t, s, id, expected, 2, nil, func(st *runtime.ThreadState) { st.Closed = true })
+		if !errors.Is(err, runtime.ErrConflict) {
+			t.Fatalf("commit appending nothing at version %d (thread at 2): got %v, want ErrConflict", expected, err)
+		}
+	}
+	th := load(t, s, id)
+	if th.State.Version != 2 || th.State.Tokens != 7 || th.State.Closed || len(th.Items) != 2 {
+		t.Fatalf("a refused commit changed the thread: version %d, tokens %d, closed %v, %d items; want 2, 7, false, 2",
+			th.State.Version, th.State.Tokens, th.State.Closed, len(th.Items))
+	}
 }
 
 func testConcurrentCommits(t *testing.T, s runtime.HistoryStore, id string) {
