@@ -198,7 +198,13 @@ func startRig(t *testing.T, opts ...rigOptions) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Provider waits are off here: the "keeps failing" case proves the
+	// dead-letter path after maxReceiveCount with a model that never
+	// answers; the wait itself (the default) is proven through the same
+	// queues, relay and stores by internal/serverless's
+	// TestProviderOutageWaitsThroughTheDelayQueue.
 	sliceEnv := append(st.Env(),
+		lambdafn.EnvProviderWait+"=off",
 		lambdafn.EnvModelCatalog+"="+string(catalog),
 		lambdafn.EnvToolServers+"="+kitSrv.URL,
 		lambdafn.EnvCallbackURL+"="+r.front)

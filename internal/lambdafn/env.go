@@ -48,6 +48,14 @@ const (
 	EnvDSQLUser    = "AGENTSLICE_DSQL_USER"    // database role, default "admin"
 	EnvSliceMargin = "AGENTSLICE_SLICE_MARGIN" // Go duration kept free before the invocation deadline
 	EnvLogLevel    = "AGENTSLICE_LOG_LEVEL"    // debug, info, warn, error
+	// A thread whose model provider is down waits through the timers
+	// (runtime.ProviderWait): the first wait, the cap of the doubling
+	// waits, and the whole wait before the completion fails for good (Go
+	// durations; defaults 30s, 15m, 24h; "off" as the first wait
+	// dead-letters the message after its receives instead).
+	EnvProviderWait    = "AGENTSLICE_PROVIDER_WAIT"
+	EnvProviderWaitMax = "AGENTSLICE_PROVIDER_WAIT_MAX"
+	EnvProviderMaxWait = "AGENTSLICE_PROVIDER_MAX_WAIT"
 	EnvRegion      = "AWS_REGION"              // set by Lambda
 	EnvTaskRoot    = "LAMBDA_TASK_ROOT"        // the function's code directory, set by Lambda
 )

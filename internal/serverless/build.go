@@ -168,6 +168,14 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 		// as the sleeps (runtime/liveness.go).
 		Liveness: &runtime.Liveness{Timers: tm},
 	}
+	// A provider outage is a wait through the same timers (an SQS delay,
+	// a schedule beyond 15 minutes), not a held function or a dead letter
+	// (runtime/provider_wait.go).
+	if cfg.ProviderWait != nil {
+		pw := *cfg.ProviderWait
+		pw.Timers = tm
+		f.Engine.ProviderWait = &pw
+	}
 	settle, err := NewQueueSettler(sqsClient, cfg.InputQueueURL, cfg.BackgroundQueueURL)
 	if err != nil {
 		return fail(err)

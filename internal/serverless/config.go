@@ -45,6 +45,10 @@ type SliceConfig struct {
 	Keys         lambdafn.KeySource
 	Margin       time.Duration
 	LogLevel     slog.Level
+	// ProviderWait is how a thread waits out its model provider's outage
+	// (its Timers are the function's); nil: off, a retryable model error
+	// fails the slice and the message is dead-lettered after its receives.
+	ProviderWait *runtime.ProviderWait
 }
 
 // LoadSliceConfig reads the slice function's configuration with getenv
@@ -102,6 +106,7 @@ func LoadSliceConfig(getenv func(string) string) (SliceConfig, error) {
 			c.Margin = d
 		}
 	}
+	c.ProviderWait = readProviderWait(r)
 	if raw := r.Must(lambdafn.EnvModelCatalog, "the model catalog JSON"); raw != "" && r.Err() == nil {
 		cat, err := model.DecodeCatalog([]byte(raw))
 		if err != nil {
@@ -153,4 +158,37 @@ func (c *SliceConfig) readAgents(raw string) error {
 	}
 	c.Agents, c.DefaultAgent = defs, doc.DefaultAgent
 	return nil
+}
+
+// readProviderWait reads the provider-wait variables: on by default with
+// runtime's defaults, off when the first wait is "off".
+func readProviderWait(r *lambdafn.Reader) *runtime.ProviderWait {
+	if r.Opt(lambdafn.EnvProviderWait) == "off" {
+		return nil
+	}
+	var w runtime.ProviderWait
+	for _, f := range []struct {
+		name string
+		to   *time.Duration
+	}{
+		{lambdafn.EnvProviderWait, &w.First},
+		{lambdafn.EnvProviderWaitMax, &w.Interval},
+		{lambdafn.EnvProviderMaxWait, &w.MaxWait},
+	} {
+		v := r.Opt(f.name)
+		if v == "" {
+			continue
+		}
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil:
+			r.Fail(f.name, "%q is not a duration such as 30s", v)
+		case d <= 0:
+			r.Fail(f.name, "%v is not positive", d)
+		default:
+			*f.to = d
+		}
+	}
+	w = w.WithDefaults()
+	return &w
 }

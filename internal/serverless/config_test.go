@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentslice/agentslice/internal/lambdafn"
+	"github.com/agentslice/agentslice/internal/runtime"
 	"github.com/agentslice/agentslice/internal/serverless"
 	"github.com/agentslice/agentslice/internal/testenv/awstest"
 )
@@ -142,6 +143,9 @@ func TestLoadSliceConfigErrorsNameTheVariable(t *testing.T) {
 		{"two key sources", map[string]string{lambdafn.EnvCallbackKeys: "k1:AAAA"}, lambdafn.EnvCallbackKeys, "exactly one"},
 		{"bad margin", map[string]string{lambdafn.EnvSliceMargin: "soon"}, lambdafn.EnvSliceMargin, "duration"},
 		{"bad log level", map[string]string{lambdafn.EnvLogLevel: "loud"}, lambdafn.EnvLogLevel, "log level"},
+		{"bad provider wait", map[string]string{lambdafn.EnvProviderWait: "soon"}, lambdafn.EnvProviderWait, "duration"},
+		{"zero provider wait cap", map[string]string{lambdafn.EnvProviderWaitMax: "0s"}, lambdafn.EnvProviderWaitMax, "not positive"},
+		{"negative provider max wait", map[string]string{lambdafn.EnvProviderMaxWait: "-1h"}, lambdafn.EnvProviderMaxWait, "not positive"},
 		{"agents malformed", map[string]string{lambdafn.EnvAgents: "{"}, lambdafn.EnvAgents, "malformed"},
 		{"agent without instructions", map[string]string{lambdafn.EnvAgents: `{"agents":[{"name":"a","instructions":" "}]}`}, lambdafn.EnvAgents, `"agents[0].instructions"`},
 		{"agent model not in catalog", map[string]string{lambdafn.EnvAgents: `{"agents":[{"name":"a","instructions":"x","model":"gpt-9"}]}`}, lambdafn.EnvAgents, `"agents[0].model"`},
@@ -186,6 +190,34 @@ func TestLoadSliceConfigLocal(t *testing.T) {
 	}
 	if c.PGDSN == "" || c.DSQLEndpoint != "" || c.Keys.Inline == "" || c.ToolServers != nil || c.Margin != 1500*time.Millisecond {
 		t.Fatalf("config = %+v", c)
+	}
+}
+
+// TestLoadSliceConfigProviderWait: a provider outage is waited out through
+// the timers by default (issue 27: no dead letter while the provider is
+// down), the waits are configurable, and "off" restores dead-lettering.
+func TestLoadSliceConfigProviderWait(t *testing.T) {
+	t.Parallel()
+	env := validSliceEnv(t)
+	c, err := serverless.LoadSliceConfig(getenv(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := c.ProviderWait; w == nil || *w != (runtime.ProviderWait{}).WithDefaults() {
+		t.Fatalf("default provider wait = %+v, want runtime's defaults", w)
+	}
+	env[lambdafn.EnvProviderWait] = "2s"
+	env[lambdafn.EnvProviderWaitMax] = "10s"
+	env[lambdafn.EnvProviderMaxWait] = "1m"
+	if c, err = serverless.LoadSliceConfig(getenv(env)); err != nil {
+		t.Fatal(err)
+	}
+	if w := c.ProviderWait; w == nil || w.First != 2*time.Second || w.Interval != 10*time.Second || w.MaxWait != time.Minute {
+		t.Fatalf("configured provider wait = %+v", w)
+	}
+	env[lambdafn.EnvProviderWait] = "off"
+	if c, err = serverless.LoadSliceConfig(getenv(env)); err != nil || c.ProviderWait != nil {
+		t.Fatalf("off: provider wait %+v, err %v", c.ProviderWait, err)
 	}
 }
 
