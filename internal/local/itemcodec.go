@@ -7,12 +7,12 @@ import "github.com/agentslice/agentslice/internal/runtime"
 // items[0] in the thread, which the derived IDs depend on. Durable stores
 // use it for their item rows, so it is a format on disk: change it only in
 // ways that still decode what was written before (a new flag bit, as
-// flagExtra did); internal/disk's fixture test decodes rows written by an
+// flagExtra and flagAt did); internal/disk's fixture test decodes rows written by an
 // earlier version.
 func AppendItems(b []byte, threadID string, first int, items []runtime.Item) []byte {
-	lastCall := ""
+	var c itemCursor
 	for i := range items {
-		b = appendItem(b, threadID, first+i, &items[i], &lastCall)
+		b = appendItem(b, threadID, first+i, &items[i], &c)
 	}
 	return b
 }

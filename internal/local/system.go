@@ -213,10 +213,18 @@ func (s *System) Stop() {
 
 // Send validates and enqueues messages. Invalid messages are refused, all
 // of them, with an error naming the first problem; nothing is enqueued then.
+// A message without an arrival time (Message.At) gets the engine's clock's.
 func (s *System) Send(ctx context.Context, msgs ...runtime.Message) error {
+	var now runtime.Stamp
 	for i := range msgs {
 		if msgs[i].V == 0 {
 			msgs[i].V = runtime.MessageVersion
+		}
+		if msgs[i].At == 0 {
+			if now == 0 {
+				now = runtime.StampOf(s.engine.Clock())
+			}
+			msgs[i].At = now
 		}
 		if err := msgs[i].Validate(); err != nil {
 			return err
@@ -505,7 +513,7 @@ func (s *System) deadLetter(m runtime.Message, reason string) {
 		delete(s.deadIDs, s.dead[0].Message.ID)
 		s.dead = s.dead[1:]
 	}
-	s.dead = append(s.dead, DeadLetter{Message: m, Reason: reason, At: time.Now()})
+	s.dead = append(s.dead, DeadLetter{Message: m, Reason: reason, At: s.engine.Clock()})
 	s.deadIDs[m.ID] = true
 	s.mu.Unlock()
 	if s.cfg.Output == nil || m.ThreadID == "" {

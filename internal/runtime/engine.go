@@ -124,6 +124,10 @@ func (e *Engine) RunSlice(ctx context.Context, in SliceInput) (res *SliceResult,
 	return s.run(ctx, in)
 }
 
+// Clock returns the engine's time (Engine.Now, else time.Now): the one
+// clock history is stamped with.
+func (e *Engine) Clock() time.Time { return e.now() }
+
 func (e *Engine) now() time.Time {
 	if e.Now != nil {
 		return e.Now()
@@ -584,6 +588,16 @@ func (s *slice) commit(ctx context.Context, sentOnly bool) error {
 	}
 	// A shallow copy: the working state is changed copy-on-write (see run),
 	// and stores copy what they keep.
+	// Every item gets the commit's time unless it carries its own (a
+	// result's arrival). The tail past mark is the slice's own.
+	if len(s.view) > s.mark {
+		now := StampOf(s.e.now())
+		for i := s.mark; i < len(s.view); i++ {
+			if s.view[i].At == 0 {
+				s.view[i].At = now
+			}
+		}
+	}
 	st := s.st
 	st.Version = s.version + 1
 	st.Length = s.length + len(s.view) - s.mark
@@ -727,8 +741,11 @@ func (s *slice) lookup(ctx context.Context, name string) (ToolEntry, bool, error
 
 // closePending gives the pending call its one result and folds in what was
 // deferred behind it.
-func (s *slice) closePending(result Item) {
+func (s *slice) closePending(result Item, after ...Item) {
 	s.appendItem(result)
+	for _, it := range after {
+		s.appendItem(it)
+	}
 	s.st.Pending = nil
 	s.dirty = true
 	deferred := s.st.Deferred
