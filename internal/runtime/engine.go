@@ -741,11 +741,8 @@ func (s *slice) lookup(ctx context.Context, name string) (ToolEntry, bool, error
 
 // closePending gives the pending call its one result and folds in what was
 // deferred behind it.
-func (s *slice) closePending(result Item, after ...Item) {
+func (s *slice) closePending(result Item) {
 	s.appendItem(result)
-	for _, it := range after {
-		s.appendItem(it)
-	}
 	s.st.Pending = nil
 	s.dirty = true
 	deferred := s.st.Deferred

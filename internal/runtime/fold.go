@@ -115,11 +115,11 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 			ID: DeriveID("out_", s.threadID, m.ID), ThreadID: s.threadID, Kind: "notice", Text: m.Text}})
 		return false
 	case KindAnswer:
-		// A person answered the pending call's user_choice (the server
-		// gave the tool the answer first); the call waits for its result.
-		if s.st.Pending == nil || s.st.Pending.ID != m.ToolCallID {
+		// A person answered a call's user_choice (the server gave the tool
+		// the answer first, so the call's result may be in already).
+		if s.findCall(m.ToolCallID) == nil {
 			s.reject(ctx, m.ID, &BadMessageError{ID: m.ID, Field: "tool_call_id",
-				Reason: fmt.Sprintf("no pending call %q on thread %s", m.ToolCallID, s.threadID)})
+				Reason: fmt.Sprintf("no call %q on thread %s for this answer", m.ToolCallID, s.threadID)})
 			return false
 		}
 		s.appendItem(Item{Kind: ItemMarker, Input: m.ID, CallID: m.ToolCallID, Name: AnswerMarkerName, Args: m.Choice, Text: m.Text})
@@ -243,10 +243,9 @@ func (s *slice) foldResult(ctx context.Context, m Message) bool {
 		res := Item{Kind: ItemToolResult, Input: m.ID, At: m.At, CallID: p.ID, Name: p.Name,
 			Text: text, Content: m.Content, IsError: m.IsError}
 		if m.Display != "" {
-			s.closePending(res, displayMarker(p.ID, m.Display))
-		} else {
-			s.closePending(res)
+			s.appendItem(displayMarker(p.ID, m.Display))
 		}
+		s.closePending(res)
 		return true
 	}
 	call := s.findCall(m.ToolCallID)
@@ -293,12 +292,12 @@ func (s *slice) foldEvent(m Message) {
 	case m.Kind == KindReport:
 		text = "Report from child thread " + m.From + ": " + m.Text
 	}
-	s.appendItem(Item{Kind: ItemToolCall, CallID: id, Name: InjectedToolName, Args: string(a)})
-	s.appendItem(Item{Kind: ItemToolResult, Input: m.ID, At: m.At, CallID: id, Name: InjectedToolName,
-		Text: text, Content: m.Content, IsError: m.IsError})
 	if m.Display != "" {
 		s.appendItem(displayMarker(m.ToolCallID, m.Display))
 	}
+	s.appendItem(Item{Kind: ItemToolCall, CallID: id, Name: InjectedToolName, Args: string(a)})
+	s.appendItem(Item{Kind: ItemToolResult, Input: m.ID, At: m.At, CallID: id, Name: InjectedToolName,
+		Text: text, Content: m.Content, IsError: m.IsError})
 }
 
 func (s *slice) dropSubscription(callID string) {

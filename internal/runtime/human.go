@@ -22,9 +22,10 @@ const (
 	// ViewMarkerName names the marker of a view_update; Args is
 	// {"view_type", "content"}. The latest per view type is the view.
 	ViewMarkerName = "view_update"
-	// DisplayMarkerName names the marker that follows a tool result (or a
-	// late result's synthetic event) carrying a display_as segment; Args
-	// is the segment, CallID the original call.
+	// DisplayMarkerName names the marker that comes right before a tool
+	// result (or before a late result's synthetic event), in its commit,
+	// carrying its display_as segment; Args is the segment, CallID the
+	// original call. Before, so that a result stays the last item.
 	DisplayMarkerName = "display_as"
 )
 

@@ -46,7 +46,7 @@ func (s *Server) routes() http.Handler {
 	}})
 	mux.Handle("/dead_letters", methods{http.MethodGet: s.deadLetters})
 	mux.Handle("/healthz", methods{http.MethodGet: s.healthz})
-	mux.Handle(CallbackPath, s.callbacks())
+	mux.Handle(CallbackPath, s.receiver)
 	for _, m := range s.services {
 		mux.Handle(ToolsPrefix+m.name+"/", m.svc)
 	}
@@ -348,10 +348,10 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request) {
 	if items == nil {
 		items = []runtime.Item{}
 	}
-	resp := threadResponse{ID: thread, Status: s.status(thread, th.State), State: sum, Inherited: th.Inherited,
+	resp := threadResponse{ID: thread, Status: s.status(thread, th), State: sum, Inherited: th.Inherited,
 		From: from, Total: len(th.Items), Items: items, DeadLetters: dead}
 	if p := th.State.Pending; p != nil {
-		resp.Choice = s.pendingChoice(thread, p.ID)
+		resp.Choice = pendingChoice(th)
 		resp.Until = s.sleeps.until(thread, p)
 	}
 	writeJSON(w, http.StatusOK, resp)
@@ -396,7 +396,7 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusServiceUnavailable, "", "loading thread %s: %v", id, err)
 			return
 		}
-		nodes[id] = &treeNode{ID: id, Status: s.status(id, th.State), Temporary: th.State.Temporary, Length: th.State.Length,
+		nodes[id] = &treeNode{ID: id, Status: s.status(id, th), Temporary: th.State.Temporary, Length: th.State.Length,
 			Tokens: th.State.Tokens}
 		parents[id] = th.State.Parent
 		order[id] = th.State.Children

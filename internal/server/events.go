@@ -310,7 +310,7 @@ func (s *Server) replay(w http.ResponseWriter, rc *http.ResponseController, r *h
 		}
 	}
 	if fresh {
-		for _, ev := range s.currentViews(r.Context(), thread) {
+		for _, ev := range currentViews(thread, own[:after]) { // the latest of the views the replay skipped
 			if !sendEvent(w, rc, ev, false) {
 				return 0, false
 			}
