@@ -64,7 +64,7 @@ type ReceiverConfig struct {
 	HistoryViews bool
 	// Now is the clock a callback's arrival (Message.At) is stamped with;
 	// default time.Now.
-	Now func() time.Time
+	Now    func() time.Time
 	Logger *slog.Logger
 }
 

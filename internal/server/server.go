@@ -94,7 +94,7 @@ type Server struct {
 	// display segments are in history.
 	inflight inflight
 	running  runningThreads
-	answers  sync.Map // thread \x00 call → true: answered, the answer's commit pending (hitl.go)
+	answers  sync.Map   // thread \x00 call → true: answered, the answer's commit pending (hitl.go)
 	models   modelSet   // the catalog's other models, for threads switched to them
 	sleeps   sleepTimes // the timers the sleep tools get; knows when sleeps end
 	httpSrv  *http.Server
