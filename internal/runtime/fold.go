@@ -243,7 +243,7 @@ func (s *slice) foldResult(ctx context.Context, m Message) bool {
 		res := Item{Kind: ItemToolResult, Input: m.ID, At: m.At, CallID: p.ID, Name: p.Name,
 			Text: text, Content: m.Content, IsError: m.IsError}
 		if m.Display != "" {
-			s.appendItem(displayMarker(p.ID, m.Display))
+			s.appendItem(displayMarker(p.ID, m.Display, m.At))
 		}
 		s.closePending(res)
 		return true
@@ -293,7 +293,7 @@ func (s *slice) foldEvent(m Message) {
 		text = "Report from child thread " + m.From + ": " + m.Text
 	}
 	if m.Display != "" {
-		s.appendItem(displayMarker(m.ToolCallID, m.Display))
+		s.appendItem(displayMarker(m.ToolCallID, m.Display, m.At))
 	}
 	s.appendItem(Item{Kind: ItemToolCall, CallID: id, Name: InjectedToolName, Args: string(a)})
 	s.appendItem(Item{Kind: ItemToolResult, Input: m.ID, At: m.At, CallID: id, Name: InjectedToolName,

@@ -76,9 +76,10 @@ func (s *slice) foldView(m Message) {
 		Text: "view " + vt + " updated"})
 }
 
-// displayMarker is the marker that keeps a result's display segment.
-func displayMarker(callID, display string) Item {
-	return Item{Kind: ItemMarker, CallID: callID, Name: DisplayMarkerName, Args: display, Text: "display segment"}
+// displayMarker is the marker that keeps a result's display segment; it
+// has the result's time.
+func displayMarker(callID, display string, at Stamp) Item {
+	return Item{Kind: ItemMarker, At: at, CallID: callID, Name: DisplayMarkerName, Args: display, Text: "display segment"}
 }
 
 // PendingChoice returns the Args of the user_choice waiting for an answer
