@@ -16,8 +16,8 @@ import (
 // call ID from the call) are not stored but flagged and derived again when
 // decoding, after checking at encode time that they really are the derived
 // ones: the encoding is lossless for any history. An item's time is the
-// difference to the previous item's (items of one commit share a time, so
-// most cost one byte). Decoded strings point into the decompressed log,
+// difference to the previous item's, left out when there is none (items
+// of one commit share a time, so most cost nothing). Decoded strings point into the decompressed log,
 // which is never modified.
 
 const (
@@ -28,7 +28,7 @@ const (
 	flagSameCall     // CallID == the CallID of the previous tool call item
 	flagDerivedInput // Input == runtime.ResultID(thread, CallID)
 	flagExtra        // rare fields follow as JSON (itemExtra)
-	flagAt           // Item.At follows as a signed varint: the difference to the previous item's At (0 before the first)
+	flagAt           // Item.At differs from the previous item's (0 before the first): the difference follows as a signed varint
 )
 
 // itemExtra holds an item's rarely set fields, stored as one JSON string
@@ -69,7 +69,7 @@ type itemCursor struct {
 func appendItem(b []byte, threadID string, pos int, it *runtime.Item, c *itemCursor) []byte {
 	lastCall := &c.lastCall
 	var flags byte
-	if it.At != 0 {
+	if it.At != c.lastAt {
 		flags |= flagAt
 	}
 	if it.IsError {
@@ -128,7 +128,7 @@ func appendItem(b []byte, threadID string, pos int, it *runtime.Item, c *itemCur
 	if extra != nil {
 		b = appendString(b, string(extra))
 	}
-	if it.At != 0 {
+	if flags&flagAt != 0 {
 		b = binary.AppendVarint(b, int64(it.At-c.lastAt))
 		c.lastAt = it.At
 	}
@@ -239,8 +239,8 @@ func decodeItemsAt(dst []runtime.Item, log []byte, threadID string, first int) (
 		}
 		if flags&flagAt != 0 {
 			lastAt += runtime.Stamp(r.varint())
-			it.At = lastAt
 		}
+		it.At = lastAt
 		if r.err != nil {
 			return dst, r.err
 		}
