@@ -17,11 +17,16 @@
 //     publishes what each successful commit appended (so live equals
 //     replayed, and a stream resumes from Last-Event-ID with nothing lost or
 //     doubled); text deltas come from a wrapper of the model; the runtime's
-//     output events (reply, error, notice, view) are passed on;
+//     output events (reply, error, notice) are passed on;
 //   - the human-in-the-loop endpoints (hitl.go, switch.go): answer a
 //     user_choice, read views, stop or close a thread (stop and close
 //     messages through the engine, after cancelling the completion in
-//     flight), switch a thread's model;
+//     flight), switch a thread's model. Choices, answers, views and
+//     display segments are read from the thread's history, where the
+//     engine commits them (runtime/human.go): the server keeps none of
+//     them in memory, so a restart loses none;
+//   - the thread list (threads.go): trees by last activity, paged with an
+//     opaque cursor, filtered by status, agent and title;
 //   - the bearer token and the read timeout (auth.go), and the web console
 //     (console.go, console/: embedded, dependency-free).
 //
