@@ -110,7 +110,8 @@ func TestHumanStateSurvivesRestart(t *testing.T) {
 
 // TestItemsCarryTimes: every item of a thread, as the API shows it, has
 // the time its commit (or, for a result, its arrival) read from the
-// engine's clock; a call's time is before its result's. (Times need not
+// engine's clock, and so does every event of the stream; a call's time
+// is before its result's. (Times need not
 // grow along history: a result that arrived while the slice before it
 // was still committing is older than that slice's items.)
 func TestItemsCarryTimes(t *testing.T) {
@@ -118,9 +119,16 @@ func TestItemsCarryTimes(t *testing.T) {
 	wb := newWorkbench(t)
 	srv := startServer(t, Config{Script: writeScript(t, workbenchScript), ToolServers: []string{wb.url}})
 	before := runtime.StampOf(time.Now())
+	events := openStream(t, srv.URL()+"/threads/thr_times/events")
 	postMessage(t, srv, "thr_times", `{"text":"Fix main.go"}`)
 	th := waitStatus(t, srv, "thr_times", "waiting_for_choice")
 	after := runtime.StampOf(time.Now())
+	for _, kind := range []string{"message", "state", "delta"} { // history and live events alike
+		if ev := events.nextOf(t, kind); ev.Data.At < before || ev.Data.At > after {
+			t.Fatalf("%s event at %d, outside [%d, %d]", kind, ev.Data.At, before, after)
+		}
+	}
+	events.close()
 	calls := map[string]runtime.Stamp{}
 	for i, it := range th.Items {
 		if it.At < before || it.At > after {

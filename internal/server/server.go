@@ -283,6 +283,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("server: building the embedded system: %w", err)
 	}
+	s.events.now = s.sys.Engine().Clock
 	s.timers.setQueue(s.sys)
 	// Every dispatched call gets a deadline and status checks, armed
 	// through the same timers as the sleeps (runtime/liveness.go).

@@ -24,7 +24,8 @@ type StreamEvent struct {
 	ID       string `json:"id"`
 	ThreadID string `json:"thread_id"`
 	Kind     string `json:"kind"`
-	// At is, for history events, the item's time (runtime.Item.At).
+	// At is, for history events, the item's time (runtime.Item.At); for
+	// live events, when the server told them (the engine's clock).
 	At runtime.Stamp `json:"at,omitempty"`
 	// Seq is, for history events, the item's own-history position plus
 	// one: the stream's replay cursor (the SSE id). 0 for live-only events.
