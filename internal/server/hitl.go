@@ -195,6 +195,9 @@ func (s *Server) answerChoice(w http.ResponseWriter, r *http.Request) {
 		s.answers.Delete(key)
 		s.log.Warn("server: recording a choice's answer failed", "thread", thread, "call", call, "error", err)
 	}
+	if s.events.Watched(thread) {
+		s.publishState(r.Context(), thread) // no longer waiting for the choice
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"thread_id": thread, "call_id": call, "selected": n, "choice": c.Choices[n]})
 }
 
