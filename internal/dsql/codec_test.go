@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -47,6 +48,14 @@ func TestItemEncodingGolden(t *testing.T) {
 		{Kind: runtime.ItemToolCall, CallID: "c1", Name: "run_command", Args: `{"command":"ls"}`},
 		{Kind: runtime.ItemToolResult, Input: "m2", CallID: "c1", Name: "run_command", IsError: true,
 			Content: []runtime.Content{{Type: "image", Data: "aGk=", MediaType: "image/png"}}},
+		{Kind: runtime.ItemMarker, At: runtime.StampOf(time.Date(2026, 9, 1, 10, 20, 30, 456e6, time.UTC)), CallID: "c1",
+			Name: runtime.ChoiceMarkerName, Args: `{"prompt":"Which?"}`, Text: "choose"},
+	}
+	// Rows written before items had times put is_error after name; JSON
+	// reads them the same.
+	old := `{"kind":"tool_result","input":"m2","call_id":"c1","name":"run_command","is_error":true,"content":[{"type":"image","data":"aGk=","mediaType":"image/png"}]}`
+	if back, err := decodeItem(itemFormatJSON, []byte(old)); err != nil || !reflect.DeepEqual(back, want[3]) {
+		t.Errorf("an earlier row decodes as %+v (%v)", back, err)
 	}
 	if len(golden) != len(want) {
 		t.Fatalf("%d golden items, want %d", len(golden), len(want))

@@ -15,8 +15,10 @@ import (
 // model's call ID from the thread, its incarnation and the position, a result's message ID and
 // call ID from the call) are not stored but flagged and derived again when
 // decoding, after checking at encode time that they really are the derived
-// ones: the encoding is lossless for any history. Decoded strings point
-// into the decompressed log, which is never modified.
+// ones: the encoding is lossless for any history. An item's time is the
+// difference to the previous item's, left out when there is none (items
+// of one commit share a time, so most cost nothing). Decoded strings point into the decompressed log,
+// which is never modified.
 
 const (
 	flagError byte = 1 << iota
@@ -26,6 +28,7 @@ const (
 	flagSameCall     // CallID == the CallID of the previous tool call item
 	flagDerivedInput // Input == runtime.ResultID(thread, CallID)
 	flagExtra        // rare fields follow as JSON (itemExtra)
+	flagAt           // Item.At differs from the previous item's (0 before the first): the difference follows as a signed varint
 )
 
 // itemExtra holds an item's rarely set fields, stored as one JSON string
@@ -50,15 +53,25 @@ func encodeFrozen(b []byte, threadID string, state *runtime.ThreadState, spawnAt
 	}
 	b = appendString(b, string(st))
 	b = binary.AppendUvarint(b, uint64(spawnAt))
-	lastCall := ""
+	var c itemCursor
 	for i := range items {
-		b = appendItem(b, threadID, state.Incarnation, i, &items[i], &lastCall)
+		b = appendItem(b, threadID, state.Incarnation, i, &items[i], &c)
 	}
 	return b, nil
 }
 
-func appendItem(b []byte, threadID, inc string, pos int, it *runtime.Item, lastCall *string) []byte {
+// itemCursor is what an item's encoding depends on of the items before it.
+type itemCursor struct {
+	lastCall string
+	lastAt   runtime.Stamp
+}
+
+func appendItem(b []byte, threadID, inc string, pos int, it *runtime.Item, c *itemCursor) []byte {
+	lastCall := &c.lastCall
 	var flags byte
+	if it.At != c.lastAt {
+		flags |= flagAt
+	}
 	if it.IsError {
 		flags |= flagError
 	}
@@ -115,6 +128,10 @@ func appendItem(b []byte, threadID, inc string, pos int, it *runtime.Item, lastC
 	if extra != nil {
 		b = appendString(b, string(extra))
 	}
+	if flags&flagAt != 0 {
+		b = binary.AppendVarint(b, int64(it.At-c.lastAt))
+		c.lastAt = it.At
+	}
 	return b
 }
 
@@ -125,6 +142,17 @@ type logReader struct {
 
 func (r *logReader) uvarint() uint64 {
 	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errCorrupt
+		r.b = nil
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *logReader) varint() int64 {
+	v, n := binary.Varint(r.b)
 	if n <= 0 {
 		r.err = errCorrupt
 		r.b = nil
@@ -173,6 +201,7 @@ func decodeItems(dst []runtime.Item, log []byte, threadID, inc string) ([]runtim
 func decodeItemsAt(dst []runtime.Item, log []byte, threadID, inc string, first int) ([]runtime.Item, error) {
 	r := logReader{b: log}
 	lastCall := ""
+	var lastAt runtime.Stamp
 	for pos := first; len(r.b) > 0; pos++ {
 		if len(r.b) < 2 {
 			return dst, errCorrupt
@@ -209,6 +238,10 @@ func decodeItemsAt(dst []runtime.Item, log []byte, threadID, inc string, first i
 				it.Usage.CacheWrite = x.CacheWrite
 			}
 		}
+		if flags&flagAt != 0 {
+			lastAt += runtime.Stamp(r.varint())
+		}
+		it.At = lastAt
 		if r.err != nil {
 			return dst, r.err
 		}

@@ -65,3 +65,43 @@ func FuzzDecodeFrozen(f *testing.F) {
 		_, _, _, _ = decodeFrozen(b, "t") // must not panic
 	})
 }
+
+// TestItemTimesRoundTrip: item times survive the binary form whatever
+// their order (the same time as the previous item costs nothing; later,
+// earlier and unset times after set ones are kept), in frozen histories
+// and in the rows AppendItems writes from any first position; rows written
+// before items had times decode with none.
+func TestItemTimesRoundTrip(t *testing.T) {
+	const th = "thread-t"
+	const t0 = runtime.Stamp(1_790_000_000_123)
+	items := []runtime.Item{
+		{Kind: runtime.ItemUser, At: t0, Text: "a"},
+		{Kind: runtime.ItemAssistant, At: t0, Text: "b"},
+		{Kind: runtime.ItemToolCall, At: t0 + 5, CallID: runtime.CallIDAt(th, "", 2), Name: "run"},
+		{Kind: runtime.ItemToolResult, At: t0 + 3, CallID: runtime.CallIDAt(th, "", 2), Name: "run", Text: "arrived before"},
+		{Kind: runtime.ItemMarker, Text: "no time"},
+		{Kind: runtime.ItemUser, At: t0 + 86_400_000, Text: "a day later"},
+	}
+	st := runtime.ThreadState{Version: 1, Length: len(items)}
+	raw, err := encodeFrozen(nil, th, &st, 0, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, got, err := decodeFrozen(raw, th); err != nil || !reflect.DeepEqual(got, items) {
+		t.Fatalf("frozen: %v\n got %+v\nwant %+v", err, got, items)
+	}
+	row := AppendItems(nil, th, "", 2, items[2:])
+	if got, err := DecodeItems(nil, row, th, "", 2); err != nil || !reflect.DeepEqual(got, items[2:]) {
+		t.Fatalf("row: %v\n got %+v\nwant %+v", err, got, items[2:])
+	}
+	untimed := []runtime.Item{{Kind: runtime.ItemUser, Text: "old"}, {Kind: runtime.ItemAssistant, Text: "row"}}
+	if got, err := DecodeItems(nil, AppendItems(nil, th, "", 0, untimed), th, "", 0); err != nil || !reflect.DeepEqual(got, untimed) {
+		t.Fatalf("untimed: %v %+v", err, got)
+	}
+	// The same time as the previous item adds nothing to the encoding.
+	one := AppendItems(nil, th, "", 0, items[:1])
+	two := AppendItems(nil, th, "", 0, items[:2])
+	if alone := AppendItems(nil, th, "", 1, []runtime.Item{{Kind: runtime.ItemAssistant, Text: "b"}}); len(two)-len(one) != len(alone) {
+		t.Fatalf("a repeated time costs %d bytes", len(two)-len(one)-len(alone))
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/agentslice/agentslice/internal/runtime"
 )
@@ -131,7 +130,7 @@ func (s *System) Redrive(ctx context.Context, threadID, id string) (DeadLetter, 
 	}
 	s.mu.Lock()
 	if i, ok := s.deadIDs[deadKey{threadID, id}]; ok && s.dead[i].Status == DeadOpen {
-		s.dead[i].Status, s.dead[i].At = DeadRedriven, time.Now()
+		s.dead[i].Status, s.dead[i].At = DeadRedriven, s.engine.Clock()
 		d = s.dead[i]
 	}
 	s.mu.Unlock()

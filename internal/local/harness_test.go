@@ -30,6 +30,9 @@ type harness struct {
 	got chan struct{} // a signal per output event
 }
 
+// harnessClock is the fixed clock of the harness's engine.
+func harnessClock() time.Time { return time.Date(2026, 3, 28, 12, 0, 0, 0, time.UTC) }
+
 func newHarness(t *testing.T, model runtime.Model, mods ...func(*Config)) *harness {
 	t.Helper()
 	h := &harness{t: t, store: NewHistoryStore(), got: make(chan struct{}, 1024)}
@@ -61,6 +64,7 @@ func newHarness(t *testing.T, model runtime.Model, mods ...func(*Config)) *harne
 		Logger:    slog.New(slog.DiscardHandler),
 		Limits:    runtime.Limits{RetryBase: time.Millisecond},
 		RetryBase: time.Millisecond,
+		Now:       harnessClock, // items carry its time: transcripts compare equal
 	}
 	for _, m := range mods {
 		m(&cfg)

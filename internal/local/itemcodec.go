@@ -8,12 +8,12 @@ import "github.com/agentslice/agentslice/internal/runtime"
 // thread's incarnation inc (ThreadState.Incarnation). Durable stores
 // use it for their item rows, so it is a format on disk: change it only in
 // ways that still decode what was written before (a new flag bit, as
-// flagExtra did); internal/disk's fixture test decodes rows written by an
+// flagExtra and flagAt did); internal/disk's fixture test decodes rows written by an
 // earlier version.
 func AppendItems(b []byte, threadID, inc string, first int, items []runtime.Item) []byte {
-	lastCall := ""
+	var c itemCursor
 	for i := range items {
-		b = appendItem(b, threadID, inc, first+i, &items[i], &lastCall)
+		b = appendItem(b, threadID, inc, first+i, &items[i], &c)
 	}
 	return b
 }

@@ -223,10 +223,18 @@ func (s *System) Stop() {
 
 // Send validates and enqueues messages. Invalid messages are refused, all
 // of them, with an error naming the first problem; nothing is enqueued then.
+// A message without an arrival time (Message.At) gets the engine's clock's.
 func (s *System) Send(ctx context.Context, msgs ...runtime.Message) error {
+	var now runtime.Stamp
 	for i := range msgs {
 		if msgs[i].V == 0 {
 			msgs[i].V = runtime.MessageVersion
+		}
+		if msgs[i].At == 0 {
+			if now == 0 {
+				now = runtime.StampOf(s.engine.Clock())
+			}
+			msgs[i].At = now
 		}
 		if err := msgs[i].Validate(); err != nil {
 			return err
@@ -507,7 +515,7 @@ func find(batch []runtime.Message, id string) runtime.Message {
 // processed.
 func (s *System) deadLetter(m runtime.Message, reason string) {
 	s.mu.Lock()
-	d := DeadLetter{Message: m, Reason: reason, At: time.Now(), Status: DeadOpen}
+	d := DeadLetter{Message: m, Reason: reason, At: s.engine.Clock(), Status: DeadOpen}
 	if i, ok := s.deadIDs[keyOf(m)]; ok {
 		if s.dead[i].Status == DeadOpen {
 			s.mu.Unlock()

@@ -33,7 +33,10 @@
 // notifications), status.go (/tool_call_status, runtime side), fit.go
 // (fitting results to a queue message), sign.go (keyring and signed callback URLs),
 // keyring_secret.go (the keyring as a deployment stores it), receiver.go (the
-// callback handler), stores.go (in-memory view and choice stores), kit.go (the
+// callback handler: a user_choice's choice and a result's display segment
+// travel in the messages it enqueues, and with HistoryViews a view_update
+// does too, so a deployment keeps them in history), stores.go (in-memory
+// view and choice stores, for deployments without HistoryViews), kit.go (the
 // tool-server kit).
 //
 // The package must not reach into the engine's state or stores: whether a

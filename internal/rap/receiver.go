@@ -76,6 +76,13 @@ type ReceiverConfig struct {
 	// JSON {"view_type":..., "content":...}) and about the display segment
 	// of each accepted tool result (Kind "display", see Receiver.display).
 	Output runtime.Output
+	// HistoryViews sends each view_update to its thread as a KindView
+	// message, kept in the thread's history with everything else people
+	// see (runtime/human.go), instead of storing it in Views; Output then
+	// hears of it from history, not from the receiver.
+	HistoryViews bool
+	// Now is the clock a callback's arrival (Message.At) is stamped with;
+	// default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
 }
@@ -198,11 +205,13 @@ func (rc *Receiver) Accept(ctx context.Context, query map[string][]string, body 
 		return &CallbackError{Status: http.StatusForbidden, Field: field,
 			Err: fmt.Errorf("tool call %.100q does not match the call this callback URL was issued for", id)}
 	}
-	if cb.Type == TypeViewUpdate {
+	if cb.Type == TypeViewUpdate && !rc.cfg.HistoryViews {
 		return rc.view(ctx, capa, cb.ViewUpdate)
 	}
-	if err := rc.checkCall(ctx, capa, cb.Type); err != nil {
-		return err
+	if cb.Type != TypeViewUpdate { // a view belongs to the thread, not to a call it waits on
+		if err := rc.checkCall(ctx, capa, cb.Type); err != nil {
+			return err
+		}
 	}
 	if cb.Type == TypeUserChoice {
 		if err := rc.cfg.Choices.PutChoice(ctx, capa.ThreadID, *cb.UserChoice); err != nil {
@@ -211,6 +220,7 @@ func (rc *Receiver) Accept(ctx context.Context, query map[string][]string, body 
 	}
 	msg := MessageFor(capa.ThreadID, capa.CallID, cb)
 	msg.Class = capa.Class // routes the message to its thread's class's queue
+	msg.At = runtime.StampOf(rc.cfg.Now())
 	err = rc.cfg.Queue.Send(ctx, msg)
 	// A message the queue refuses for good (too large for its own limit,
 	// say) is fitted again with half the budget, then replaced by an error
@@ -232,6 +242,8 @@ func (rc *Receiver) Accept(ctx context.Context, query map[string][]string, body 
 	}
 	if cb.Type == TypeToolResult {
 		rc.checkDisplayAs(ctx, capa, body)
+	}
+	if cb.Type == TypeToolResult && !rc.cfg.HistoryViews {
 		rc.display(ctx, capa, cb.ToolResult)
 	}
 	return nil
@@ -373,14 +385,19 @@ func (rc *Receiver) view(ctx context.Context, capa Capability, v *ViewUpdate) er
 	return nil
 }
 
-// MessageFor turns an accepted callback (not a view_update) into the
-// runtime message it stands for. Message IDs are deterministic, so a tool
-// that retries its POST is deduplicated by the runtime:
-//   - tool_result: "res_" over (thread, call); the first result wins.
+// MessageFor turns an accepted callback into the runtime message it stands
+// for. Message IDs are deterministic, so a tool that retries its POST is
+// deduplicated by the runtime:
+//   - tool_result: "res_" over (thread, call); the first result wins. Its
+//     first renderable display_as segment travels along (Message.Display)
+//     unless the message would then not fit a queue message.
 //   - subscription_event: "sev_" over (thread, call, event_id) when the tool
 //     sent an event_id, else over (thread, call, text, associative, final).
 //   - oauth: "oauth_" over (thread, call, auth_url).
-//   - user_choice: "choice_" over (thread, call, prompt, choices, response_url).
+//   - user_choice: "choice_" over (thread, call, prompt, choices,
+//     response_url); the choice itself travels along (Message.Choice).
+//   - view_update: "view_" over (thread, call, view_type, content), kind
+//     KindView with Text {"view_type", "content"}.
 func MessageFor(threadID, callID string, cb *Callback) runtime.Message {
 	m := runtime.Message{V: runtime.MessageVersion, ThreadID: threadID, ToolCallID: callID}
 	switch cb.Type {
@@ -394,7 +411,14 @@ func MessageFor(threadID, callID string, cb *Callback) runtime.Message {
 			m.Text = *r.Text
 		}
 		m.Subscription = r.Subscription
-		fitMessage(&m, fitBudget)
+		if !fitMessage(&m, fitBudget) {
+			if d, ok := r.Display(); ok {
+				js, _ := json.Marshal(d) // strings only: cannot fail
+				if payloadLen(&m)+len(js) <= fitBudget {
+					m.Display = string(js)
+				}
+			}
+		}
 	case TypeSubscriptionEvent:
 		e := cb.SubscriptionEvent
 		text := ""
@@ -423,6 +447,17 @@ func MessageFor(threadID, callID string, cb *Callback) runtime.Message {
 		m.ID = runtime.DeriveID("choice_", threadID, callID, u.Prompt, strings.Join(u.Choices, "\x00"), u.ResponseURL)
 		m.Kind = runtime.KindNotice
 		m.Text = choiceText(u)
+		js, _ := json.Marshal(u) // strings and ints: cannot fail
+		m.Choice = string(js)
+	case TypeViewUpdate:
+		v := cb.ViewUpdate
+		m.ID = runtime.DeriveID("view_", threadID, callID, v.ViewType, string(v.Content))
+		m.Kind = runtime.KindView
+		js, _ := json.Marshal(struct {
+			ViewType string          `json:"view_type"`
+			Content  json.RawMessage `json:"content"`
+		}{v.ViewType, v.Content})
+		m.Text = string(js)
 	}
 	return m
 }

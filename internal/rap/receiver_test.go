@@ -348,3 +348,63 @@ func TestReceiverIgnoresDisplayAsThatIsNoList(t *testing.T) {
 type writerFunc func(p []byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestReceiverCarriesPeoplesState: what people see travels in the
+// messages into the thread's history: a user_choice's choice (as the tool
+// sent it), a result's first renderable display segment, and, with
+// HistoryViews, a view_update as a KindView message (not stored in the
+// receiver); every message is stamped with its arrival on the receiver's
+// clock.
+func TestReceiverCarriesPeoplesState(t *testing.T) {
+	t.Parallel()
+	arrival := time.Date(2026, 3, 28, 12, 0, 0, 0, time.UTC)
+	rig := newCallbackRig(t, func(c *ReceiverConfig) {
+		c.HistoryViews = true
+		c.Now = func() time.Time { return arrival }
+	})
+	cases := []struct {
+		file, thread, call string
+		want               func(m runtime.Message) bool
+	}{
+		{"user_choice.json", "thr_1", "call_1", func(m runtime.Message) bool {
+			return m.Kind == runtime.KindNotice && strings.Contains(m.Choice, `"response_url":"https://tool.example.com/choices/abc"`) &&
+				strings.Contains(m.Choice, `"prompt":"Deploy to which stage?"`)
+		}},
+		{"tool_result_display_diff.json", "thread_xyz", "call_abc123", func(m runtime.Message) bool {
+			return m.Kind == runtime.KindToolResult && strings.HasPrefix(m.Display, `{"type":"diff"`)
+		}},
+		{"view_update.json", "thr_1", "call_9", func(m runtime.Message) bool {
+			return m.Kind == runtime.KindView && m.Text == `{"view_type":"todo_list","content":{"items":[{"text":"write tests","done":false}]}}`
+		}},
+	}
+	for _, tc := range cases {
+		if status, msg := post(t, rig.url(t, tc.thread, tc.call), string(readTestdata(t, "callbacks", tc.file))); status != http.StatusOK {
+			t.Fatalf("%s: status %d (%s)", tc.file, status, msg)
+		}
+		m := rig.q.next(t)
+		if !tc.want(m) || m.At != runtime.StampOf(arrival) {
+			t.Fatalf("%s: message %+v", tc.file, m)
+		}
+	}
+	if _, ok, _ := rig.rcv.Views().View(context.Background(), "thr_1", "todo_list"); ok {
+		t.Fatal("with HistoryViews the view was stored in the receiver too")
+	}
+}
+
+// TestDisplayLeftOutWhenTooLarge: a display segment that would not fit in
+// the result's queue message beside the result is left out (the UI shows
+// the text); the result itself is untouched.
+func TestDisplayLeftOutWhenTooLarge(t *testing.T) {
+	t.Parallel()
+	text := strings.Repeat("x", fitBudget-1000)
+	small := &Callback{Type: TypeToolResult, ToolResult: &ToolResult{Type: TypeToolResult, GroupID: "t", ID: "c", Text: &text,
+		DisplayAs: []DisplaySegment{TextSegment("short")}}}
+	if m := MessageFor("t", "c", small); m.Display != `{"type":"text","text":"short"}` || m.Text != text {
+		t.Fatalf("a segment that fits: display %q", m.Display)
+	}
+	big := &Callback{Type: TypeToolResult, ToolResult: &ToolResult{Type: TypeToolResult, GroupID: "t", ID: "c", Text: &text,
+		DisplayAs: []DisplaySegment{TextSegment(strings.Repeat("y", 2000))}}}
+	if m := MessageFor("t", "c", big); m.Display != "" || m.Text != text {
+		t.Fatalf("a segment that does not fit: display of %d bytes, text changed %v", len(m.Display), m.Text != text)
+	}
+}

@@ -134,6 +134,10 @@ func (e *Engine) RunSlice(ctx context.Context, in SliceInput) (res *SliceResult,
 	return s.run(ctx, in)
 }
 
+// Clock returns the engine's time (Engine.Now, else time.Now): the one
+// clock history is stamped with.
+func (e *Engine) Clock() time.Time { return e.now() }
+
 func (e *Engine) now() time.Time {
 	if e.Now != nil {
 		return e.Now()
@@ -604,6 +608,16 @@ func (s *slice) commit(ctx context.Context, sentOnly bool) error {
 	}
 	// A shallow copy: the working state is changed copy-on-write (see run),
 	// and stores copy what they keep.
+	// Every item gets the commit's time unless it carries its own (a
+	// result's arrival). The tail past mark is the slice's own.
+	if len(s.view) > s.mark {
+		now := StampOf(s.e.now())
+		for i := s.mark; i < len(s.view); i++ {
+			if s.view[i].At == 0 {
+				s.view[i].At = now
+			}
+		}
+	}
 	st := s.st
 	st.Version = s.version + 1
 	st.Length = s.length + len(s.view) - s.mark

@@ -109,9 +109,26 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 				Reason: fmt.Sprintf("no pending call %q on thread %s", m.ToolCallID, s.threadID)})
 			return false
 		}
-		s.appendItem(Item{Kind: ItemMarker, Input: m.ID, CallID: m.ToolCallID, Text: m.Text})
+		it := Item{Kind: ItemMarker, Input: m.ID, CallID: m.ToolCallID, Text: m.Text}
+		if m.Choice != "" {
+			it.Name, it.Args = ChoiceMarkerName, m.Choice
+		}
+		s.appendItem(it)
 		s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: &OutputEvent{
 			ID: DeriveID("out_", s.threadID, m.ID), ThreadID: s.threadID, Kind: "notice", Text: m.Text}})
+		return false
+	case KindAnswer:
+		// A person answered a call's user_choice (the server gave the tool
+		// the answer first, so the call's result may be in already).
+		if s.findCall(m.ToolCallID) == nil {
+			s.reject(ctx, m.ID, &BadMessageError{ID: m.ID, Field: "tool_call_id",
+				Reason: fmt.Sprintf("no call %q on thread %s for this answer", m.ToolCallID, s.threadID)})
+			return false
+		}
+		s.appendItem(Item{Kind: ItemMarker, Input: m.ID, CallID: m.ToolCallID, Name: AnswerMarkerName, Args: m.Choice, Text: m.Text})
+		return false
+	case KindView:
+		s.foldView(m)
 		return false
 	case KindEvent:
 		if !s.subscribed(m.ToolCallID) {
@@ -227,8 +244,12 @@ func (s *slice) foldResult(ctx context.Context, m Message) bool {
 		if m.Subscription {
 			s.st.Subscriptions = append(s.st.Subscriptions, Subscription{CallID: p.ID, Tool: p.Name, Args: p.Args})
 		}
-		s.closePending(Item{Kind: ItemToolResult, Input: m.ID, CallID: p.ID, Name: p.Name,
-			Text: text, Content: m.Content, IsError: m.IsError})
+		res := Item{Kind: ItemToolResult, Input: m.ID, At: m.At, CallID: p.ID, Name: p.Name,
+			Text: text, Content: m.Content, IsError: m.IsError}
+		if m.Display != "" {
+			s.appendItem(displayMarker(p.ID, m.Display, m.At))
+		}
+		s.closePending(res)
 		return true
 	}
 	call := s.findCall(m.ToolCallID)
@@ -275,8 +296,11 @@ func (s *slice) foldEvent(m Message) {
 	case m.Kind == KindReport:
 		text = "Report from child thread " + m.From + ": " + m.Text
 	}
+	if m.Display != "" {
+		s.appendItem(displayMarker(m.ToolCallID, m.Display, m.At))
+	}
 	s.appendItem(Item{Kind: ItemToolCall, CallID: id, Name: InjectedToolName, Args: string(a)})
-	s.appendItem(Item{Kind: ItemToolResult, Input: m.ID, CallID: id, Name: InjectedToolName,
+	s.appendItem(Item{Kind: ItemToolResult, Input: m.ID, At: m.At, CallID: id, Name: InjectedToolName,
 		Text: text, Content: m.Content, IsError: m.IsError})
 }
 

@@ -39,6 +39,8 @@ const (
 	KindModel      Kind = "model"       // a person switches the thread's model (Text: the model's name, "" for the default)
 	KindAgent      Kind = "agent"       // a person switches the agent the thread runs as (Agent: its name)
 	KindRetry      Kind = "retry"       // a provider wait ended: the model runs again (provider_wait.go; Text: the wait's number)
+	KindView       Kind = "view"        // a tool's view_update (Text: {"view_type", "content"}), kept in history (human.go)
+	KindAnswer     Kind = "answer"      // a person answered the pending call's user_choice (Choice: {"id", "selected"}; human.go)
 )
 
 // known reports whether k is one of the message kinds. (A switch, not a
@@ -46,7 +48,7 @@ const (
 func (k Kind) known() bool {
 	switch k {
 	case KindUser, KindToolResult, KindEvent, KindWake, KindReport, KindParent, KindStart, KindNotice,
-		KindContinue, KindSummary, KindCheck, KindStop, KindClose, KindModel, KindAgent, KindRetry:
+		KindContinue, KindSummary, KindCheck, KindStop, KindClose, KindModel, KindAgent, KindRetry, KindView, KindAnswer:
 		return true
 	}
 	return false
@@ -55,7 +57,7 @@ func (k Kind) known() bool {
 // needsCallID reports whether messages of kind k refer to a tool call.
 func (k Kind) needsCallID() bool {
 	switch k {
-	case KindToolResult, KindEvent, KindWake, KindReport, KindNotice, KindCheck:
+	case KindToolResult, KindEvent, KindWake, KindReport, KindNotice, KindCheck, KindAnswer:
 		return true
 	}
 	return false
@@ -99,6 +101,19 @@ type Message struct {
 	// thread's first message binds it; naming another agent later is an
 	// error.
 	Agent string `json:"agent,omitempty"`
+	// At is when the message arrived (the receiver or the embedded
+	// system stamps it when it accepts it, from the system's clock); a
+	// tool result's item keeps it. 0: not stamped (the item then gets its
+	// commit's time). It takes no part in deduplication.
+	At Stamp `json:"at,omitempty"`
+	// Choice is a JSON object for people: on a notice, the user_choice a
+	// tool asks (as the tool sent it); on an answer, {"id", "selected"}.
+	// The engine keeps it in history (human.go) and never reads it.
+	Choice string `json:"choice,omitempty"`
+	// Display is, on a tool result, the display_as segment a UI renders
+	// (a JSON object {"type", "content"}); kept in history beside the
+	// result, never shown to the model.
+	Display string `json:"display,omitempty"`
 }
 
 // Validate checks a message's envelope and fields. It returns a
@@ -141,12 +156,15 @@ func (m *Message) Validate() error {
 	if m.Kind == KindUser && m.Text == "" {
 		return bad("text", "empty user message")
 	}
+	if err := m.validateHuman(); err != nil {
+		return err
+	}
 	for _, f := range []struct{ name, v string }{{"text", m.Text}, {"from", m.From}, {"user_id", m.UserID}} {
 		if !utf8.ValidString(f.v) {
 			return bad(f.name, "not valid UTF-8")
 		}
 	}
-	size := len(m.Text)
+	size := len(m.Text) + len(m.Choice) + len(m.Display)
 	for i, c := range m.Content {
 		switch c.Type {
 		case "text":

@@ -22,7 +22,7 @@ import (
 //	POST /threads/{id}/messages  {"text": ..., "id"?: ..., "user_id"?: ..., "agent"?: ...} → 202 {"id", "thread_id"}
 //	GET  /threads/{id}           state summary and history items (?from=N skips the first N)
 //	GET  /threads/{id}/events    Server-Sent Events of the thread's output
-//	GET  /threads                the thread tree: roots with their children
+//	GET  /threads                thread trees by last activity, paged and filtered (threads.go)
 //	GET  /events                 Server-Sent Events of every thread
 //	GET  /dead_letters           messages the system gave up on, one per message ID
 //	GET  /healthz                liveness and counters
@@ -54,7 +54,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/models", methods{http.MethodGet: s.listModels})
 	mux.Handle("/markdown", methods{http.MethodPost: s.renderMarkdown})
 	mux.Handle("/readyz", methods{http.MethodGet: s.readyz})
-	mux.Handle(CallbackPath, s.callbacks())
+	mux.Handle(CallbackPath, s.receiver)
 	for _, m := range s.services {
 		mux.Handle(ToolsPrefix+m.name+"/", m.svc)
 	}
@@ -373,7 +373,7 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request) {
 		resp.Until = &w.Until
 	}
 	if p := th.State.Pending; p != nil {
-		resp.Choice = s.pendingChoice(thread, p.ID)
+		resp.Choice = pendingChoice(th)
 		resp.Until = s.sleeps.until(thread, p)
 	}
 	writeJSON(w, http.StatusOK, resp)
@@ -385,66 +385,6 @@ func (s *Server) threadEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.serveEvents(w, r, thread)
-}
-
-// treeNode is one thread of GET /threads.
-type treeNode struct {
-	ID        string      `json:"id"`
-	Status    string      `json:"status"`
-	Temporary bool        `json:"temporary,omitempty"`
-	Length    int         `json:"length"`
-	Tokens    int         `json:"tokens,omitempty"`
-	Children  []*treeNode `json:"children,omitempty"`
-}
-
-type treeResponse struct {
-	Threads   []*treeNode `json:"threads"`
-	Count     int         `json:"count"`
-	Truncated bool        `json:"truncated,omitempty"`
-}
-
-func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
-	ids := s.store.Threads()
-	resp := treeResponse{Threads: []*treeNode{}}
-	if len(ids) > s.set.maxListed {
-		ids, resp.Truncated = ids[:s.set.maxListed], true
-	}
-	nodes := make(map[string]*treeNode, len(ids))
-	parents := make(map[string]string, len(ids))
-	order := make(map[string][]string, len(ids)) // a parent's children as it lists them
-	for _, id := range ids {
-		th, err := s.store.Load(r.Context(), id)
-		if err != nil {
-			writeError(w, http.StatusServiceUnavailable, "", "loading thread %s: %v", id, err)
-			return
-		}
-		status, _ := s.threadStatus(th)
-		nodes[id] = &treeNode{ID: id, Status: status, Temporary: th.State.Temporary, Length: th.State.Length,
-			Tokens: th.State.Tokens}
-		parents[id] = th.State.Parent
-		order[id] = th.State.Children
-	}
-	placed := map[string]bool{}
-	for _, id := range ids { // children in the order their parent spawned them
-		for _, c := range order[id] {
-			if n := nodes[c]; n != nil && parents[c] == id && !placed[c] {
-				nodes[id].Children = append(nodes[id].Children, n)
-				placed[c] = true
-			}
-		}
-	}
-	for _, id := range ids {
-		if placed[id] {
-			continue
-		}
-		if p := nodes[parents[id]]; p != nil && parents[id] != "" {
-			p.Children = append(p.Children, nodes[id]) // a child its parent does not list (a threaded event)
-		} else {
-			resp.Threads = append(resp.Threads, nodes[id]) // a root, or its parent was not listed
-		}
-	}
-	resp.Count = len(ids)
-	writeJSON(w, http.StatusOK, resp)
 }
 
 // deadLettersResponse is the body of GET /dead_letters.

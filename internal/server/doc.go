@@ -28,7 +28,12 @@
 //   - the human-in-the-loop endpoints (hitl.go, switch.go): answer a
 //     user_choice, read views, stop or close a thread (stop and close
 //     messages through the engine, after cancelling the completion in
-//     flight), switch a thread's model;
+//     flight), switch a thread's model. Choices, answers, views and
+//     display segments are read from the thread's history, where the
+//     engine commits them (runtime/human.go): the server keeps none of
+//     them in memory, so a restart loses none;
+//   - the thread list (threads.go): trees by last activity, paged with an
+//     opaque cursor, filtered by status, agent and title;
 //   - the bearer token and the read timeout (auth.go), and the web console
 //     (console.go, console/: embedded, no build step) with what it reads
 //     besides the API: the agents and models to pick from (catalogs.go) and

@@ -31,6 +31,9 @@ var ErrBroadcasterClosed = errors.New("server: event broadcaster closed (the ser
 type Broadcaster struct {
 	buffer int
 	log    *slog.Logger
+	// now stamps live events (StreamEvent.At) when they have a reader;
+	// the server sets it to the engine's clock before anything publishes.
+	now func() time.Time
 
 	any atomic.Int64 // subscribers in all: Watched's fast path when there are none
 
@@ -90,6 +93,9 @@ func (b *Broadcaster) publish(ev StreamEvent) {
 	defer b.mu.Unlock()
 	for _, key := range []string{ev.ThreadID, ""} {
 		for s := range b.subs[key] {
+			if ev.At == 0 { // a live event: the time it is told, read once, only for a reader
+				ev.At = runtime.StampOf(b.clock())
+			}
 			select {
 			case s.ch <- ev:
 			default:
@@ -103,6 +109,13 @@ func (b *Broadcaster) publish(ev StreamEvent) {
 			break
 		}
 	}
+}
+
+func (b *Broadcaster) clock() time.Time {
+	if b.now != nil {
+		return b.now()
+	}
+	return time.Now()
 }
 
 // Subscribe registers a subscriber to one thread's events, or to every
@@ -334,7 +347,7 @@ func (s *Server) replay(w http.ResponseWriter, rc *http.ResponseController, r *h
 		}
 	}
 	if fresh {
-		for _, ev := range s.currentViews(r.Context(), thread) {
+		for _, ev := range currentViews(thread, own[:after]) { // the latest of the views the replay skipped
 			if !sendEvent(w, rc, ev, false) {
 				return 0, false
 			}

@@ -21,12 +21,13 @@ func (s *Server) threadStatus(th *runtime.Thread) (status, reason string) {
 	if own := th.Own(); len(own) > 0 {
 		last = &own[len(own)-1]
 	}
-	return s.statusOf(th.ID, th.State, last)
+	return s.statusOf(th, last)
 }
 
 // statusOf is threadStatus given the thread's latest own item (nil: none).
-func (s *Server) statusOf(thread string, st runtime.ThreadState, last *runtime.Item) (status, reason string) {
-	status = s.status(thread, st)
+func (s *Server) statusOf(th *runtime.Thread, last *runtime.Item) (status, reason string) {
+	st := &th.State
+	status = s.status(th.ID, th)
 	if status != "idle" {
 		return status, ""
 	}

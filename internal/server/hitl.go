@@ -1,16 +1,17 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
+	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/agentslice/agentslice/internal/rap"
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -83,8 +84,10 @@ func (s *Server) publishState(ctx context.Context, thread string) {
 }
 
 // status is a thread's status for people: closed, running, sleeping,
-// waiting_for_choice, waiting_for_tool or idle.
-func (s *Server) status(thread string, st runtime.ThreadState) string {
+// waiting_for_choice, waiting_for_tool or idle. th is the thread as loaded
+// (a pending choice is read from its items).
+func (s *Server) status(thread string, th *runtime.Thread) string {
+	st := &th.State
 	switch {
 	case st.Closed:
 		return "closed"
@@ -92,7 +95,7 @@ func (s *Server) status(thread string, st runtime.ThreadState) string {
 		return "running"
 	case st.Pending != nil && sleepTools[st.Pending.Name]:
 		return "sleeping"
-	case st.Pending != nil && s.pendingChoice(thread, st.Pending.ID) != nil:
+	case st.Pending != nil && pendingChoice(th) != nil && !s.answering(thread, st.Pending.ID):
 		return "waiting_for_choice"
 	case st.Pending != nil:
 		return "waiting_for_tool"
@@ -100,16 +103,36 @@ func (s *Server) status(thread string, st runtime.ThreadState) string {
 	return "idle"
 }
 
-// pendingChoice returns the unanswered user_choice of a thread's call.
-func (s *Server) pendingChoice(thread, call string) *choiceView {
-	if s.choices == nil || call == "" {
+// pendingChoice returns the user_choice the thread's pending call waits
+// on for an answer, read from history (runtime.PendingChoice): it is
+// there from the commit of the notice that asked it, through restarts.
+func pendingChoice(th *runtime.Thread) *choiceView {
+	p := th.State.Pending
+	if p == nil {
 		return nil
 	}
-	c, ok := s.choices.Choice(thread, call)
+	args, ok := runtime.PendingChoice(th.Items, p.ID)
 	if !ok {
 		return nil
 	}
-	return &choiceView{CallID: call, Prompt: c.Prompt, Choices: c.Choices, Default: c.Default}
+	return choiceFromArgs(p.ID, args)
+}
+
+// choiceFromArgs reads a choice marker's Args (the tool's user_choice).
+func choiceFromArgs(call, args string) *choiceView {
+	var u rap.UserChoice
+	if err := json.Unmarshal([]byte(args), &u); err != nil || len(u.Choices) == 0 {
+		return nil // the receiver validated it; a bad one is no choice to offer
+	}
+	return &choiceView{CallID: call, Prompt: u.Prompt, Choices: u.Choices, Default: u.Default, id: u.ID, responseURL: u.ResponseURL}
+}
+
+// answering reports whether a person's answer to the thread's choice on
+// call went to the tool and its record is not committed yet (Server.answers:
+// the commit of the answer marker forgets it).
+func (s *Server) answering(thread, call string) bool {
+	_, ok := s.answers.Load(thread + "\x00" + call)
+	return ok
 }
 
 // choiceRequest is the body of POST /threads/{id}/choices/{call}.
@@ -117,6 +140,10 @@ type choiceRequest struct {
 	Selected *int `json:"selected"`
 }
 
+// answerChoice gives the tool the person's answer ({id, selected} to its
+// response_url), then records the answer in the thread's history (a
+// KindAnswer message, deduplicated by call), so the choice is no longer
+// pending there, whatever restarts follow.
 func (s *Server) answerChoice(w http.ResponseWriter, r *http.Request) {
 	thread, ok := threadID(w, r)
 	if !ok {
@@ -127,8 +154,16 @@ func (s *Server) answerChoice(w http.ResponseWriter, r *http.Request) {
 	if !s.decodeBody(w, r, &req) {
 		return
 	}
-	c := s.pendingChoice(thread, call)
-	if c == nil {
+	th, err := s.store.Load(r.Context(), thread)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "", "loading thread %s: %v", thread, err)
+		return
+	}
+	var c *choiceView
+	if p := th.State.Pending; p != nil && p.ID == call {
+		c = pendingChoice(th)
+	}
+	if c == nil || s.answering(thread, call) {
 		writeError(w, http.StatusNotFound, "call", "no choice is waiting for an answer on call %q of thread %s (answered already, or never asked)", call, thread)
 		return
 	}
@@ -136,18 +171,35 @@ func (s *Server) answerChoice(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "selected", "missing: the index of the chosen option (0 to %d)", len(c.Choices)-1)
 		return
 	}
-	if n := *req.Selected; n < 0 || n >= len(c.Choices) {
+	n := *req.Selected
+	if n < 0 || n >= len(c.Choices) {
 		writeError(w, http.StatusBadRequest, "selected", "%d is not one of the choices (0 to %d)", n, len(c.Choices)-1)
 		return
 	}
-	if err := s.choices.Answer(r.Context(), s.client, thread, call, *req.Selected); err != nil {
+	key := thread + "\x00" + call
+	if _, dup := s.answers.LoadOrStore(key, true); dup {
+		writeError(w, http.StatusNotFound, "call", "the choice on call %q of thread %s is being answered already", call, thread)
+		return
+	}
+	if err := rap.PostChoice(r.Context(), s.client, c.responseURL, c.id, n, rap.RetryPolicy{}); err != nil {
+		s.answers.Delete(key)
 		writeError(w, http.StatusBadGateway, "", "the tool did not take the answer: %v", err)
 		return
 	}
-	if s.events.Watched(thread) {
-		s.publishState(r.Context(), thread)
+	answer, _ := json.Marshal(rap.ChoiceResponse{ID: c.id, Selected: n})
+	msg := runtime.Message{V: runtime.MessageVersion, ID: runtime.DeriveID("answer_", thread, call), ThreadID: thread,
+		Kind: runtime.KindAnswer, ToolCallID: call, Choice: string(answer), Class: th.State.Class,
+		Text: fmt.Sprintf("the user chose %d: %s", n, c.Choices[n])}
+	if err := s.sys.Send(r.Context(), msg); err != nil {
+		// The tool has the answer; only the record is missing, and the
+		// call's result closes the choice anyway.
+		s.answers.Delete(key)
+		s.log.Warn("server: recording a choice's answer failed", "thread", thread, "call", call, "error", err)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"thread_id": thread, "call_id": call, "selected": *req.Selected, "choice": c.Choices[*req.Selected]})
+	if s.events.Watched(thread) {
+		s.publishState(r.Context(), thread) // no longer waiting for the choice
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"thread_id": thread, "call_id": call, "selected": n, "choice": c.Choices[n]})
 }
 
 // controlRequest is the body of POST /threads/{id}/stop and /close.
@@ -207,56 +259,11 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request, kind runtime.Ki
 	writeJSON(w, http.StatusAccepted, map[string]any{"id": msg.ID, "thread_id": thread, "interrupted_completion": interrupted})
 }
 
-// viewIndex is the receiver's view store: the latest content per (thread,
-// view type), with the view types each thread has, so a thread's views
-// can be listed. Bounded by threads.
-type viewIndex struct {
-	mu    sync.Mutex
-	max   int
-	views map[string]map[string]json.RawMessage
-	order []string
-}
+// historyChoices is the receiver's ChoiceStore in serve: it keeps
+// nothing, because the notice message carries the choice into history.
+type historyChoices struct{}
 
-func newViewIndex(max int) *viewIndex {
-	return &viewIndex{max: max, views: map[string]map[string]json.RawMessage{}}
-}
-
-// PutView implements rap.ViewStore.
-func (v *viewIndex) PutView(_ context.Context, thread, viewType string, content json.RawMessage) error {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	m := v.views[thread]
-	if m == nil {
-		m = map[string]json.RawMessage{}
-		v.views[thread] = m
-		v.order = append(v.order, thread)
-		if len(v.order) > v.max {
-			delete(v.views, v.order[0])
-			v.order = v.order[1:]
-		}
-	}
-	m[viewType] = append(json.RawMessage(nil), content...)
-	return nil
-}
-
-// View implements rap.ViewStore.
-func (v *viewIndex) View(_ context.Context, thread, viewType string) (json.RawMessage, bool, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	c, ok := v.views[thread][viewType]
-	return c, ok, nil
-}
-
-// all returns a thread's views by type.
-func (v *viewIndex) all(thread string) map[string]json.RawMessage {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	out := make(map[string]json.RawMessage, len(v.views[thread]))
-	for k, c := range v.views[thread] {
-		out[k] = c
-	}
-	return out
-}
+func (historyChoices) PutChoice(context.Context, string, rap.UserChoice) error { return nil }
 
 type viewsResponse struct {
 	ThreadID string                     `json:"thread_id"`
@@ -268,24 +275,32 @@ func (s *Server) getViews(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, viewsResponse{ThreadID: thread, Views: s.views.all(thread)})
+	th, err := s.store.Load(r.Context(), thread)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "", "loading thread %s: %v", thread, err)
+		return
+	}
+	views := map[string]json.RawMessage{}
+	for vt, it := range runtime.LatestViews(th.Own()) {
+		views[vt] = json.RawMessage(gjson.Get(it.Args, "content").Raw)
+	}
+	writeJSON(w, http.StatusOK, viewsResponse{ThreadID: thread, Views: views})
 }
 
-// currentViews are a thread's views as "view" events, for a fresh stream.
-func (s *Server) currentViews(_ context.Context, thread string) []StreamEvent {
-	all := s.views.all(thread)
-	types := make([]string, 0, len(all))
-	for t := range all {
+// currentViews are a thread's latest views as "view" events, for a fresh
+// stream, by view type.
+func currentViews(thread string, own []runtime.Item) []StreamEvent {
+	latest := runtime.LatestViews(own)
+	types := make([]string, 0, len(latest))
+	for t := range latest {
 		types = append(types, t)
 	}
 	sort.Strings(types)
 	out := make([]StreamEvent, 0, len(types))
 	for _, t := range types {
-		text, _ := json.Marshal(struct {
-			ViewType string          `json:"view_type"`
-			Content  json.RawMessage `json:"content"`
-		}{t, all[t]})
-		out = append(out, StreamEvent{ID: runtime.DeriveID("view_", thread, t, string(all[t])), ThreadID: thread, Kind: "view", Text: string(text)})
+		it := latest[t]
+		out = append(out, StreamEvent{ID: runtime.DeriveID("view_", thread, t, it.Args), ThreadID: thread, Kind: "view", Text: it.Args,
+			At: it.At})
 	}
 	return out
 }
@@ -326,36 +341,6 @@ func (s *Server) deadLettersOf(thread string) []deadLetterEntry {
 		}
 	}
 	return out
-}
-
-// callbacks is the callback endpoint: the RAP receiver, after keeping a
-// tool result's display_as (for people; the model never sees it) under
-// the call its verified URL names, before the result can be committed.
-func (s *Server) callbacks() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, rap.MaxCallbackBody))
-			if err != nil {
-				var mb *http.MaxBytesError
-				if errors.As(err, &mb) {
-					writeError(w, http.StatusRequestEntityTooLarge, "", "callback body is larger than the limit of %d bytes", mb.Limit)
-					return
-				}
-				writeError(w, http.StatusBadRequest, "", "reading the callback body: %v", err)
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			if capa, err := s.keys.Verify(r.URL.Query(), time.Now()); err == nil && bytes.Contains(body, []byte(`"display_as"`)) {
-				if cb, err := rap.DecodeCallback(body); err == nil && cb.ToolResult != nil &&
-					cb.ToolResult.GroupID == capa.ThreadID && cb.ToolResult.ID == capa.CallID {
-					if d, ok := cb.ToolResult.Display(); ok { // the spec's rule: the first segment we can render
-						s.display.put(capa.ThreadID, capa.CallID, []rap.Display{d})
-					}
-				}
-			}
-		}
-		s.receiver.ServeHTTP(w, r)
-	})
 }
 
 // sleepTimes is the sleep tools' timers as the server hands them over: it

@@ -93,13 +93,12 @@ type Server struct {
 	events    *Broadcaster
 	services  []mounted
 	proxies   []*mcp.Proxy // also in services; checked at start
-	// display, inflight, views, choices and running serve the event
-	// stream and the human-in-the-loop endpoints (stream.go, hitl.go).
-	display  displays
+	// inflight and running serve the event stream and the
+	// human-in-the-loop endpoints (stream.go, hitl.go); choices, views and
+	// display segments are in history.
 	inflight inflight
-	views    *viewIndex
-	choices  *rap.MemoryChoices
 	running  runningThreads
+	answers  sync.Map   // thread \x00 call → true: answered, the answer's commit pending (hitl.go)
 	models   modelSet   // the catalog's other models, for threads switched to them
 	sleeps   sleepTimes // the timers the sleep tools get; knows when sleeps end
 	httpSrv  *http.Server
@@ -275,7 +274,6 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		sched.Budget = &local.Budget{Concurrency: mc.Concurrency, TokensPerMinute: mc.TokensPerMinute,
 			EstimateTokens: min(mc.MaxOutputTokens, mc.TokensPerMinute)}
 	}
-	s.display.max, s.views, s.choices = 10000, newViewIndex(10000), rap.NewMemoryChoices(10000)
 	s.recent.max = 10000
 	s.running.next, s.running.srv = runtime.SlogObserver{Logger: s.log}, s
 	var agents runtime.Agents
@@ -292,6 +290,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("server: building the embedded system: %w", err)
 	}
+	s.events.now = s.sys.Engine().Clock
 	s.timers.setQueue(s.sys)
 	// Every dispatched call gets a deadline and status checks, armed
 	// through the same timers as the sleeps (runtime/liveness.go).
@@ -301,8 +300,10 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	pw := s.set.providerWait
 	pw.Timers = s.timers
 	s.sys.Engine().ProviderWait = &pw
+	// Choices, views and display segments travel in messages into the
+	// threads' history (runtime/human.go), stamped with the engine's clock.
 	if s.receiver, err = rap.NewReceiver(rap.ReceiverConfig{Keys: s.keys, Queue: s.sys, Output: s.events, Logger: s.log,
-		Views: s.views, Choices: s.choices, Incarnations: incarnations{s.store}}); err != nil {
+		HistoryViews: true, Choices: historyChoices{}, Now: s.sys.Engine().Clock, Incarnations: incarnations{s.store}}); err != nil {
 		return fmt.Errorf("server: building the callback receiver: %w", err)
 	}
 

@@ -24,6 +24,9 @@ type StreamEvent struct {
 	ID       string `json:"id"`
 	ThreadID string `json:"thread_id"`
 	Kind     string `json:"kind"`
+	// At is, for history events, the item's time (runtime.Item.At); for
+	// live events, when the server told them (the engine's clock).
+	At runtime.Stamp `json:"at,omitempty"`
 	// Seq is, for history events, the item's own-history position plus
 	// one: the stream's replay cursor (the SSE id). 0 for live-only events.
 	Seq int `json:"seq,omitempty"`
@@ -48,7 +51,8 @@ type StreamEvent struct {
 	Child string `json:"child,omitempty"`
 	// Input is the ID of the message a history event consumed.
 	Input string `json:"input,omitempty"`
-	// Choice is a user_choice still waiting for its answer.
+	// Choice is, on a "user_choice" event, the choice the tool asks (a
+	// later "choice_answered" event of the same call answers it).
 	Choice *choiceView `json:"choice,omitempty"`
 	// CompletionID and Index order the deltas of one completion; Index 0
 	// starts (or restarts, after a retry) the completion's text.
@@ -66,6 +70,8 @@ type choiceView struct {
 	Prompt  string   `json:"prompt"`
 	Choices []string `json:"choices"`
 	Default *int     `json:"default,omitempty"`
+	// id and responseURL are where the answer goes (never shown).
+	id, responseURL string
 }
 
 // statusView is a thread's status as "state" events carry it.
@@ -85,7 +91,8 @@ var sleepTools = map[string]bool{"sleep": true, "sleep_until": true, "sleep_unti
 
 // historyEvents turns a thread's own items, the first of which is at
 // own-history position base, into stream events. It is a pure function of
-// the items (plus the display and choice lookups), so replay equals live.
+// the items, so replay equals live. A result's display segment is the
+// marker the engine commits right after it (runtime.DisplayMarkerName).
 // A synthetic event's injected call is looked up among items, where the
 // engine always puts it (it appends the call and its result together).
 func (s *Server) historyEvents(thread string, base int, items []runtime.Item) []StreamEvent {
@@ -93,7 +100,7 @@ func (s *Server) historyEvents(thread string, base int, items []runtime.Item) []
 	for i := range items {
 		it := &items[i]
 		pos := base + i
-		ev := StreamEvent{ID: thread + "#" + strconv.Itoa(pos), ThreadID: thread, Seq: pos + 1, Input: it.Input,
+		ev := StreamEvent{ID: thread + "#" + strconv.Itoa(pos), ThreadID: thread, At: it.At, Seq: pos + 1, Input: it.Input,
 			Text: it.Text, CallID: it.CallID, Tool: it.Name, IsError: it.IsError, Content: it.Content}
 		switch it.Kind {
 		case runtime.ItemUser:
@@ -127,12 +134,18 @@ func (s *Server) historyEvents(thread string, base int, items []runtime.Item) []
 				ev.Kind, ev.Child = "child_spawned", runtime.ChildThreadID(thread, it.CallID)
 			}
 			if ev.Kind != "child_spawned" {
-				ev.Display = s.display.get(thread, ev.CallID)
+				ev.Display = displayBefore(items[:i], ev.CallID)
 			}
 		case runtime.ItemMarker:
 			switch {
 			case runtime.IsFailure(it):
 				ev.Kind, ev.Args = "failed", it.Args // a completion that failed for good
+			case it.Name == runtime.DisplayMarkerName:
+				continue // shown with its result
+			case it.Name == runtime.ViewMarkerName:
+				ev.Kind, ev.Text = "view", it.Args
+			case it.Name == runtime.AnswerMarkerName:
+				ev.Kind, ev.Args = "choice_answered", it.Args
 			case it.CallID == "" && it.Text == "continue":
 				ev.Kind = "continue"
 			case strings.HasPrefix(it.Text, "stopped by the user"):
@@ -149,7 +162,9 @@ func (s *Server) historyEvents(thread string, base int, items []runtime.Item) []
 				ev.Kind, ev.Child = "subscription_event", strings.TrimPrefix(it.Text, "event handed to thread ")
 			case strings.HasPrefix(it.Input, "choice_"):
 				ev.Kind = "user_choice"
-				ev.Choice = s.pendingChoice(thread, it.CallID)
+				if it.Name == runtime.ChoiceMarkerName {
+					ev.Choice = choiceFromArgs(it.CallID, it.Args)
+				}
 			case strings.HasPrefix(it.Input, "oauth_"):
 				ev.Kind = "oauth"
 			default:
@@ -166,6 +181,28 @@ func (s *Server) historyEvents(thread string, base int, items []runtime.Item) []
 		}
 	}
 	return out
+}
+
+// displayBefore reads the display segment of the result that follows
+// items: the marker the engine commits right before it (before the
+// injected call, for a synthetic event), naming the original call.
+func displayBefore(items []runtime.Item, call string) []rap.Display {
+	i := len(items) - 1
+	if i >= 0 && items[i].Kind == runtime.ItemToolCall && items[i].Name == runtime.InjectedToolName {
+		i--
+	}
+	if i < 0 {
+		return nil
+	}
+	d := &items[i]
+	if d.Kind != runtime.ItemMarker || d.Name != runtime.DisplayMarkerName || d.CallID != call {
+		return nil
+	}
+	var seg rap.Display
+	if json.Unmarshal([]byte(d.Args), &seg) != nil {
+		return nil
+	}
+	return []rap.Display{seg}
 }
 
 // injectedOrigin reads the original call a synthetic event refers to from
@@ -226,6 +263,8 @@ func (p publishingStore) Commit(ctx context.Context, c *runtime.Commit) error {
 	for i := range c.Append {
 		if it := &c.Append[i]; it.Kind == runtime.ItemToolResult && sleepTools[it.Name] {
 			p.srv.sleeps.forget(c.ThreadID, it.CallID)
+		} else if it.Kind == runtime.ItemMarker && it.Name == runtime.AnswerMarkerName {
+			p.srv.answers.Delete(c.ThreadID + "\x00" + it.CallID) // history says it now
 		}
 	}
 	if !p.srv.events.Watched(c.ThreadID) {
@@ -236,12 +275,18 @@ func (p publishingStore) Commit(ctx context.Context, c *runtime.Commit) error {
 	}
 	st := c.State
 	var status, reason string
+	th := &runtime.Thread{ID: c.ThreadID, State: st}
+	if len(c.Append) == 0 || (st.Pending != nil && !st.Closed && !sleepTools[st.Pending.Name]) {
+		// Whether a choice waits is in history, maybe before this commit;
+		// with nothing appended, the latest item decides (a failure).
+		if loaded, err := p.srv.store.Load(ctx, c.ThreadID); err == nil {
+			th = loaded
+		}
+	}
 	if n := len(c.Append); n > 0 {
-		status, reason = p.srv.statusOf(c.ThreadID, st, &c.Append[n-1])
-	} else if th, err := p.HistoryStore.Load(ctx, c.ThreadID); err == nil {
-		status, reason = p.srv.threadStatus(th) // nothing appended: the latest item decides
+		status, reason = p.srv.statusOf(th, &c.Append[n-1])
 	} else {
-		status, reason = p.srv.statusOf(c.ThreadID, st, nil)
+		status, reason = p.srv.threadStatus(th)
 	}
 	p.srv.events.publish(StreamEvent{ID: c.ThreadID + "@v" + strconv.FormatInt(st.Version, 10), ThreadID: c.ThreadID,
 		Kind: "state", State: &statusView{Status: status, Reason: reason, Pending: st.Pending,
@@ -362,37 +407,4 @@ func (f *inflight) interrupt(thread string) bool {
 	fl.stopped = true
 	fl.cancel()
 	return true
-}
-
-// displays keeps tool results' display_as by (thread, call): the model
-// never sees it, so it is not in history. In memory and bounded: after a
-// restart, results show their text instead.
-type displays struct {
-	mu    sync.Mutex
-	m     map[string][]rap.Display
-	order []string
-	max   int
-}
-
-func (d *displays) put(thread, call string, segs []rap.Display) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.m == nil {
-		d.m = map[string][]rap.Display{}
-	}
-	k := thread + "\x00" + call
-	if _, ok := d.m[k]; !ok {
-		d.order = append(d.order, k)
-		if len(d.order) > d.max {
-			delete(d.m, d.order[0])
-			d.order = d.order[1:]
-		}
-	}
-	d.m[k] = segs
-}
-
-func (d *displays) get(thread, call string) []rap.Display {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.m[thread+"\x00"+call]
 }

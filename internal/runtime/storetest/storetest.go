@@ -60,9 +60,23 @@ func items(prefix string, n int) []runtime.Item {
 				Name: "run_command", Text: "ok", IsError: i%8 == 7,
 				Content: []runtime.Content{{Type: "text", Text: "line"}, {Type: "image", Data: "aGk=", MediaType: "image/png"}}}
 		}
+		// Times as history has them: shared by a commit's items, a
+		// result's arrival before the item ahead of it, none (written
+		// before items had times).
+		switch i % 5 {
+		case 0, 1:
+			out[i].At = itemTime + runtime.Stamp(i/5)*60_000
+		case 2:
+			out[i].At = itemTime + runtime.Stamp(i/5)*60_000 + 1_500
+		case 3:
+			out[i].At = itemTime + runtime.Stamp(i/5)*60_000 + 700
+		}
 	}
 	return out
 }
+
+// itemTime is the first item time items gives.
+const itemTime = runtime.Stamp(1_790_000_000_000)
 
 func commit(t *testing.T, s runtime.HistoryStore, id string, expected int64, length int, add []runtime.Item, mod func(*runtime.ThreadState), children ...runtime.ChildThread) error {
 	t.Helper()

@@ -383,7 +383,7 @@ function output(ev, heading) {
 
 function choiceCard(ev) {
   const c = ev.choice;
-  const card = el("div", { class: "choice", role: "group", "aria-label": "A choice to make" }, el("strong", { text: c.prompt }));
+  const card = el("div", { class: "choice", role: "group", "aria-label": "A choice to make", "data-call": c.call_id }, el("strong", { text: c.prompt }));
   const opts = el("div", { class: "options" });
   c.choices.forEach((text, i) => {
     opts.append(el("button", { type: "button", class: i === c.default ? "primary" : "", onclick: async () => {
@@ -495,6 +495,10 @@ const render = {
     const li = add(el("li", { "data-id": ev.id, "data-kind": ev.kind }));
     li.append(ev.choice ? choiceCard(ev) : answeredCard(ev));
     stamp(li, ev);
+  },
+  choice_answered(ev) { // history says the choice was answered: no buttons for it (after a reload too)
+    const opts = document.querySelector(`.choice[data-call="${CSS.escape(ev.call_id)}"] .options`);
+    if (opts) opts.replaceWith(el("div", { class: "sys", text: ev.text }));
   },
   oauth(ev) {
     const url = (ev.text.match(/https?:\/\/\S+/) || [""])[0];

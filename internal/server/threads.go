@@ -1,0 +1,252 @@
+package server
+
+import (
+	"cmp"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// GET /threads lists thread trees, a page at a time:
+//
+//	?limit=N     trees per page (default 50, at most 500)
+//	?cursor=C    the next page after the one that answered next_cursor C
+//	?status=S    only trees whose root has this status
+//	?agent=A     only trees whose root runs as agent A
+//	?q=TEXT      only trees whose root's title contains TEXT (any case)
+//
+// Trees are ordered by last activity, newest first: the latest item time
+// anywhere in the tree (then by root ID). A thread shows its agent and
+// its title, the first user message of its own history, trimmed.
+
+// Paging limits of GET /threads.
+const (
+	threadsPageDefault = 50
+	threadsPageMax     = 500
+	// titleMax is the length, in runes, a title is trimmed to.
+	titleMax = 80
+)
+
+// threadStatuses are the statuses a thread can have (Server.status).
+var threadStatuses = []string{"closed", "running", "sleeping", "waiting_for_choice", "waiting_for_tool", "idle"}
+
+// treeNode is one thread of GET /threads.
+type treeNode struct {
+	ID        string `json:"id"`
+	Status    string `json:"status"`
+	Title     string `json:"title,omitempty"`
+	Agent     string `json:"agent,omitempty"`
+	Temporary bool   `json:"temporary,omitempty"`
+	Length    int    `json:"length"`
+	Tokens    int    `json:"tokens,omitempty"`
+	// LastActivity is the latest item time of the thread and its
+	// descendants.
+	LastActivity runtime.Stamp `json:"last_activity,omitempty"`
+	Children     []*treeNode   `json:"children,omitempty"`
+}
+
+type treeResponse struct {
+	Threads []*treeNode `json:"threads"`
+	// Count is the threads on this page, children included; Total the
+	// trees that match, on every page.
+	Count int `json:"count"`
+	Total int `json:"total"`
+	// NextCursor, when set, fetches the next page.
+	NextCursor string `json:"next_cursor,omitempty"`
+	// Truncated says the server considered only its first
+	// limits.max_threads_listed threads.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// threadsQuery is a parsed GET /threads query.
+type threadsQuery struct {
+	limit            int
+	status, agent, q string
+	afterAt          runtime.Stamp // the cursor: the last tree of the previous page
+	afterID          string
+	hasCursor        bool
+}
+
+func parseThreadsQuery(r *http.Request) (threadsQuery, *apiError) {
+	v := r.URL.Query()
+	q := threadsQuery{limit: threadsPageDefault, status: v.Get("status"), agent: v.Get("agent"), q: strings.ToLower(v.Get("q"))}
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > threadsPageMax {
+			return q, &apiError{Field: "limit", Error: fmt.Sprintf("%q is not a page size from 1 to %d", s, threadsPageMax)}
+		}
+		q.limit = n
+	}
+	if q.status != "" && !slices.Contains(threadStatuses, q.status) {
+		return q, &apiError{Field: "status", Error: fmt.Sprintf("unknown status %q (want one of %s)", q.status, strings.Join(threadStatuses, ", "))}
+	}
+	if c := v.Get("cursor"); c != "" {
+		at, id, ok := decodeCursor(c)
+		if !ok {
+			return q, &apiError{Field: "cursor", Error: "not a cursor this server handed out (use next_cursor as it came)"}
+		}
+		q.afterAt, q.afterID, q.hasCursor = at, id, true
+	}
+	return q, nil
+}
+
+// The cursor is the sort key of the last tree of a page, opaque to clients.
+func encodeCursor(at runtime.Stamp, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(int64(at), 10) + "\x00" + id))
+}
+
+func decodeCursor(c string) (runtime.Stamp, string, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, "", false
+	}
+	at, id, ok := strings.Cut(string(b), "\x00")
+	n, err := strconv.ParseInt(at, 10, 64)
+	if !ok || err != nil || id == "" {
+		return 0, "", false
+	}
+	return runtime.Stamp(n), id, true
+}
+
+// compareTrees orders trees newest first, then by ID.
+func compareTrees(aAt runtime.Stamp, aID string, bAt runtime.Stamp, bID string) int {
+	if aAt != bAt {
+		return cmp.Compare(bAt, aAt)
+	}
+	return cmp.Compare(aID, bID)
+}
+
+// threadTitle is a thread's first own user message, on one line, trimmed.
+func threadTitle(own []runtime.Item) string {
+	for i := range own {
+		if own[i].Kind != runtime.ItemUser {
+			continue
+		}
+		t := strings.Join(strings.Fields(own[i].Text), " ")
+		if utf8.RuneCountInString(t) <= titleMax {
+			return t
+		}
+		r := []rune(t)
+		return strings.TrimSpace(string(r[:titleMax-1])) + "…"
+	}
+	return ""
+}
+
+// lastActivity is the latest item time of a thread's own history.
+func lastActivity(own []runtime.Item) runtime.Stamp {
+	var at runtime.Stamp
+	for i := range own {
+		at = max(at, own[i].At)
+	}
+	return at
+}
+
+// agentOf is the agent a thread runs as: its binding, else the default
+// agent once it has run.
+func (s *Server) agentOf(st *runtime.ThreadState) string {
+	if st.Agent == "" && st.Version > 0 && s.agents != nil {
+		return s.agents.Default()
+	}
+	return st.Agent
+}
+
+func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
+	q, bad := parseThreadsQuery(r)
+	if bad != nil {
+		writeJSON(w, http.StatusBadRequest, bad)
+		return
+	}
+	ids := s.store.Threads()
+	resp := treeResponse{Threads: []*treeNode{}}
+	if len(ids) > s.set.maxListed {
+		ids, resp.Truncated = ids[:s.set.maxListed], true
+	}
+	nodes := make(map[string]*treeNode, len(ids))
+	parents := make(map[string]string, len(ids))
+	order := make(map[string][]string, len(ids)) // a parent's children as it lists them
+	for _, id := range ids {
+		th, err := s.store.Load(r.Context(), id)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, "", "loading thread %s: %v", id, err)
+			return
+		}
+		own := th.Own()
+		nodes[id] = &treeNode{ID: id, Status: s.status(id, th), Title: threadTitle(own), Agent: s.agentOf(&th.State),
+			Temporary: th.State.Temporary, Length: th.State.Length, Tokens: th.State.Tokens, LastActivity: lastActivity(own)}
+		parents[id] = th.State.Parent
+		order[id] = th.State.Children
+	}
+	placed := map[string]bool{}
+	for _, id := range ids { // children in the order their parent spawned them
+		for _, c := range order[id] {
+			if n := nodes[c]; n != nil && parents[c] == id && !placed[c] {
+				nodes[id].Children = append(nodes[id].Children, n)
+				placed[c] = true
+			}
+		}
+	}
+	var roots []*treeNode
+	for _, id := range ids {
+		if placed[id] {
+			continue
+		}
+		if p := nodes[parents[id]]; p != nil && parents[id] != "" {
+			p.Children = append(p.Children, nodes[id]) // a child its parent does not list (a threaded event)
+		} else {
+			roots = append(roots, nodes[id]) // a root, or its parent was not listed
+		}
+	}
+	matching := roots[:0]
+	for _, n := range roots {
+		treeActivity(n)
+		if (q.status == "" || n.Status == q.status) && (q.agent == "" || n.Agent == q.agent) &&
+			(q.q == "" || strings.Contains(strings.ToLower(n.Title), q.q)) {
+			matching = append(matching, n)
+		}
+	}
+	slices.SortFunc(matching, func(a, b *treeNode) int { return compareTrees(a.LastActivity, a.ID, b.LastActivity, b.ID) })
+	resp.Total = len(matching)
+	start := 0
+	if q.hasCursor { // the first tree after the cursor's
+		start, _ = slices.BinarySearchFunc(matching, q, func(n *treeNode, q threadsQuery) int {
+			if compareTrees(n.LastActivity, n.ID, q.afterAt, q.afterID) <= 0 {
+				return -1
+			}
+			return 1
+		})
+	}
+	page := matching[start:]
+	if len(page) > q.limit {
+		page = page[:q.limit]
+		last := page[len(page)-1]
+		resp.NextCursor = encodeCursor(last.LastActivity, last.ID)
+	}
+	resp.Threads = append(resp.Threads, page...)
+	for _, n := range page {
+		resp.Count += treeSize(n)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// treeActivity sets n.LastActivity to the latest of its tree's and
+// returns it.
+func treeActivity(n *treeNode) runtime.Stamp {
+	for _, c := range n.Children {
+		n.LastActivity = max(n.LastActivity, treeActivity(c))
+	}
+	return n.LastActivity
+}
+
+func treeSize(n *treeNode) int {
+	size := 1
+	for _, c := range n.Children {
+		size += treeSize(c)
+	}
+	return size
+}
