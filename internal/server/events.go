@@ -300,6 +300,9 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, thread stri
 					continue // a retried completion publishes it ahead again
 				}
 				delete(ahead, ev.ID)
+				// The copy sent ahead had no item time yet (it was stamped
+				// when told); the commit's time is no other event.
+				sent.At = ev.At
 				if reflect.DeepEqual(sent, ev) {
 					continue // sent ahead of its commit; committed as sent
 				}

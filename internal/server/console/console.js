@@ -384,6 +384,7 @@ function output(ev, heading) {
 function choiceCard(ev) {
   const c = ev.choice;
   const card = el("div", { class: "choice", role: "group", "aria-label": "A choice to make", "data-call": c.call_id }, el("strong", { text: c.prompt }));
+  card.choices = c.choices; // for the answer recorded in history (choice_answered)
   const opts = el("div", { class: "options" });
   c.choices.forEach((text, i) => {
     opts.append(el("button", { type: "button", class: i === c.default ? "primary" : "", onclick: async () => {
@@ -497,8 +498,17 @@ const render = {
     stamp(li, ev);
   },
   choice_answered(ev) { // history says the choice was answered: no buttons for it (after a reload too)
-    const opts = document.querySelector(`.choice[data-call="${CSS.escape(ev.call_id)}"] .options`);
-    if (opts) opts.replaceWith(el("div", { class: "sys", text: ev.text }));
+    const card = document.querySelector(`.choice[data-call="${CSS.escape(ev.call_id)}"]`);
+    if (!card) return;
+    let selected = null;
+    try { selected = JSON.parse(ev.args || "{}").selected; } catch (e) { /* an answer recorded without its index */ }
+    const choices = card.choices || [];
+    const answer = selected != null && choices[selected] != null ? choices[selected] : null;
+    const done = el("div", { class: "answer", text: answer ? "You chose: " + answer : ev.text });
+    const opts = card.querySelector(".options");
+    if (opts) opts.replaceWith(done);
+    else if (!card.querySelector(".answer")) card.append(done);
+    card.classList.add("answered");
   },
   oauth(ev) {
     const url = (ev.text.match(/https?:\/\/\S+/) || [""])[0];
