@@ -1,8 +1,10 @@
 // Command agentslice is the command line of agentslice:
 //
 //	agentslice serve    run the embedded runtime with an HTTP API
-//	agentslice send     send a message to a thread of a deployed queue
-//	agentslice tail     print replies from a deployment's output queue
+//	agentslice daemon   start, stop or find the local serve of a data directory
+//	agentslice threads  list a serve's threads
+//	agentslice send     send a message to a thread of a serve, or of a deployed queue (-queue-url)
+//	agentslice tail     follow a thread of a serve, or a deployment's output queue (-queue-url)
 //	agentslice migrate  create or upgrade the DSQL/PostgreSQL schema
 //	agentslice version  print what this binary was built from
 //
@@ -28,8 +30,10 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"serve", "run the embedded runtime with an HTTP API", runServe},
-		{"send", "send a message to a thread on a deployed FIFO input queue", runSend},
-		{"tail", "print agent replies from a deployment's output queue", runTail},
+		{"daemon", "start, stop or find the local serve daemon of a data directory", runDaemon},
+		{"threads", "list the threads of a serve, with status, agent and last activity", runThreads},
+		{"send", "send a message to a thread of a serve (or, with -queue-url, a deployment's queue)", runSend},
+		{"tail", "follow a thread's events on a serve (or, with -queue-url, a deployment's output queue)", runTail},
 		{"migrate", "create or upgrade the history schema (DSQL or PostgreSQL)", runMigrate},
 		{"version", "print the version, VCS revision and Go version of this binary", runVersion},
 	}

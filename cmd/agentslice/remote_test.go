@@ -1,0 +1,333 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentslice/agentslice/client"
+	"github.com/agentslice/agentslice/internal/server"
+)
+
+// testDaemonCommand runs `agentslice <args>` as this test binary (see
+// runChild), so that a daemon the tests start is the code under test.
+func testDaemonCommand(args []string) (*exec.Cmd, error) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	argv, _ := json.Marshal(args)
+	cmd.Env = append(os.Environ(), childEnv+"="+string(argv))
+	return cmd, nil
+}
+
+// remoteScript: thread "tt" calls get_time, then answers; every other
+// thread answers "Hello from the scripted model." to each message.
+func remoteScript(t *testing.T) string {
+	script := map[string]any{
+		"default": []map[string]any{{"text": "Hello from the scripted model."}, {"text": "Hello again."}},
+		"threads": map[string]any{"tt": []map[string]any{
+			{"text": "checking the time", "tool_call": map[string]any{"name": "get_time", "args": map[string]any{"timezone": "UTC"}}},
+			{"text": "it is late\nvery late"},
+			{"text": "still late"},
+		}},
+	}
+	b, _ := json.Marshal(script)
+	p := filepath.Join(t.TempDir(), "script.json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// startInProcess starts a real serve (memory store, the script, the
+// get_time tool) in this process, stopped when the test ends.
+func startInProcess(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := server.New(ctx, server.Config{Listen: "127.0.0.1:0", Script: remoteScript(t), Store: server.StoreMemory,
+		ExampleTools: &server.ExampleTools{GetTime: true}}, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	return srv.URL()
+}
+
+// TestSendWaitAndThreads: send -wait prints the reply once the turn ends
+// (through a tool call), send without TEXT reads stdin and prints the
+// message ID, threads lists the threads, and API errors name the problem.
+func TestSendWaitAndThreads(t *testing.T) {
+	url := startInProcess(t)
+	code, out, errOut := runCmd("send", "-server", url, "-wait", "t1", "hello", "there")
+	if code != 0 || out != "Hello from the scripted model.\n" {
+		t.Fatalf("send -wait: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, out, errOut = runCmd("send", "-server", url, "-wait", "tt", "what time is it?")
+	if code != 0 || out != "checking the time\nit is late\nvery late\n" {
+		t.Fatalf("send -wait through a tool call: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	stdinReader = strings.NewReader("from stdin\n")
+	defer func() { stdinReader = os.Stdin }()
+	code, out, errOut = runCmd("send", "-server", url, "-id", "m-stdin", "t2")
+	if code != 0 || out != "m-stdin\n" {
+		t.Fatalf("send from stdin: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	c, _ := client.New(url, "")
+	th, err := waitIdle(t, c, "t2")
+	if err != nil || th.Items[0].Text != "from stdin" {
+		t.Fatalf("t2 = %+v, %v", th, err)
+	}
+
+	code, out, errOut = runCmd("threads", "-server", url)
+	if code != 0 {
+		t.Fatalf("threads: exit %d, %q", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || !regexp.MustCompile(`^THREAD\s+STATUS\s+AGENT\s+LAST ACTIVITY\s+ITEMS\s+TITLE$`).MatchString(lines[0]) {
+		t.Fatalf("threads printed:\n%s", out)
+	}
+	for _, id := range []string{"t1", "t2", "tt"} {
+		if !regexp.MustCompile(`(?m)^` + id + `\s+idle\s+-\s+-\s+\d+\s*$`).MatchString(out) {
+			t.Errorf("threads lacks an idle row for %s:\n%s", id, out)
+		}
+	}
+	code, out, _ = runCmd("threads", "-server", url, "-json")
+	var l client.ThreadList
+	if code != 0 || json.Unmarshal([]byte(out), &l) != nil || l.Count != 3 {
+		t.Fatalf("threads -json: exit %d, %q", code, out)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"send", "-server", url, "-agent", "nobody", "t1", "hi"}, `400 Bad Request: names agent "nobody", but the configuration defines no agents (field agent)`},
+		{[]string{"send", "-server", url, "t 1", "hi"}, "(field thread_id)"},
+		{[]string{"send", "-server", url}, "missing THREAD"},
+		{[]string{"send", "-server", "localhost:1", "t", "hi"}, "-server: client: server URL"},
+		{[]string{"threads", "-server", url, "-limit", "-1"}, "-limit -1 is negative"},
+		{[]string{"tail", "-server", url, "a", "b"}, `unexpected argument "b"`},
+	} {
+		code, _, errOut := runCmd(tc.args...)
+		if code != 1 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 1 saying %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	for _, sub := range []string{"send", "tail", "threads", "daemon"} {
+		if code, _, errOut := runCmd(sub, "-h"); code != 0 || !strings.Contains(errOut, "usage: agentslice "+sub) {
+			t.Errorf("%s -h: exit %d, %q", sub, code, errOut)
+		}
+	}
+}
+
+// waitIdle follows a thread's events until it is idle after its first
+// message, then reads it.
+func waitIdle(t *testing.T, c *client.Client, thread string) (*client.Thread, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		th, err := c.Thread(ctx, thread, 0)
+		if err == nil && th.Status == "idle" && len(th.Items) >= 2 {
+			return th, nil
+		}
+		if err != nil && !client.IsNotFound(err) {
+			return nil, err
+		}
+		s, err := c.Events(ctx, thread, client.EventOptions{Kinds: []string{"state"}})
+		if err != nil {
+			return nil, err
+		}
+		_, err = s.Next() // a state change: look again
+		s.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// TestTailPrintsEvents: tail prints a thread's history readably, then
+// follows it live; -after resumes after a cursor; -json prints the raw
+// events.
+func TestTailPrintsEvents(t *testing.T) {
+	url := startInProcess(t)
+	if code, _, errOut := runCmd("send", "-server", url, "-wait", "tt", "what time is it?"); code != 0 {
+		t.Fatal(errOut)
+	}
+	code, out, errOut := runCmd("tail", "-server", url, "-n", "5", "tt")
+	want := regexp.MustCompile(`^user: what time is it\?
+assistant: checking the time
+tool_call get_time \{"timezone":"UTC"\}
+tool_result get_time \(ok\): .+
+assistant: it is late
+  very late
+$`)
+	if code != 0 || !want.MatchString(out) {
+		t.Fatalf("tail: exit %d, stderr %q, stdout:\n%s", code, errOut, out)
+	}
+
+	// Live: a tail resuming at the end sees the next turn as it happens.
+	var th *client.Thread
+	c, _ := client.New(url, "")
+	th, err := c.Thread(context.Background(), "tt", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		code     int
+		out, err string
+	}
+	done := make(chan result, 1)
+	var liveOut, liveErr bytes.Buffer
+	go func() { // ends after printing 3 events
+		code := run(context.Background(), []string{"tail", "-server", url, "-n", "3", "-after", fmt.Sprint(th.Own()), "tt"}, &liveOut, &liveErr)
+		done <- result{code, liveOut.String(), liveErr.String()}
+	}()
+	if code, _, errOut := runCmd("send", "-server", url, "-wait", "tt", "and now?"); code != 0 {
+		t.Fatal(errOut)
+	}
+	select {
+	case r := <-done:
+		// A live tail also sees the running state; the history lines come in order.
+		lines := strings.Split(strings.TrimSpace(r.out), "\n")
+		var hist []string
+		for _, l := range lines {
+			if !strings.HasPrefix(l, "state: ") && !strings.HasPrefix(l, "usage: ") {
+				hist = append(hist, l)
+			}
+		}
+		if r.code != 0 || len(lines) != 3 || len(hist) == 0 || hist[0] != "user: and now?" {
+			t.Fatalf("live tail: exit %d, stderr %q, stdout:\n%s", r.code, r.err, r.out)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the live tail did not print 3 events")
+	}
+
+	code, out, _ = runCmd("tail", "-server", url, "-n", "1", "-json", "-after", "1", "tt")
+	var ev client.Event
+	if code != 0 || json.Unmarshal([]byte(out), &ev) != nil || ev.Kind != "turn" || ev.Seq != 2 || ev.Text != "checking the time" {
+		t.Fatalf("tail -json -after 1: exit %d, %q", code, out)
+	}
+}
+
+var startedRE = regexp.MustCompile(`daemon started at (http://\S+) \(pid (\d+),`)
+
+// TestDaemonLifecycle: start runs a daemon that writes its file, status
+// finds it, a second start finds the running one, the serve commands use
+// it without starting another, stop ends it and removes the file.
+func TestDaemonLifecycle(t *testing.T) {
+	dir := t.TempDir()
+	cfg, _ := json.Marshal(map[string]any{"script": remoteScript(t), "log_level": "warn"})
+	if err := os.WriteFile(filepath.Join(dir, daemonConfigName), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCmd("daemon", "status", "-data", dir); code != 1 || !strings.Contains(errOut, "no daemon runs for "+dir) {
+		t.Fatalf("status before start: exit %d, %q", code, errOut)
+	}
+	code, out, errOut := runCmd("daemon", "start", "-data", dir)
+	m := startedRE.FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("start: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	url, pid := m[1], 0
+	fmt.Sscan(m[2], &pid)
+	defer reap(t, pid)
+	info, err := readDaemonFile(dir)
+	if err != nil || info.PID != pid || info.URL != url {
+		t.Fatalf("daemon file = %+v, %v; want pid %d at %s", info, err, pid, url)
+	}
+	want := fmt.Sprintf("daemon running at %s (pid %d, data %s)\n", url, pid, dir)
+	if code, out, _ := runCmd("daemon", "status", "-data", dir); code != 0 || out != want {
+		t.Fatalf("status: exit %d, %q; want %q", code, out, want)
+	}
+	if code, out, _ := runCmd("daemon", "start", "-data", dir); code != 0 || !strings.HasPrefix(out, fmt.Sprintf("daemon already running at %s (pid %d,", url, pid)) {
+		t.Fatalf("second start: exit %d, %q", code, out)
+	}
+	code, out, errOut = runCmd("send", "-data", dir, "-wait", "d1", "hi")
+	if code != 0 || out != "Hello from the scripted model.\n" || errOut != "" {
+		t.Fatalf("send through the daemon: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, out, _ := runCmd("daemon", "stop", "-data", dir); code != 0 || out != fmt.Sprintf("daemon stopped (pid %d)\n", pid) {
+		t.Fatalf("stop: exit %d, %q", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, daemonFileName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the daemon file outlived a clean stop: %v", err)
+	}
+	if code, out, _ := runCmd("daemon", "stop", "-data", dir); code != 0 || out != "no daemon runs for "+dir+"\n" {
+		t.Fatalf("second stop: exit %d, %q", code, out)
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, daemonLogName))
+	if !strings.Contains(string(log), "agentslice serve: listening on "+url) {
+		t.Fatalf("daemon log:\n%s", log)
+	}
+}
+
+// TestDaemonStaleFileAndAutoStart: a daemon file naming a dead process is
+// stale: status says so and removes it; a serve command then starts the
+// daemon (saying so on stderr), and a second command finds that daemon.
+func TestDaemonStaleFileAndAutoStart(t *testing.T) {
+	dir := t.TempDir()
+	dead := exec.Command(os.Args[0], "-test.run=^$") // runs no test and exits
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeDaemonFile(dir, daemonInfo{PID: dead.Process.Pid, URL: "http://127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCmd("daemon", "status", "-data", dir)
+	if code != 1 || !strings.Contains(errOut, fmt.Sprintf("removed the stale daemon file of pid %d", dead.Process.Pid)) ||
+		!strings.Contains(errOut, "no daemon runs") {
+		t.Fatalf("status on a stale file: exit %d, %q", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, daemonFileName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the stale daemon file was kept: %v", err)
+	}
+	if err := writeDaemonFile(dir, daemonInfo{PID: dead.Process.Pid, URL: "http://127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := json.Marshal(map[string]any{"script": remoteScript(t), "log_level": "warn"})
+	if err := os.WriteFile(filepath.Join(dir, daemonConfigName), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd("threads", "-data", dir)
+	m := regexp.MustCompile(`started the daemon at (http://\S+) \(pid (\d+),`).FindStringSubmatch(errOut)
+	if code != 0 || m == nil || !strings.HasPrefix(out, "THREAD") {
+		t.Fatalf("threads with no daemon: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	pid := 0
+	fmt.Sscan(m[2], &pid)
+	defer reap(t, pid)
+	defer runCmd("daemon", "stop", "-data", dir)
+	code, out, errOut = runCmd("send", "-data", dir, "-wait", "a1", "hi")
+	if code != 0 || out != "Hello from the scripted model.\n" || errOut != "" {
+		t.Fatalf("second command: exit %d, stdout %q, stderr %q (want the running daemon, no start)", code, out, errOut)
+	}
+	if info, err := readDaemonFile(dir); err != nil || info.PID != pid || info.URL != m[1] {
+		t.Fatalf("daemon file = %+v, %v", info, err)
+	}
+}
+
+// reap waits for a daemon this test process started (it is its parent)
+// to exit, asking it to stop first in case the test failed before stop.
+func reap(t *testing.T, pid int) {
+	t.Helper()
+	_ = syscall.Kill(pid, syscall.SIGTERM) // a no-op on a process that already exited
+	var ws syscall.WaitStatus
+	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
+		t.Errorf("waiting for the daemon pid %d: %v", pid, err)
+	}
+}
