@@ -171,7 +171,7 @@ func startDaemon(ctx context.Context, dir, listen, token string, extra []string)
 		return daemonInfo{}, err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, logf, logf // files: no copying goroutines
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}   // outlives this terminal
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}    // outlives this terminal
 	if err := cmd.Start(); err != nil {
 		return daemonInfo{}, fmt.Errorf("starting the daemon: %w", err)
 	}
