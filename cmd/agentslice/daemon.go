@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -252,27 +253,28 @@ func stopDaemon(ctx context.Context, dir string, info daemonInfo) error {
 // runDaemon is `agentslice daemon start|stop|status`.
 func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	const synopsis = "daemon start|stop|status [-data DIR] [-listen ADDR] [-- serve flags...]"
-	help := func() {
+	verb := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		verb, args = args[0], args[1:]
+	}
+	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: agentslice %s\n\n"+
 			"The daemon is `agentslice serve` on a data directory, found through the file %s there.\n"+
 			"start runs it detached (output appended to %s; %s in the directory is its -config when it exists),\n"+
 			"status says where it listens, stop ends it. The serve commands (threads, send, tail) start it when none runs.\n\nflags:\n",
 			synopsis, daemonFileName, daemonLogName, daemonConfigName)
+		fs.PrintDefaults()
 	}
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			help()
-			return nil
-		}
-		help()
-		return errors.New("say start, stop or status")
-	}
-	verb := args[0]
-	fs := newFlagSet("daemon "+verb, synopsis, stderr)
 	data := fs.String("data", "", "data `directory` (default $"+server.DataDirEnv+", else $XDG_DATA_HOME/agentslice, else ~/.local/share/agentslice)")
-	listen := fs.String("listen", "127.0.0.1:0", "`address` a started daemon listens on (default: a free port of 127.0.0.1)")
-	if err := parseFlags(fs, args[1:]); err != nil {
+	listen := fs.String("listen", "127.0.0.1:0", "`address` a started daemon listens on (the default is a free port of 127.0.0.1)")
+	if err := parseFlags(fs, args); err != nil {
 		return ignoreHelp(err)
+	}
+	if verb == "" {
+		fs.Usage()
+		return errors.New("say start, stop or status")
 	}
 	dir := dataDir(*data)
 	token := os.Getenv(server.TokenEnv)

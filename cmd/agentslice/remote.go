@@ -168,7 +168,7 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return runSendSQS(ctx, args, stdout, stderr)
 	}
 	fs := newFlagSet("send", "send [-server URL] [-agent NAME] [-wait] THREAD [TEXT...]  (no TEXT: read it from stdin)\n"+
-		"   or: agentslice send -queue-url URL -thread ID ... TEXT...  (a deployment; see -queue-url -h)\n\n"+formsNote, stderr)
+		"   or: agentslice send -queue-url URL -thread ID ... TEXT...  (a deployment: agentslice send -queue-url URL -h)\n\n"+formsNote, stderr)
 	var sf serverFlags
 	sf.register(fs)
 	var m client.Message
@@ -301,7 +301,7 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return runTailSQS(ctx, args, stdout, stderr)
 	}
 	fs := newFlagSet("tail", "tail [-server URL] [-after N] [-n N] [-json] [-deltas] THREAD\n"+
-		"   or: agentslice tail -queue-url URL [-n N] [-json]  (a deployment; see -queue-url -h)\n\n"+formsNote, stderr)
+		"   or: agentslice tail -queue-url URL [-n N] [-json]  (a deployment: agentslice tail -queue-url URL -h)\n\n"+formsNote, stderr)
 	var sf serverFlags
 	sf.register(fs)
 	after := fs.Int("after", -1, "resume after this event cursor (an event's seq, the SSE id); default: the whole history, then live")

@@ -53,8 +53,14 @@ func remoteScript(t *testing.T) string {
 // get_time tool) in this process, stopped when the test ends.
 func startInProcess(t *testing.T) string {
 	t.Helper()
+	return startInProcessToken(t, "")
+}
+
+// startInProcessToken is startInProcess requiring a bearer token.
+func startInProcessToken(t *testing.T, token string) string {
+	t.Helper()
 	ctx := context.Background()
-	srv, err := server.New(ctx, server.Config{Listen: "127.0.0.1:0", Script: remoteScript(t), Store: server.StoreMemory,
+	srv, err := server.New(ctx, server.Config{Listen: "127.0.0.1:0", Script: remoteScript(t), Store: server.StoreMemory, AuthToken: token,
 		ExampleTools: &server.ExampleTools{GetTime: true}}, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Getenv: func(string) string { return "" }})
 	if err != nil {
@@ -131,6 +137,25 @@ func TestSendWaitAndThreads(t *testing.T) {
 		if code, _, errOut := runCmd(sub, "-h"); code != 0 || !strings.Contains(errOut, "usage: agentslice "+sub) {
 			t.Errorf("%s -h: exit %d, %q", sub, code, errOut)
 		}
+	}
+}
+
+// TestServerAndTokenFromTheEnvironment: without -server the commands
+// talk to $AGENTSLICE_SERVER, with the bearer token of $AGENTSLICE_TOKEN;
+// a missing token is the server's 401, named.
+func TestServerAndTokenFromTheEnvironment(t *testing.T) {
+	url := startInProcessToken(t, "s3cret")
+	t.Setenv(ServerEnv, url)
+	t.Setenv(server.TokenEnv, "")
+	if code, _, errOut := runCmd("threads"); code != 1 || !strings.Contains(errOut, "401 Unauthorized: a bearer token is required") {
+		t.Fatalf("threads without a token: exit %d, %q", code, errOut)
+	}
+	t.Setenv(server.TokenEnv, "s3cret")
+	if code, out, errOut := runCmd("send", "-wait", "e1", "hi"); code != 0 || out != "Hello from the scripted model.\n" {
+		t.Fatalf("send with the token: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, out, errOut := runCmd("tail", "-n", "1", "e1"); code != 0 || out != "user: hi\n" {
+		t.Fatalf("tail with the token: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
 
@@ -329,5 +354,22 @@ func reap(t *testing.T, pid int) {
 	var ws syscall.WaitStatus
 	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
 		t.Errorf("waiting for the daemon pid %d: %v", pid, err)
+	}
+}
+
+// TestDaemonThatCannotStart: a daemon that exits before it listens (a bad
+// serve.json) fails start with its exit and what it logged.
+func TestDaemonThatCannotStart(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, daemonConfigName), []byte(`{"tool_servers": ["ftp://tools"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd("daemon", "start", "-data", dir)
+	if code != 1 || out != "" || !strings.Contains(errOut, "the daemon exited (status 1) before it listened") ||
+		!strings.Contains(errOut, `field "tool_servers[0]"`) {
+		t.Fatalf("start: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, daemonFileName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a daemon file was left: %v", err)
 	}
 }
