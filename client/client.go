@@ -343,3 +343,22 @@ func (c *Client) Choose(ctx context.Context, thread, callID string, selected int
 	return c.call(ctx, http.MethodPost, "/threads/"+url.PathEscape(thread)+"/choices/"+url.PathEscape(callID), nil,
 		map[string]int{"selected": selected}, nil)
 }
+
+// Stop interrupts a thread: the running completion and the pending call
+// (reason is recorded with the stop; "" for none).
+func (c *Client) Stop(ctx context.Context, thread, reason string) error {
+	return c.control(ctx, thread, "stop", reason)
+}
+
+// Close stops a thread and closes it for good: it takes no more messages.
+func (c *Client) Close(ctx context.Context, thread, reason string) error {
+	return c.control(ctx, thread, "close", reason)
+}
+
+func (c *Client) control(ctx context.Context, thread, what, reason string) error {
+	body := map[string]string{}
+	if reason != "" {
+		body["reason"] = reason
+	}
+	return c.call(ctx, http.MethodPost, "/threads/"+url.PathEscape(thread)+"/"+what, nil, body, nil)
+}

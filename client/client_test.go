@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -95,6 +96,35 @@ func TestStreamParsesEvents(t *testing.T) {
 	}
 	if _, err := s.Next(); !errors.Is(err, ErrDropped) {
 		t.Fatalf("third: %v, want ErrDropped", err)
+	}
+}
+
+// TestChooseAndControlRequests: the exact requests Choose, Stop and Close
+// send (the real server's user_choice needs a RAP tool; its endpoint is
+// tested in internal/server).
+func TestChooseAndControlRequests(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got = append(got, r.Method+" "+r.URL.EscapedPath()+" "+string(b))
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{}`)
+	}))
+	defer srv.Close()
+	c, _ := New(srv.URL+"/", "")
+	ctx := context.Background()
+	if err := c.Choose(ctx, "a/b", "call_1", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Stop(ctx, "t", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(ctx, "t", "done"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`POST /threads/a%2Fb/choices/call_1 {"selected":2}`, `POST /threads/t/stop {}`, `POST /threads/t/close {"reason":"done"}`}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -5,6 +5,8 @@
 //	agentslice threads  list a serve's threads
 //	agentslice send     send a message to a thread of a serve, or of a deployed queue (-queue-url)
 //	agentslice tail     follow a thread of a serve, or a deployment's output queue (-queue-url)
+//	agentslice history  print a serve's thread
+//	agentslice stop     stop a serve's thread; close: stop it and close it for good
 //	agentslice migrate  create or upgrade the DSQL/PostgreSQL schema
 //	agentslice version  print what this binary was built from
 //
@@ -34,6 +36,9 @@ func commands() []command {
 		{"threads", "list the threads of a serve, with status, agent and last activity", runThreads},
 		{"send", "send a message to a thread of a serve (or, with -queue-url, a deployment's queue)", runSend},
 		{"tail", "follow a thread's events on a serve (or, with -queue-url, a deployment's output queue)", runTail},
+		{"history", "print a thread's status and history on a serve", runHistory},
+		{"stop", "stop what a thread of a serve is doing (the completion and the pending call)", runStop},
+		{"close", "stop a thread of a serve and close it for good", runClose},
 		{"migrate", "create or upgrade the history schema (DSQL or PostgreSQL)", runMigrate},
 		{"version", "print the version, VCS revision and Go version of this binary", runVersion},
 	}

@@ -217,7 +217,7 @@ var stdinReader io.Reader = os.Stdin
 // explain adds what the command line can say to an API error.
 func explain(err error, thread string) error {
 	var ae *client.APIError
-	if errors.As(err, &ae) && ae.StatusCode == http.StatusNotFound && ae.Field == "thread_id" {
+	if errors.As(err, &ae) && ae.StatusCode == http.StatusNotFound && !strings.Contains(ae.Message, thread) {
 		return fmt.Errorf("thread %s: %w", thread, err)
 	}
 	return err

@@ -373,3 +373,60 @@ func TestDaemonThatCannotStart(t *testing.T) {
 		t.Fatalf("a daemon file was left: %v", err)
 	}
 }
+
+// TestHistoryStopClose: history prints a thread's items; close closes it
+// (a later send is the server's 409, saying why); a thread without history
+// is a 404 naming it.
+func TestHistoryStopClose(t *testing.T) {
+	url := startInProcess(t)
+	if code, _, errOut := runCmd("send", "-server", url, "-wait", "tt", "what time is it?"); code != 0 {
+		t.Fatal(errOut)
+	}
+	code, out, errOut := runCmd("history", "-server", url, "tt")
+	want := regexp.MustCompile(`^thread tt: idle, 5 items
+user: what time is it\?
+assistant: checking the time
+tool_call get_time \{"timezone":"UTC"\}
+tool_result get_time \(ok\): .+
+assistant: it is late
+  very late
+$`)
+	if code != 0 || !want.MatchString(out) {
+		t.Fatalf("history: exit %d, stderr %q, stdout:\n%s", code, errOut, out)
+	}
+	if code, out, _ := runCmd("history", "-server", url, "-from", "4", "tt"); code != 0 || !strings.HasSuffix(out, "items\nassistant: it is late\n  very late\n") {
+		t.Fatalf("history -from 4: exit %d, %q", code, out)
+	}
+	if code, out, _ := runCmd("stop", "-server", url, "tt"); code != 0 || out != "stopping thread tt\n" {
+		t.Fatalf("stop: exit %d, %q", code, out)
+	}
+	c, _ := client.New(url, "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := c.Events(ctx, "tt", client.EventOptions{After: 5, Resume: true, Kinds: []string{"stopped", "closed"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if code, out, errOut := runCmd("close", "-server", url, "-reason", "done here", "tt"); code != 0 || out != "closing thread tt\n" {
+		t.Fatalf("close: exit %d, %q, %q", code, out, errOut)
+	}
+	for _, kind := range []string{"stopped", "closed"} {
+		if ev, err := s.Next(); err != nil || ev.Kind != kind {
+			t.Fatalf("event %+v, %v; want %s", ev, err, kind)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"send", "-server", url, "tt", "more"}, "agentslice send: 409 Conflict: thread tt is closed and takes no more messages (field thread_id)\n"},
+		{[]string{"close", "-server", url, "tt"}, "agentslice close: 409 Conflict: thread tt is closed already (field thread_id)\n"},
+		{[]string{"history", "-server", url, "nope"}, "agentslice history: 404 Not Found: thread nope has no history yet (field thread_id)\n"},
+		{[]string{"stop", "-server", url}, "agentslice stop: missing THREAD: say which thread to stop\n"},
+	} {
+		if code, _, errOut := runCmd(tc.args...); code != 1 || errOut != tc.want {
+			t.Errorf("%v: exit %d, stderr %q; want %q", tc.args[:1], code, errOut, tc.want)
+		}
+	}
+}
