@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/agentslice/agentslice/client"
@@ -129,5 +131,54 @@ func runControl(ctx context.Context, verb string, args []string, stdout, stderr 
 	}
 	past := map[string]string{"stop": "stopping", "close": "closing"}[verb]
 	fmt.Fprintf(stdout, "%s thread %s\n", past, thread)
+	return nil
+}
+
+// runChoose answers a thread's pending user_choice by index or by text.
+func runChoose(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("choose", "choose [-server URL] THREAD CHOICE  (CHOICE: its number, or its text)", stderr)
+	var sf serverFlags
+	sf.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return ignoreHelp(err)
+	}
+	if fs.NArg() != 2 {
+		return fmt.Errorf("want THREAD CHOICE, got %d arguments", fs.NArg())
+	}
+	thread, pick := fs.Arg(0), fs.Arg(1)
+	c, done, err := sf.connect(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer done()
+	th, err := c.Thread(ctx, thread, math.MaxInt32) // the state and the choice, no items
+	if err != nil {
+		return explain(err, thread)
+	}
+	ch := th.Choice
+	if ch == nil {
+		return fmt.Errorf("thread %s waits for no choice (it is %s)", thread, th.Status)
+	}
+	n := -1
+	if i, err := strconv.Atoi(pick); err == nil {
+		n = i
+	} else {
+		for i, o := range ch.Choices {
+			if strings.EqualFold(o, pick) {
+				n = i
+			}
+		}
+	}
+	if n < 0 || n >= len(ch.Choices) {
+		var opts []string
+		for i, o := range ch.Choices {
+			opts = append(opts, fmt.Sprintf("[%d] %s", i, o))
+		}
+		return fmt.Errorf("%q is not one of the choices of %q: %s", pick, ch.Prompt, strings.Join(opts, ", "))
+	}
+	if err := c.Choose(ctx, thread, ch.CallID, n); err != nil {
+		return explain(err, thread)
+	}
+	fmt.Fprintf(stdout, "chose [%d] %s\n", n, ch.Choices[n])
 	return nil
 }

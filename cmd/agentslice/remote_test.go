@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"github.com/agentslice/agentslice/client"
+	"github.com/agentslice/agentslice/internal/rap"
 	"github.com/agentslice/agentslice/internal/server"
 )
 
@@ -35,7 +38,10 @@ func testDaemonCommand(args []string) (*exec.Cmd, error) {
 func remoteScript(t *testing.T) string {
 	script := map[string]any{
 		"default": []map[string]any{{"text": "Hello from the scripted model."}, {"text": "Hello again."}},
-		"threads": map[string]any{"tt": []map[string]any{
+		"threads": map[string]any{"ch": []map[string]any{
+			{"text": "Asking.", "tool_call": map[string]any{"name": "ask", "args": map[string]any{}}},
+			{"text": "green it is"},
+		}, "tt": []map[string]any{
 			{"text": "checking the time", "tool_call": map[string]any{"name": "get_time", "args": map[string]any{"timezone": "UTC"}}},
 			{"text": "it is late\nvery late"},
 			{"text": "still late"},
@@ -57,11 +63,11 @@ func startInProcess(t *testing.T) string {
 }
 
 // startInProcessToken is startInProcess requiring a bearer token.
-func startInProcessToken(t *testing.T, token string) string {
+func startInProcessToken(t *testing.T, token string, toolServers ...string) string {
 	t.Helper()
 	ctx := context.Background()
 	srv, err := server.New(ctx, server.Config{Listen: "127.0.0.1:0", Script: remoteScript(t), Store: server.StoreMemory, AuthToken: token,
-		ExampleTools: &server.ExampleTools{GetTime: true}}, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		ToolServers: toolServers, ExampleTools: &server.ExampleTools{GetTime: true}}, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
@@ -428,5 +434,85 @@ $`)
 		if code, _, errOut := runCmd(tc.args...); code != 1 || errOut != tc.want {
 			t.Errorf("%v: exit %d, stderr %q; want %q", tc.args[:1], code, errOut, tc.want)
 		}
+	}
+}
+
+// askServer is a RAP tool server with one tool, ask, that asks the user
+// "Which colour?" (red, green) and returns what was chosen.
+func askServer(t *testing.T) string {
+	t.Helper()
+	answers := make(chan rap.ChoiceResponse, 1)
+	respond := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var a rap.ChoiceResponse
+		if err := json.NewDecoder(r.Body).Decode(&a); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		answers <- a
+	}))
+	t.Cleanup(respond.Close)
+	kit, err := rap.NewServer(rap.ServerConfig{Name: "asker", Tools: []rap.Tool{
+		{Name: "ask", Description: "ask the user", InputSchema: json.RawMessage(`{"type":"object"}`), Run: func(ctx context.Context, c *rap.Call) error {
+			if err := c.Choice(ctx, "Which colour?", []string{"red", "green"}, 0, respond.URL); err != nil {
+				return err
+			}
+			select {
+			case a := <-answers:
+				return c.Result(ctx, fmt.Sprintf("the user chose %d", a.Selected))
+			case <-ctx.Done():
+				return nil
+			}
+		}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kit.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(kit)
+	t.Cleanup(func() { hs.Close(); kit.Stop() })
+	return hs.URL
+}
+
+// TestChoose: send -wait shows the choice a turn ends on; choose answers
+// it by text (or number), and the turn goes on; a wrong choice or a thread
+// waiting for none is refused, naming what is possible.
+func TestChoose(t *testing.T) {
+	url := startInProcessToken(t, "", askServer(t))
+	code, out, errOut := runCmd("send", "-server", url, "-wait", "ch", "pick one")
+	if code != 0 || out != "Asking.\nWhich colour?\n  [0] red\n  [1] green\n" || !strings.Contains(errOut, "thread ch waits for a choice") {
+		t.Fatalf("send -wait: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, _, errOut := runCmd("choose", "-server", url, "ch", "blue"); code != 1 ||
+		!strings.Contains(errOut, `"blue" is not one of the choices of "Which colour?": [0] red, [1] green`) {
+		t.Fatalf("choose blue: exit %d, %q", code, errOut)
+	}
+	c, _ := client.New(url, "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := c.Events(ctx, "ch", client.EventOptions{Kinds: []string{"turn"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if code, out, errOut := runCmd("choose", "-server", url, "ch", "Green"); code != 0 || out != "chose [1] green\n" {
+		t.Fatalf("choose Green: exit %d, %q, %q", code, out, errOut)
+	}
+	for {
+		ev, err := s.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Text == "green it is" {
+			break
+		}
+	}
+	th, err := waitIdle(t, c, "ch")
+	if err != nil || !strings.Contains(th.Items[4].Text, "the user chose 1") {
+		t.Fatalf("thread after the choice: %+v, %v", th, err)
+	}
+	if code, _, errOut := runCmd("choose", "-server", url, "ch", "0"); code != 1 || errOut != "agentslice choose: thread ch waits for no choice (it is idle)\n" {
+		t.Fatalf("choose with none pending: exit %d, %q", code, errOut)
 	}
 }
