@@ -158,6 +158,7 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		return fmt.Errorf("client: decoding the answer of %s %s: %w", method, path, err)
 	}
+	_, _ = io.Copy(io.Discard, resp.Body) // the trailing newline: the connection can be reused
 	return nil
 }
 
