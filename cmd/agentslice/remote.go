@@ -68,9 +68,9 @@ func (f *serverFlags) connect(ctx context.Context, stderr io.Writer) (*client.Cl
 		return nil, nil, fmt.Errorf("-server: %w", err)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	// A command makes a few requests: no keep-alive. (With it, a connection
-	// the transport dialled but never used stays "new" on the server, which
-	// holds up the server's graceful stop by 5 s; the tests saw it.)
+	// A command makes a few requests: no keep-alive. (With it, the tests saw
+	// the server's graceful stop wait 5 s at times, the grace net/http gives
+	// a connection that has not sent a request yet.)
 	tr.DisableKeepAlives = true
 	c.HTTPClient = &http.Client{Transport: tr} // no overall timeout: event streams last
 	return c, tr.CloseIdleConnections, nil
