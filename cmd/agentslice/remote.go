@@ -285,6 +285,11 @@ func sendAndWait(ctx context.Context, c *client.Client, thread string, m client.
 			case "idle", "closed", "failed":
 				return nil
 			case "waiting_for_choice":
+				if choice == nil { // the status can come before the user_choice event: ask
+					if th, err := c.Thread(ctx, thread, math.MaxInt32); err == nil {
+						choice = th.Choice
+					}
+				}
 				if choice != nil {
 					fmt.Fprintf(stdout, "%s\n", choice.Prompt)
 					for i, ch := range choice.Choices {

@@ -65,6 +65,11 @@ func startInProcess(t *testing.T) string {
 // startInProcessToken is startInProcess requiring a bearer token.
 func startInProcessToken(t *testing.T, token string, toolServers ...string) string {
 	t.Helper()
+	return startInProcessServer(t, token, toolServers...).URL()
+}
+
+func startInProcessServer(t *testing.T, token string, toolServers ...string) *server.Server {
+	t.Helper()
 	ctx := context.Background()
 	srv, err := server.New(ctx, server.Config{Listen: "127.0.0.1:0", Script: remoteScript(t), Store: server.StoreMemory, AuthToken: token,
 		ToolServers: toolServers, ExampleTools: &server.ExampleTools{GetTime: true}}, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -76,7 +81,7 @@ func startInProcessToken(t *testing.T, token string, toolServers ...string) stri
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Stop)
-	return srv.URL()
+	return srv
 }
 
 // TestSendWaitAndThreads: send -wait prints the reply once the turn ends
@@ -165,22 +170,25 @@ func TestServerAndTokenFromTheEnvironment(t *testing.T) {
 	}
 }
 
-// waitIdle follows a thread's events until it is idle after its first
-// message, then reads it.
+// waitIdle waits until a thread is idle after its first message (the
+// stream is open before each look, so no state change is missed), then
+// reads it.
 func waitIdle(t *testing.T, c *client.Client, thread string) (*client.Thread, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for {
+		s, err := c.Events(ctx, thread, client.EventOptions{Kinds: []string{"state"}})
+		if err != nil {
+			return nil, err
+		}
 		th, err := c.Thread(ctx, thread, 0)
 		if err == nil && th.Status == "idle" && len(th.Items) >= 2 {
+			s.Close()
 			return th, nil
 		}
 		if err != nil && !client.IsNotFound(err) {
-			return nil, err
-		}
-		s, err := c.Events(ctx, thread, client.EventOptions{Kinds: []string{"state"}})
-		if err != nil {
+			s.Close()
 			return nil, err
 		}
 		_, err = s.Next() // a state change: look again
@@ -195,7 +203,8 @@ func waitIdle(t *testing.T, c *client.Client, thread string) (*client.Thread, er
 // follows it live; -after resumes after a cursor; -json prints the raw
 // events.
 func TestTailPrintsEvents(t *testing.T) {
-	url := startInProcess(t)
+	srv := startInProcessServer(t, "")
+	url := srv.URL()
 	if code, _, errOut := runCmd("send", "-server", url, "-wait", "tt", "what time is it?"); code != 0 {
 		t.Fatal(errOut)
 	}
@@ -224,10 +233,19 @@ $`)
 	}
 	done := make(chan result, 1)
 	var liveOut, liveErr bytes.Buffer
+	subs, changed := srv.Events().Subscribers()
 	go func() { // ends after printing 3 events
 		code := run(context.Background(), []string{"tail", "-server", url, "-n", "3", "-after", fmt.Sprint(th.Own()), "tt"}, &liveOut, &liveErr)
 		done <- result{code, liveOut.String(), liveErr.String()}
 	}()
+	for n := subs; n <= subs; { // the tail subscribed: what follows is live
+		select {
+		case <-changed:
+			n, changed = srv.Events().Subscribers()
+		case <-time.After(time.Minute):
+			t.Fatal("the live tail did not subscribe")
+		}
+	}
 	if code, _, errOut := runCmd("send", "-server", url, "-wait", "tt", "and now?"); code != 0 {
 		t.Fatal(errOut)
 	}
