@@ -534,3 +534,29 @@ func TestChoose(t *testing.T) {
 		t.Fatalf("choose with none pending: exit %d, %q", code, errOut)
 	}
 }
+
+// TestTailResumesAfterADrop: when the server drops a stream that fell
+// behind, tail reconnects after the last cursor it printed. (A stand-in
+// server: a real one drops only a reader that lets its TCP buffers fill; it
+// checks the exact requests.)
+func TestTailResumesAfterADrop(t *testing.T) {
+	var queries []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		queries = append(queries, r.URL.RawQuery)
+		w.Header().Set("Content-Type", "text/event-stream")
+		if len(queries) == 1 {
+			io.WriteString(w, ": subscribed\n\nid: 1\nevent: message\ndata: {\"kind\":\"message\",\"seq\":1,\"text\":\"hi\"}\n\n"+
+				"event: dropped\ndata: {\"error\":\"fell behind\"}\n\n")
+			return
+		}
+		io.WriteString(w, ": subscribed\n\nid: 2\nevent: turn\ndata: {\"kind\":\"turn\",\"seq\":2,\"text\":\"hello\"}\n\n")
+	}))
+	defer srv.Close()
+	code, out, errOut := runCmd("tail", "-server", srv.URL, "-n", "2", "t")
+	if code != 0 || out != "user: hi\nassistant: hello\n" || !strings.Contains(errOut, "resuming after 1") {
+		t.Fatalf("tail: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if strings.Join(queries, " ") != " after=1" {
+		t.Fatalf("queries %q, want a fresh stream, then after=1", queries)
+	}
+}
