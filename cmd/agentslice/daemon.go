@@ -43,7 +43,7 @@ type daemonInfo struct {
 // store has one.
 func daemonDir(cfg server.Config) (string, bool) {
 	store := strings.ToLower(cfg.Store)
-	if store != "" && store != server.StoreSQLite || store == "" && cfg.DSN != "" {
+	if (store != "" && store != server.StoreSQLite) || (store == "" && cfg.DSN != "") {
 		return "", false
 	}
 	dir := cfg.Data
