@@ -88,9 +88,9 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// runSend sends one user message to a thread on a deployment's FIFO input
+// runSendSQS sends one user message to a thread on a deployment's FIFO input
 // queue and prints the message ID.
-func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runSendSQS(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("send", "send --queue-url URL --thread ID [--agent NAME] [--id ID] [--user ID] [--class background --background-queue-url URL] TEXT...", stderr)
 	var a awsFlags
 	a.register(fs)
@@ -157,9 +157,9 @@ func ignoreHelp(err error) error {
 	return err
 }
 
-// runTail long-polls a deployment's output queue, prints each agent reply
+// runTailSQS long-polls a deployment's output queue, prints each agent reply
 // as it arrives and deletes it.
-func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runTailSQS(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("tail", "tail --queue-url URL [-n N] [--json]", stderr)
 	var a awsFlags
 	a.register(fs)

@@ -1,8 +1,13 @@
 // Command agentslice is the command line of agentslice:
 //
 //	agentslice serve    run the embedded runtime with an HTTP API
-//	agentslice send     send a message to a thread of a deployed queue
-//	agentslice tail     print replies from a deployment's output queue
+//	agentslice daemon   start, stop or find the local serve of a data directory
+//	agentslice threads  list a serve's threads
+//	agentslice send     send a message to a thread of a serve, or of a deployed queue (-queue-url)
+//	agentslice tail     follow a thread of a serve, or a deployment's output queue (-queue-url)
+//	agentslice history  print a serve's thread
+//	agentslice choose   answer the choice a serve's thread waits for
+//	agentslice stop     stop a serve's thread; close: stop it and close it for good
 //	agentslice dead-letters  list, redrive or discard a running serve's dead letters
 //	agentslice migrate  create or upgrade the DSQL/PostgreSQL schema
 //	agentslice version  print what this binary was built from
@@ -29,8 +34,14 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"serve", "run the embedded runtime with an HTTP API", runServe},
-		{"send", "send a message to a thread on a deployed FIFO input queue", runSend},
-		{"tail", "print agent replies from a deployment's output queue", runTail},
+		{"daemon", "start, stop or find the local serve daemon of a data directory", runDaemon},
+		{"threads", "list the threads of a serve, with status, agent and last activity", runThreads},
+		{"send", "send a message to a thread of a serve (or, with -queue-url, a deployment's queue)", runSend},
+		{"tail", "follow a thread's events on a serve (or, with -queue-url, a deployment's output queue)", runTail},
+		{"history", "print a thread's status and history on a serve", runHistory},
+		{"choose", "answer the choice a thread of a serve waits for", runChoose},
+		{"stop", "stop what a thread of a serve is doing (the completion and the pending call)", runStop},
+		{"close", "stop a thread of a serve and close it for good", runClose},
 		{"dead-letters", "list, redrive or discard the dead letters of a running serve", runDeadLetters},
 		{"migrate", "create or upgrade the history schema (DSQL or PostgreSQL)", runMigrate},
 		{"version", "print the version, VCS revision and Go version of this binary", runVersion},

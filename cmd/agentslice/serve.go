@@ -194,6 +194,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
+	if dir, ok := daemonDir(cfg); ok { // the command line finds this server through it (daemon.go)
+		if err := writeDaemonFile(dir, daemonInfo{PID: os.Getpid(), URL: srv.URL()}); err != nil {
+			srv.Stop()
+			return err
+		}
+		defer removeDaemonFile(dir, os.Getpid()) // after Stop released the directory
+	}
 	fmt.Fprintf(stdout, "agentslice serve: listening on %s\n", srv.URL())
 	select {
 	case <-ctx.Done():

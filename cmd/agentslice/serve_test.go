@@ -22,6 +22,7 @@ func TestMain(m *testing.M) {
 	if args := os.Getenv(childEnv); args != "" {
 		os.Exit(runChild(args)) // this binary was started as a server by a test
 	}
+	daemonCommand = testDaemonCommand // the daemon is this binary too (remote_test.go)
 	goleak.VerifyTestMain(m)
 }
 

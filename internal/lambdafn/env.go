@@ -56,8 +56,8 @@ const (
 	EnvProviderWait    = "AGENTSLICE_PROVIDER_WAIT"
 	EnvProviderWaitMax = "AGENTSLICE_PROVIDER_WAIT_MAX"
 	EnvProviderMaxWait = "AGENTSLICE_PROVIDER_MAX_WAIT"
-	EnvRegion      = "AWS_REGION"              // set by Lambda
-	EnvTaskRoot    = "LAMBDA_TASK_ROOT"        // the function's code directory, set by Lambda
+	EnvRegion          = "AWS_REGION"       // set by Lambda
+	EnvTaskRoot        = "LAMBDA_TASK_ROOT" // the function's code directory, set by Lambda
 )
 
 // EnvError names an environment variable that is missing or wrong.

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/agentslice/agentslice/client"
+)
+
+// runHistory prints a thread's status and history.
+func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("history", "history [-server URL] [-from N] [-json] THREAD", stderr)
+	var sf serverFlags
+	sf.register(fs)
+	from := fs.Int("from", 0, "skip the first N items (of the full view, ancestors' items included)")
+	asJSON := fs.Bool("json", false, "print the server's answer as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return ignoreHelp(err)
+	}
+	thread, err := oneThread(fs.Args(), "read")
+	if err != nil {
+		return err
+	}
+	if *from < 0 {
+		return fmt.Errorf("-from %d is negative", *from)
+	}
+	c, done, err := sf.connect(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer done()
+	th, err := c.Thread(ctx, thread, *from)
+	if err != nil {
+		return explain(err, thread)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(th)
+	}
+	head := fmt.Sprintf("thread %s: %s, %d items", th.ID, th.Status, th.Total)
+	if th.State.Agent != "" {
+		head += ", agent " + th.State.Agent
+	}
+	if u := th.State.Usage; u.Input+u.Output > 0 {
+		head += fmt.Sprintf(", %d input and %d output tokens", u.Input, u.Output)
+	}
+	fmt.Fprintln(stdout, head)
+	for _, it := range th.Items {
+		fmt.Fprintln(stdout, formatItem(it))
+	}
+	if ch := th.Choice; ch != nil {
+		fmt.Fprintf(stdout, "waiting for a choice: %s\n", ch.Prompt)
+		for i, o := range ch.Choices {
+			fmt.Fprintf(stdout, "  [%d] %s\n", i, o)
+		}
+	}
+	return nil
+}
+
+// formatItem renders a history item as tail renders its event.
+func formatItem(it client.Item) string {
+	var s string
+	switch it.Kind {
+	case "user":
+		s = "user: " + it.Text
+	case "assistant":
+		s = "assistant: " + it.Text
+	case "tool_call":
+		s = fmt.Sprintf("tool_call %s %s", it.Name, it.Args)
+	case "tool_result":
+		state := "ok"
+		if it.IsError {
+			state = "failed"
+		}
+		s = fmt.Sprintf("tool_result %s (%s): %s", it.Name, state, it.Text)
+	default:
+		s = it.Kind + ": " + it.Text
+	}
+	return strings.ReplaceAll(strings.TrimRight(s, " "), "\n", "\n  ")
+}
+
+// oneThread reads the THREAD argument of a command that takes only it.
+func oneThread(args []string, verb string) (string, error) {
+	switch {
+	case len(args) == 0:
+		return "", fmt.Errorf("missing THREAD: say which thread to %s", verb)
+	case len(args) > 1:
+		return "", fmt.Errorf("unexpected argument %q (one THREAD only)", args[1])
+	}
+	return args[0], nil
+}
+
+// runStop and runClose stop a thread's work, or stop and close it.
+func runStop(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runControl(ctx, "stop", args, stdout, stderr)
+}
+
+func runClose(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runControl(ctx, "close", args, stdout, stderr)
+}
+
+func runControl(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet(verb, verb+" [-server URL] [-reason TEXT] THREAD", stderr)
+	var sf serverFlags
+	sf.register(fs)
+	reason := fs.String("reason", "", "why, recorded in the thread's history")
+	if err := parseFlags(fs, args); err != nil {
+		return ignoreHelp(err)
+	}
+	thread, err := oneThread(fs.Args(), verb)
+	if err != nil {
+		return err
+	}
+	c, done, err := sf.connect(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer done()
+	f := c.Stop
+	if verb == "close" {
+		f = c.Close
+	}
+	if err := f(ctx, thread, *reason); err != nil {
+		return explain(err, thread)
+	}
+	past := map[string]string{"stop": "stopping", "close": "closing"}[verb]
+	fmt.Fprintf(stdout, "%s thread %s\n", past, thread)
+	return nil
+}
+
+// runChoose answers a thread's pending user_choice by index or by text.
+func runChoose(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("choose", "choose [-server URL] THREAD CHOICE  (CHOICE: its number, or its text)", stderr)
+	var sf serverFlags
+	sf.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return ignoreHelp(err)
+	}
+	if fs.NArg() != 2 {
+		return fmt.Errorf("want THREAD CHOICE, got %d arguments", fs.NArg())
+	}
+	thread, pick := fs.Arg(0), fs.Arg(1)
+	c, done, err := sf.connect(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer done()
+	th, err := c.Thread(ctx, thread, math.MaxInt32) // the state and the choice, no items
+	if err != nil {
+		return explain(err, thread)
+	}
+	ch := th.Choice
+	if ch == nil {
+		return fmt.Errorf("thread %s waits for no choice (it is %s)", thread, th.Status)
+	}
+	n := -1
+	if i, err := strconv.Atoi(pick); err == nil {
+		n = i
+	} else {
+		for i, o := range ch.Choices {
+			if strings.EqualFold(o, pick) {
+				n = i
+			}
+		}
+	}
+	if n < 0 || n >= len(ch.Choices) {
+		var opts []string
+		for i, o := range ch.Choices {
+			opts = append(opts, fmt.Sprintf("[%d] %s", i, o))
+		}
+		return fmt.Errorf("%q is not one of the choices of %q: %s", pick, ch.Prompt, strings.Join(opts, ", "))
+	}
+	if err := c.Choose(ctx, thread, ch.CallID, n); err != nil {
+		return explain(err, thread)
+	}
+	fmt.Fprintf(stdout, "chose [%d] %s\n", n, ch.Choices[n])
+	return nil
+}
