@@ -117,11 +117,14 @@ func TestSendWaitAndThreads(t *testing.T) {
 	if len(lines) != 4 || !regexp.MustCompile(`^THREAD\s+STATUS\s+AGENT\s+LAST ACTIVITY\s+ITEMS\s+TITLE$`).MatchString(lines[0]) {
 		t.Fatalf("threads printed:\n%s", out)
 	}
-	for _, id := range []string{"t1", "t2", "tt"} {
-		if !regexp.MustCompile(`(?m)^` + id + `\s+idle\s+-\s+-\s+\d+\s*$`).MatchString(out) {
-			t.Errorf("threads lacks an idle row for %s:\n%s", id, out)
+	// Each row: the thread, its status, its agent (none here), its last
+	// activity, its items and its title (the first user message).
+	for id, title := range map[string]string{"t1": "hello there", "t2": "from stdin", "tt": "what time is it?"} {
+		if !regexp.MustCompile(`(?m)^` + id + `\s+idle\s+-\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+\d+\s+` + regexp.QuoteMeta(title) + `\s*$`).MatchString(out) {
+			t.Errorf("threads lacks an idle row for %s titled %q:\n%s", id, title, out)
 		}
 	}
+
 	code, out, _ = runCmd("threads", "-server", url, "-json")
 	var l client.ThreadList
 	if code != 0 || json.Unmarshal([]byte(out), &l) != nil || l.Count != 3 {
