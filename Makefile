@@ -5,12 +5,12 @@
 #                   (it ends with make e2e's local cloud test)
 #   make e2e        only the local cloud test: the Lambda bootstraps under the
 #                   Runtime Interface Emulator against fauxqs, DynamoDB Local, PostgreSQL
-# For the reliability claims (README, "Reliability"):
+# For the reliability claims (docs/reliability.md):
 #   make chaos      the crash/redelivery/race matrix, then the mutants; ends with its summary line
 #   make mutants    the matrix against each deliberate bug in internal/runtime/mutants.go
 #   make mutation   mutation score per package (go-gremlins; tests + matrix as oracle); hours
 #   make fuzz       every fuzz target for FUZZTIME each
-# Deploying to AWS (README, "Deploy to AWS"): make build, make synth, make deploy, make destroy.
+# Deploying to AWS (docs/aws.md): make build, make synth, make deploy, make destroy.
 GO      ?= go
 AGENTS  ?= 20000
 TURNS   ?= 20
@@ -47,13 +47,13 @@ loadtest:
 	  GOMAXPROCS=$(LOADTEST_GOMAXPROCS) $(GO) run ./loadtest/density -profile $$p -agents $(AGENTS) -turns $(TURNS) -wave $(WAVE) || exit 1; \
 	done
 
-# The full-size run the README reports (80,000 agents x 20 turns).
+# The full-size run docs/performance.md reports (80,000 agents x 20 turns).
 loadtest-full:
 	$(MAKE) loadtest AGENTS=80000
 
 # The durable store of serve under the same workload: every commit and
 # accepted message fsynced (journal, group commit), 80,000 agents x 20 turns
-# on two cores, both profiles (README, "On the durable store").
+# on two cores, both profiles (docs/performance.md, "On the durable store").
 DURABLE_AGENTS ?= 80000
 loadtest-durable:
 	@for p in $(PROFILE); do \
@@ -62,7 +62,7 @@ loadtest-durable:
 
 # Multi-core scaling: each profile at GOMAXPROCS=1 and at every core (nproc),
 # each in a fresh child process; per profile one JSON line with cps_1, cps_n,
-# scaling and cpu_per_completion_ratio (see the README, "Using every core").
+# scaling and cpu_per_completion_ratio (see docs/performance.md, "Using every core").
 loadtest-scaling:
 	@for p in $(PROFILE); do \
 	  $(GO) run ./loadtest/density -scaling -profile $$p -agents $(AGENTS) -turns $(TURNS) -wave $(WAVE) -progress=false || exit 1; \
@@ -70,7 +70,7 @@ loadtest-scaling:
 
 # The cold tier's codec alone, on histories shaped like the density
 # benchmark's, one core: MB/s, ratio, bytes and CPU-µs per completion for
-# each codec in reach (README, "What one core can do").
+# each codec in reach (docs/performance.md, "What one core can do").
 bench-codec:
 	GOMAXPROCS=1 $(GO) test ./loadtest/density -run '^$$' -bench ColdCodec -benchtime 2000x
 
@@ -114,7 +114,7 @@ PKGS ?=
 mutation:
 	bash scripts/mutation.sh $(PKGS)
 
-# --- Deploying to AWS (see the README, "Deploy to AWS") ---------------------------------
+# --- Deploying to AWS (see docs/aws.md) ---------------------------------
 
 # The Lambda functions, each built from ./cmd/<name> into bin/<name>/bootstrap.
 FUNCTIONS := slicefn rapreceiver delayrelay

@@ -14,7 +14,7 @@ import (
 )
 
 // Event is one event of an event stream. Kind says which fields are set;
-// the README of agentslice lists the kinds (message, turn, tool_call,
+// agentslice's docs/serve.md lists the kinds (message, turn, tool_call,
 // tool_result, state, delta, reply, error, ...).
 type Event struct {
 	ID       string `json:"id"`

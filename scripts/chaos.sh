@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The reliability proof (README, "Reliability"): the crash, double-crash,
+# The reliability proof (docs/reliability.md): the crash, double-crash,
 # racing-duplicate, redelivery, crash-during-redelivery, held-batch and
 # dead-letter matrix of internal/chaos (every site: build tag chaos), on the
 # memory stores and on the DSQL store (PostgreSQL) with the DynamoDB dedup
 # store (DynamoDB Local), the tests that show the checks catch broken
 # stores, then the mutants (scripts/mutants.sh). Starts the two services it
 # needs and stops them on exit, like scripts/test.sh. The full log is in
-# .run/chaos.log; the README's per-mode table is rewritten from the run
+# .run/chaos.log; docs/reliability.md's per-mode table is rewritten from the run
 # (scripts/chaos-readme.sh); the last line printed is always
 #
 #   crash points: N, scenarios: M, runs: R, divergences: D, mutants killed: K/N

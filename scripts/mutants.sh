@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The mutant check (README, "Reliability"): builds the chaos tests once
+# The mutant check (docs/reliability.md): builds the chaos tests once
 # with the `mutants` build tag and runs the memory matrix of `make chaos`
 # (TestMutant) once per deliberate bug listed in internal/runtime/mutants.go.
 # The matrix must catch each one. Needs no service. Prints one line per

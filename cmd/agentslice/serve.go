@@ -49,7 +49,7 @@ func newServeFlags(stderr io.Writer) *serveFlags {
 	fs.Var(&f.allowCommands, "allow-command", "serve the example run_command tool, allowed to run this `program` (repeatable)")
 	fs.Var(&f.mcpServers, "mcp", "proxy an MCP server: `name=command args...` (stdio) or name=http(s)://url (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: agentslice serve [flags]\n\nRuns the embedded agent runtime with an HTTP API (see the README, section Run an agent locally).\n"+
+		fmt.Fprintln(stderr, "usage: agentslice serve [flags]\n\nRuns the embedded agent runtime with an HTTP API (see docs/serve.md).\n"+
 			"Callback keys come from "+server.CallbackKeysEnv+" or the file's callback_keys; without them a random key is generated.\n\nflags:")
 		fs.PrintDefaults()
 	}

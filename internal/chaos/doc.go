@@ -1,4 +1,4 @@
-// Package chaos proves the slice contract (README, "Reliability") under
+// Package chaos proves the slice contract (docs/reliability.md) under
 // crashes, redelivery, reordering and racing duplicate slices.
 //
 // It owns a deterministic driver (Run) that plays a Scenario against a

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// modeNames describes each mode in the README's table, in table order.
+// modeNames describes each mode in docs/reliability.md's table, in table order.
 var modeNames = []struct{ mode, what string }{
 	{"reference", "crash-free run (vs. the golden snapshot and the memory stores)"},
 	{"crash", "killed once, at every boundary"},
@@ -36,7 +36,7 @@ func (rep *Report) Runs() int {
 }
 
 // Markdown renders the counted runs per mode and backend, and the runs
-// not counted, as the README's table (scripts/chaos.sh puts it there).
+// not counted, as docs/reliability.md's table (scripts/chaos.sh puts it there).
 func (rep *Report) Markdown() string {
 	rep.mu.Lock()
 	defer rep.mu.Unlock()

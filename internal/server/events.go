@@ -205,7 +205,7 @@ func (b *Broadcaster) Close() {
 // away, the subscriber is dropped, or the server stops. Each event is
 //
 //	id: <the replay cursor, history events of one thread only>
-//	event: <kind, see the README>
+//	event: <kind, see docs/serve.md>
 //	data: <the StreamEvent as JSON>
 //
 // A comment line is sent first (the subscription is live from then on) and

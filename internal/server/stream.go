@@ -16,7 +16,7 @@ import (
 // StreamEvent is one event of the server's event streams. History events
 // (Seq > 0) are derived from committed history, so they are exactly the
 // same whether delivered live or replayed; the others are live only.
-// The README lists the kinds.
+// docs/serve.md ("Events") lists the kinds.
 type StreamEvent struct {
 	// ID is the event's stable ID: "{thread}#{position}" for history
 	// events (".usage" for the usage of the item at that position), the

@@ -20,7 +20,7 @@ const (
 // keyring that signs callback URLs. Secrets Manager generates the key at
 // deploy time, so it never appears in the template, the cloud assembly or
 // the functions' environment. Rotation is by hand, in two steps, because the
-// functions read the secret at cold start (see the README, "Deploy to AWS").
+// functions read the secret at cold start (see docs/aws.md).
 func newKeyringSecret(scope constructs.Construct) awssecretsmanager.Secret {
 	return awssecretsmanager.NewSecret(scope, jsii.String("CallbackKeyring"), &awssecretsmanager.SecretProps{
 		Description: jsii.String("agentslice: HMAC keyring signing RAP callback URLs (rap.ParseKeyringSecret)"),

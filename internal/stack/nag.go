@@ -33,7 +33,7 @@ func nagSuppressions(s *Stack) []nagSuppression {
 	return []nagSuppression{
 		{s.Keyring, &cdknag.NagPackSuppression{
 			Id: jsii.String("AwsSolutions-SMG4"),
-			Reason: jsii.String("The callback keyring is rotated in two manual steps (README, Rotate the callback key): " +
+			Reason: jsii.String("The callback keyring is rotated in two manual steps (docs/aws.md, Rotate the callback key): " +
 				"a rotation Lambda would replace the signing key at once and invalidate every callback URL in flight."),
 		}},
 		{s.Slice.Role(), &cdknag.NagPackSuppression{

@@ -21,7 +21,7 @@ const (
 	OutKeyringSecretID = "CallbackKeyringSecretArn"
 	OutCallbackPolicy  = "CallbackInvokePolicyArn"
 	OutSliceRoleARN    = "SliceRoleArn"
-	OutSchedulerRole   = "SchedulerRoleArn" // for a hand-made schedule (README, first-deploy checklist)
+	OutSchedulerRole   = "SchedulerRoleArn" // for a hand-made schedule (docs/aws.md, first-deploy checklist)
 	OutWakeupDLQARN    = "WakeupDlqArn"
 )
 

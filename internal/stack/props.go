@@ -83,7 +83,7 @@ type StackProps struct {
 	// the callback URLs the slice function signs (AGENTSLICE_CALLBACK_URL =
 	// CallbackBaseURL + CallbackPath): an absolute https URL ending in "/",
 	// without query, such as a CloudFront distribution with an AWS WAF web
-	// ACL whose origin is the Function URL (README, "Deploy"). The receiver
+	// ACL whose origin is the Function URL (docs/aws.md). The receiver
 	// reads only the query, so any front that forwards it works. Empty
 	// means the Function URL.
 	CallbackBaseURL string

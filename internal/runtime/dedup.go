@@ -1,0 +1,128 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+)
+
+// This file drops the messages of a batch that were already processed:
+// the dedup store's fast path (dropMarked) and the authoritative check
+// against the input IDs history records (dedupHistory, with a map for
+// large batches and a scan for small ones).
+
+func (s *slice) dropMarked(ctx context.Context, batch []Message) ([]Message, error) {
+	seen, err := s.e.Dedup.Seen(ctx, s.threadID, ids(batch))
+	if err != nil {
+		return nil, fmt.Errorf("runtime: checking processed IDs of thread %s: %w", s.threadID, err)
+	}
+	out := batch[:0:0]
+	for i, m := range batch {
+		if seen[i] {
+			s.res.Duplicates = append(s.res.Duplicates, m.ID)
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// dedupHistory drops messages the thread has already consumed, according to
+// its history and deferred events, and duplicates within the batch.
+func (s *slice) dedupHistory(batch []Message) []Message {
+	if len(batch) == 0 {
+		return nil
+	}
+	if chaosmutant == MutantNoConsumedCheck {
+		return batch
+	}
+	if len(batch) <= smallBatch {
+		return s.dedupSmall(batch)
+	}
+	return s.dedupMap(batch)
+}
+
+// dedupMap is dedupHistory with a map of the batch's IDs.
+func (s *slice) dedupMap(batch []Message) []Message {
+	consumed := make(map[string]bool, len(batch))
+	for _, m := range batch {
+		consumed[m.ID] = false
+	}
+	own := s.th.Own()
+	for i := range own {
+		if in := own[i].Input; in != "" {
+			if _, ok := consumed[in]; ok {
+				consumed[in] = true
+			}
+		}
+	}
+	for _, d := range s.st.Deferred {
+		if _, ok := consumed[d.ID]; ok {
+			consumed[d.ID] = true
+		}
+	}
+	out := batch[:0:0]
+	for _, m := range batch {
+		if consumed[m.ID] {
+			s.res.Duplicates = append(s.res.Duplicates, m.ID)
+			continue
+		}
+		consumed[m.ID] = true
+		out = append(out, m)
+	}
+	return out
+}
+
+// smallBatch is the batch size up to which dedupHistory compares IDs
+// directly instead of building a map (most batches hold one message).
+const smallBatch = 4
+
+// dedupSmall is dedupHistory for a batch of at most smallBatch messages,
+// without allocating unless something is dropped.
+func (s *slice) dedupSmall(batch []Message) []Message {
+	var seen [smallBatch]bool
+	own := s.th.Own()
+	for i := range own {
+		in := own[i].Input
+		if in == "" {
+			continue
+		}
+		for j := range batch {
+			// The last bytes first: IDs share prefixes and lengths, and
+			// this scan of the whole history runs for every slice.
+			if id := batch[j].ID; len(id) == len(in) && id[len(id)-1] == in[len(in)-1] && id == in {
+				seen[j] = true
+			}
+		}
+	}
+	for j := range batch {
+		for _, d := range s.st.Deferred {
+			if d.ID == batch[j].ID {
+				seen[j] = true
+			}
+		}
+		for k := range j {
+			if batch[k].ID == batch[j].ID {
+				seen[j] = true // a duplicate within the batch
+			}
+		}
+	}
+	out := batch
+	for j := range batch {
+		if seen[j] {
+			out = nil
+			break
+		}
+	}
+	if out != nil {
+		return out
+	}
+	out = batch[:0:0]
+	for j, m := range batch {
+		if seen[j] {
+			s.res.Duplicates = append(s.res.Duplicates, m.ID)
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
