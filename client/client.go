@@ -307,8 +307,10 @@ type ThreadState struct {
 
 // Thread is the answer of GET /threads/{id}.
 type Thread struct {
-	ID     string      `json:"id"`
-	Status string      `json:"status"`
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	// Reason says why a thread is failed or waiting for its provider.
+	Reason string      `json:"reason,omitempty"`
 	State  ThreadState `json:"state"`
 	// Inherited items come from the thread's ancestors; Items starts at
 	// From of Total.

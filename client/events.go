@@ -43,7 +43,9 @@ type Event struct {
 
 // StateChange is a thread's status after a commit ("state" events).
 type StateChange struct {
-	Status  string `json:"status"`
+	Status string `json:"status"`
+	// Reason says why a thread is failed or waiting for its provider.
+	Reason  string `json:"reason,omitempty"`
 	Version int64  `json:"version"`
 }
 

@@ -44,6 +44,9 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return enc.Encode(th)
 	}
 	head := fmt.Sprintf("thread %s: %s, %d items", th.ID, th.Status, th.Total)
+	if th.Reason != "" {
+		head = fmt.Sprintf("thread %s: %s (%s), %d items", th.ID, th.Status, th.Reason, th.Total)
+	}
 	if th.State.Agent != "" {
 		head += ", agent " + th.State.Agent
 	}

@@ -417,6 +417,9 @@ func formatEvent(ev client.Event, deltas bool) (string, bool) {
 			return "", false
 		}
 		s = "state: " + ev.State.Status
+		if ev.State.Reason != "" {
+			s += " (" + ev.State.Reason + ")"
+		}
 	case "usage":
 		if ev.Usage == nil {
 			return "", false
