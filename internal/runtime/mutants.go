@@ -77,9 +77,53 @@ var MeaningMutants = []Mutant{MutantLoseLateResult, MutantLoseDeferredReport, Mu
 // (always "" without the `mutants` build tag).
 func ActiveMutant() Mutant { return chaosmutant }
 
-// blindCommit rewrites c to commit at the stored version
-// (MutantNoVersionCheck).
-func (s *slice) blindCommit(ctx context.Context, c *Commit) {
+// The engine's phases call the hooks below, each at one point, so that
+// the planted mutants stay off their main path; without the mutants tag
+// each hook is a constant check the compiler removes.
+
+// resend is the recovery phase's send of a loaded outbox
+// (MutantSkipOutboxResend: the unsent outbox waits for the end of the
+// slice).
+func (s *slice) resend(ctx context.Context) (rejected bool, err error) {
+	if chaosmutant == MutantSkipOutboxResend {
+		return false, nil
+	}
+	return s.send(ctx)
+}
+
+// mutateRecovered is what the recovery phase returns as wake
+// (MutantRecoveryRerunsModel: always).
+func (s *slice) mutateRecovered(wake bool) bool {
+	return wake || chaosmutant == MutantRecoveryRerunsModel
+}
+
+// mutateAfterFold runs between the fold and the first commit
+// (MutantDedupBeforeCommit: marks the inputs processed already).
+func (s *slice) mutateAfterFold(ctx context.Context) {
+	if chaosmutant == MutantDedupBeforeCommit && s.e.Dedup != nil && len(s.inputs) > 0 {
+		_ = s.e.Dedup.Mark(ctx, s.threadID, s.inputs)
+	}
+}
+
+// mutateTrustsFirstDelivery says the recovery phase takes a first
+// delivery as proof enough that the outbox went out
+// (MutantTrustFirstDelivery).
+func (s *slice) mutateTrustsFirstDelivery(in SliceInput) bool {
+	return chaosmutant == MutantTrustFirstDelivery && in.FirstDelivery
+}
+
+// mutateLosesDeferred says a deferred message is dropped when the pending
+// call closes (MutantLoseDeferredReport: a report).
+func (s *slice) mutateLosesDeferred(m Message) bool {
+	return chaosmutant == MutantLoseDeferredReport && m.Kind == KindReport
+}
+
+// mutateCommit rewrites c, just before it is committed, to commit at the
+// stored version (MutantNoVersionCheck).
+func (s *slice) mutateCommit(ctx context.Context, c *Commit) {
+	if chaosmutant != MutantNoVersionCheck {
+		return
+	}
 	th, err := s.e.History.Load(ctx, s.threadID)
 	if err != nil || th.State.Version == c.Expected {
 		return
