@@ -270,7 +270,7 @@ func (s *slice) continueLater() {
 	v := s.version + 1
 	m := Message{V: MessageVersion, ID: incarnationID("cont_", s.st.Incarnation, s.threadID, strconv.FormatInt(v, 10)),
 		ThreadID: s.threadID, Kind: KindContinue}
-	if chaosmutant != MutantNoContinuation {
+	if !mutateDropsContinuation() {
 		s.addOutbox(OutboxEntry{Message: &m})
 	}
 	s.changed()

@@ -136,7 +136,7 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 				Reason: fmt.Sprintf("no active subscription %q on thread %s (unknown, cancelled or ended)", m.ToolCallID, s.threadID)})
 			return false
 		}
-		if m.Final && (m.Associative || chaosmutant != MutantThreadedFinalKeepsSubscription) {
+		if m.Final && (m.Associative || !mutateKeepsThreadedSubscription()) {
 			s.dropSubscription(m.ToolCallID)
 		}
 		if !m.Associative {
@@ -263,9 +263,7 @@ func (s *slice) foldResult(ctx context.Context, m Message) bool {
 		s.deferMessage(m)
 		return false
 	}
-	if chaosmutant == MutantLoseLateResult {
-		s.inputs = append(s.inputs, m.ID)
-		s.changed()
+	if s.mutateLosesLateResult(m) {
 		return false
 	}
 	s.foldEvent(m)

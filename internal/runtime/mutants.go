@@ -1,6 +1,11 @@
 package runtime
 
-import "context"
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"time"
+)
 
 // Mutant names a deliberate bug the engine can be built with, so that the
 // crash matrix (internal/chaos, `make mutants`) can show it catches each.
@@ -131,4 +136,63 @@ func (s *slice) mutateCommit(ctx context.Context, c *Commit) {
 	c.Expected = th.State.Version
 	c.State.Version = th.State.Version + 1
 	c.State.Length = th.State.Length + len(c.Append)
+}
+
+// mutateLosesLateResult records a late result as consumed without adding
+// it to history (MutantLoseLateResult).
+func (s *slice) mutateLosesLateResult(m Message) bool {
+	if chaosmutant != MutantLoseLateResult {
+		return false
+	}
+	s.inputs = append(s.inputs, m.ID)
+	s.changed()
+	return true
+}
+
+// mutateKeepsThreadedSubscription says a final event of a threaded
+// subscription keeps it (MutantThreadedFinalKeepsSubscription).
+func mutateKeepsThreadedSubscription() bool {
+	return chaosmutant == MutantThreadedFinalKeepsSubscription
+}
+
+// mutateDropsContinuation says a capped slice enqueues no continuation
+// (MutantNoContinuation).
+func mutateDropsContinuation() bool { return chaosmutant == MutantNoContinuation }
+
+// mutateDeadlinePassed reports whether a call's deadline dl has come at
+// now (MutantDeadlineNeverFires: only once it is past).
+func mutateDeadlinePassed(now, dl time.Time) bool {
+	return !now.Before(dl) && (chaosmutant != MutantDeadlineNeverFires || now.After(dl))
+}
+
+// mutateSkipsConsumedCheck says a batch is not checked against history
+// (MutantNoConsumedCheck).
+func mutateSkipsConsumedCheck() bool { return chaosmutant == MutantNoConsumedCheck }
+
+// mutateDropsCrashPoint says crash point p never fires
+// (MutantNoAfterDispatchPoint: after_dispatch).
+func mutateDropsCrashPoint(p CrashPoint) bool {
+	return chaosmutant == MutantNoAfterDispatchPoint && p == CrashAfterDispatch
+}
+
+// mutantCallID is a random call ID and true (MutantRandomCallID), else
+// false.
+func mutantCallID(threadID string, pos int) (string, bool) {
+	if chaosmutant != MutantRandomCallID {
+		return "", false
+	}
+	return DeriveID("call_", threadID, strconv.Itoa(pos), strconv.FormatUint(rand.Uint64(), 36)), true
+}
+
+// mutantCallIDs says call IDs are minted at random (MutantRandomCallID),
+// so that checking one compares it with a freshly minted one.
+func mutantCallIDs() bool { return chaosmutant == MutantRandomCallID }
+
+// mutateReportTo is where a report of the thread with state st goes: its
+// parent (MutantReportToRoot: the root of its stack).
+func mutateReportTo(st *ThreadState) string {
+	if chaosmutant == MutantReportToRoot {
+		return st.Stack[0]
+	}
+	return st.Parent
 }
