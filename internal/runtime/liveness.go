@@ -208,7 +208,7 @@ func (s *slice) checkPending(ctx context.Context, p *PendingCall, n int) bool {
 			s.changed()
 		}
 	}
-	if !p.Deadline.IsZero() && mutateDeadlinePassed(now, p.Deadline) {
+	if !p.Deadline.IsZero() && !now.Before(p.Deadline) && !mutateDeadlineWaits(now, p.Deadline) {
 		s.addOutbox(OutboxEntry{Cancel: &PendingCall{ID: p.ID, Name: p.Name}})
 		s.closePending(Item{Kind: ItemToolResult, CallID: p.ID, Name: p.Name, IsError: true,
 			Text: fmt.Sprintf("error: %s did not return before its deadline (%s); the call was cancelled. "+

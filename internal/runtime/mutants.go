@@ -159,10 +159,10 @@ func mutateKeepsThreadedSubscription() bool {
 // (MutantNoContinuation).
 func mutateDropsContinuation() bool { return chaosmutant == MutantNoContinuation }
 
-// mutateDeadlinePassed reports whether a call's deadline dl has come at
-// now (MutantDeadlineNeverFires: only once it is past).
-func mutateDeadlinePassed(now, dl time.Time) bool {
-	return !now.Before(dl) && (chaosmutant != MutantDeadlineNeverFires || now.After(dl))
+// mutateDeadlineWaits says a call whose deadline dl is now does not end
+// yet (MutantDeadlineNeverFires: it ends only once dl is past).
+func mutateDeadlineWaits(now, dl time.Time) bool {
+	return chaosmutant == MutantDeadlineNeverFires && !now.After(dl)
 }
 
 // mutateSkipsConsumedCheck says a batch is not checked against history
