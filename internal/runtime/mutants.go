@@ -11,7 +11,8 @@ import (
 // crash matrix (internal/chaos, `make mutants`) can show it catches each.
 // Only a binary built with the `mutants` build tag reads the one to plant
 // (from AGENTSLICE_MUTANT); in every other build chaosmutant is the
-// constant "" and each check at a mutant site compiles away.
+// constant "" and each hook below compiles away. Only this file's hooks
+// read chaosmutant (mutanthooks_test.go checks it).
 type Mutant string
 
 // The mutants. Each names the one place it changes.
