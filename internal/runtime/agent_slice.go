@@ -75,15 +75,15 @@ func (s *slice) applyAgent() (*AgentVersion, error) {
 	if s.version == 0 && s.st.Parent == "" && !s.classNamed && v.Agent.Priority != "" {
 		// A new root thread no message gave a class: its agent's default.
 		s.st.Class = Class(v.Agent.Priority)
-		s.dirty = true
+		s.changed()
 	}
 	switch {
 	case s.st.Agent == "":
 		s.st.Agent, s.st.AgentHash = v.Agent.Name, v.Hash
-		s.dirty = true
+		s.changed()
 	case s.st.AgentHash == "":
 		s.st.AgentHash = v.Hash // bound by a message or a creator that left the version to us
-		s.dirty = true
+		s.changed()
 	case s.st.AgentHash != v.Hash:
 		args, _ := json.Marshal(agentMarker{Agent: v.Agent.Name, Hash: v.Hash, Previous: s.st.AgentHash})
 		s.appendItem(Item{Kind: ItemMarker, Name: AgentMarkerName, Args: string(args),
@@ -114,7 +114,7 @@ func (s *slice) acceptAgent(ctx context.Context, m Message) bool {
 	case "":
 		s.st.Agent, s.st.AgentHash = m.Agent, ""
 		s.agent, s.toolset = agentState{}, nil // resolved again for the agent now bound
-		s.dirty = true
+		s.changed()
 	case m.Agent:
 	default:
 		return bad("thread %s runs as agent %q; a message cannot switch it to %q", s.threadID, s.st.Agent, m.Agent)

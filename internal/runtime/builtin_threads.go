@@ -129,10 +129,7 @@ func reportToParent(ctx context.Context, env *SyncEnv, inv Invocation) (ToolOutp
 }
 
 func sendReport(env *SyncEnv, inv Invocation, report string) {
-	to := env.State.Parent
-	if chaosmutant == MutantReportToRoot {
-		to = env.State.Stack[0]
-	}
+	to := mutateReportTo(env.State)
 	env.Send(Message{ID: DeriveID("rep_", env.Thread.ID, inv.CallID), ThreadID: to, Kind: KindReport,
 		ToolCallID: env.State.SpawnCall, From: env.Thread.ID, Text: report})
 }

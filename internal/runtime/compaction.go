@@ -59,9 +59,8 @@ func (s *slice) maybeCompact() {
 		text = defaultCompactionInstructions
 	}
 	start := Message{V: MessageVersion, ID: DeriveID("start_", child), ThreadID: child, Kind: KindStart, Text: text, Class: st.Class}
-	s.st.Outbox = append(s.st.Outbox, OutboxEntry{Message: &start})
+	s.addOutbox(OutboxEntry{Message: &start})
 	s.st.Compacting = child
-	s.dirty = true
 }
 
 // deliverSummary ends a compaction child: its reply goes to the parent as
@@ -69,9 +68,8 @@ func (s *slice) maybeCompact() {
 func (s *slice) deliverSummary(text string) {
 	m := Message{V: MessageVersion, ID: DeriveID("sum_", s.threadID), ThreadID: s.st.Parent, Kind: KindSummary,
 		From: s.threadID, Text: text, Covers: s.st.Covers}
-	s.st.Outbox = append(s.st.Outbox, OutboxEntry{Message: &m})
+	s.addOutbox(OutboxEntry{Message: &m})
 	s.st.Closed = true
-	s.dirty = true
 }
 
 // EffectiveView returns what a model sees of a view: everything, or, when

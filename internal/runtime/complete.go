@@ -164,7 +164,7 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, int, error) {
 		if v := s.agent.v; v != nil {
 			reply.Agent = v.Agent.Name
 		}
-		s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: reply})
+		s.addOutbox(OutboxEntry{Output: reply})
 		return nil, attempts, nil
 	}
 	call := Item{Kind: ItemToolCall, CallID: callID(s.threadID, s.st.Incarnation, s.ownPos()), Name: b.call.Name, Args: b.call.Args, Usage: up}
@@ -255,12 +255,12 @@ func (s *slice) runCall(ctx context.Context, call *Item) bool {
 			return errResult("error: %s failed: %v", c.Name, err)
 		}
 		s.children = append(s.children, env.children...)
-		s.st.Outbox = append(s.st.Outbox, env.outbox...)
+		s.addOutbox(env.outbox...)
 		s.appendItem(Item{Kind: ItemToolResult, CallID: c.CallID, Name: c.Name, Text: out.Text, IsError: out.IsError})
 		return true
 	}
 	s.st.Pending = &PendingCall{ID: c.CallID, Name: c.Name, Args: c.Args}
-	s.dirty = true
+	s.changed()
 	return false
 }
 
@@ -270,10 +270,10 @@ func (s *slice) continueLater() {
 	v := s.version + 1
 	m := Message{V: MessageVersion, ID: incarnationID("cont_", s.st.Incarnation, s.threadID, strconv.FormatInt(v, 10)),
 		ThreadID: s.threadID, Kind: KindContinue}
-	if chaosmutant != MutantNoContinuation {
-		s.st.Outbox = append(s.st.Outbox, OutboxEntry{Message: &m})
+	if !mutateDropsContinuation() {
+		s.addOutbox(OutboxEntry{Message: &m})
 	}
-	s.dirty = true
+	s.changed()
 }
 
 func toolNames(ts Toolset) string {

@@ -32,7 +32,7 @@ func (s *slice) dedupHistory(batch []Message) []Message {
 	if len(batch) == 0 {
 		return nil
 	}
-	if chaosmutant == MutantNoConsumedCheck {
+	if mutateSkipsConsumedCheck() {
 		return batch
 	}
 	if len(batch) <= smallBatch {

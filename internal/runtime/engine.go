@@ -213,7 +213,53 @@ type slice struct {
 	inputsBuf [2]string
 }
 
+// run is one slice, in its phases: screen the batch, load the thread and
+// begin the draft, recover an outbox a predecessor left unsent, fold the
+// batch, complete, commit and send until nothing is left to send, and
+// mark the inputs processed in the dedup store.
 func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
+	s.setDeadline(ctx, in)
+	defer func() {
+		if s.mcancel != nil {
+			s.mcancel()
+		}
+	}()
+	s.inputs = s.inputsBuf[:0]
+	batch, done, err := s.screen(ctx, in)
+	if done || err != nil {
+		return s.res, err
+	}
+	leaser, err := s.load(ctx)
+	if err != nil {
+		return s.res, err
+	}
+	if leaser != nil {
+		defer leaser.Release(s.threadID, s.th.Lease)
+	}
+	if err := s.begin(ctx, batch); err != nil {
+		return s.res, err
+	}
+	wake, err := s.recoverOutbox(ctx, in, batch)
+	if err != nil {
+		return s.res, err
+	}
+	if s.foldBatch(ctx, batch) {
+		wake = true
+	}
+	if s.foldErr != nil {
+		return s.res, s.foldErr
+	}
+	s.mutateAfterFold(ctx)
+	sentMarker, err := s.loop(ctx, wake)
+	if err != nil {
+		return s.res, err
+	}
+	return s.res, s.markDone(ctx, sentMarker)
+}
+
+// setDeadline sets when the slice stops starting completions: the
+// earlier of the context's deadline and the input's, less the margin.
+func (s *slice) setDeadline(ctx context.Context, in SliceInput) {
 	if dl, ok := ctx.Deadline(); ok {
 		s.deadline = dl.Add(-s.lim.DeadlineMargin)
 	}
@@ -222,25 +268,31 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 			s.deadline = dl
 		}
 	}
-	defer func() {
-		if s.mcancel != nil {
-			s.mcancel()
-		}
-	}()
-	s.inputs = s.inputsBuf[:0]
-	batch := s.validate(in)
-	if len(batch) > 0 && s.e.Dedup != nil && !in.FirstDelivery {
-		var err error
-		if batch, err = s.dropMarked(ctx, batch); err != nil {
-			return s.res, err
-		}
-		if len(batch) == 0 {
-			// Every message was marked by a slice that finished (the mark is
-			// written after its commit and its sends): nothing to load.
-			s.res.derive(s.threadID, -1, in.Messages)
-			return s.res, nil
-		}
+}
+
+// screen is the batch without the messages that can never be processed
+// and, on a redelivery, those the dedup store marks processed; done when
+// none is left that way, so that the thread need not be loaded.
+func (s *slice) screen(ctx context.Context, in SliceInput) (batch []Message, done bool, err error) {
+	batch = s.validate(in)
+	if len(batch) == 0 || s.e.Dedup == nil || in.FirstDelivery {
+		return batch, false, nil
 	}
+	if batch, err = s.dropMarked(ctx, batch); err != nil {
+		return nil, false, err
+	}
+	if len(batch) == 0 {
+		// Every message was marked by a slice that finished (the mark is
+		// written after its commit and its sends): nothing to load.
+		s.res.derive(s.threadID, -1, in.Messages)
+		return nil, true, nil
+	}
+	return batch, false, nil
+}
+
+// load loads the thread, leased when the store leases; the returned
+// LeaseLoader, when not nil, must release s.th.Lease at the end.
+func (s *slice) load(ctx context.Context) (LeaseLoader, error) {
 	var th *Thread
 	var err error
 	leaser, leasing := s.e.History.(LeaseLoader)
@@ -250,15 +302,22 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 		th, err = s.e.History.Load(ctx, s.threadID)
 	}
 	if err != nil {
-		return s.res, fmt.Errorf("runtime: loading thread %s: %w", s.threadID, err)
+		return nil, fmt.Errorf("runtime: loading thread %s: %w", s.threadID, err)
 	}
 	s.th, s.version, s.length = th, th.State.Version, th.State.Length
 	if leasing && th.Lease != nil {
-		defer leaser.Release(s.threadID, th.Lease)
+		return leaser, nil
 	}
+	return nil, nil
+}
+
+// begin starts the draft from the loaded thread: its view and working
+// state, and a new root thread's class and incarnation.
+func (s *slice) begin(ctx context.Context, batch []Message) error {
 	if err := s.crash(CrashAfterLoad); err != nil {
-		return s.res, err
+		return err
 	}
+	th := s.th
 	s.view = th.Items // the caller owns Load's slice (see HistoryStore)
 	s.mark = len(s.view)
 	// The caller owns Load's state too, and the working state is changed
@@ -275,8 +334,9 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 		if r == nil {
 			r = rand.Reader
 		}
+		var err error
 		if s.st.Incarnation, err = newIncarnation(r, s.threadID); err != nil {
-			return s.res, err
+			return err
 		}
 	}
 	s.wasClosed = th.State.Closed
@@ -285,90 +345,97 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 		s.tell(ctx, Event{Type: EventSliceStarted, ThreadID: s.threadID,
 			MessageIDs: ids(batch), Version: s.version})
 	}
+	return nil
+}
 
-	// A previous slice may have committed and then died before sending:
-	// send first, with the same IDs. A call the tool now refuses gets its
-	// error result and the model goes on.
-	wake := false
-	if len(s.st.Outbox) > 0 || (s.st.Pending != nil && !s.st.Pending.Dispatched) {
-		sent := s.outboxEvidentlySent(in, batch)
-		if !sent {
-			var err error
-			if sent, err = s.outboxMarkedSent(ctx); err != nil {
-				return s.res, err
-			}
-		}
-		if sent {
-			// The predecessor sent everything and recorded that in the
-			// dedup store instead of a second commit: clear it with ours.
-			s.clearOutbox()
-		} else if chaosmutant == MutantSkipOutboxResend {
-			// planted bug: the unsent outbox waits for the end of the slice
-		} else if wake, err = s.send(ctx); err != nil {
-			return s.res, err
-		}
-		wake = wake || chaosmutant == MutantRecoveryRerunsModel
+// recoverOutbox sends what a previous slice committed and then died
+// before sending, with the same IDs, unless the batch or the dedup store
+// shows it went out; wake when a call the tool now refuses got its error
+// result, so that the model goes on.
+func (s *slice) recoverOutbox(ctx context.Context, in SliceInput, batch []Message) (wake bool, err error) {
+	if len(s.st.Outbox) == 0 && (s.st.Pending == nil || s.st.Pending.Dispatched) {
+		return false, nil
 	}
+	sent := s.outboxEvidentlySent(in, batch)
+	if !sent {
+		if sent, err = s.outboxMarkedSent(ctx); err != nil {
+			return false, err
+		}
+	}
+	if sent {
+		// The predecessor sent everything and recorded that in the
+		// dedup store instead of a second commit: clear it with ours.
+		s.clearOutbox()
+	} else if wake, err = s.resend(ctx); err != nil {
+		return false, err
+	}
+	return s.mutateRecovered(wake), nil
+}
+
+// foldBatch folds the batch's messages history has not consumed yet;
+// true when one wakes the model.
+func (s *slice) foldBatch(ctx context.Context, batch []Message) (wake bool) {
 	for _, m := range s.dedupHistory(batch) {
 		if s.fold(ctx, m) {
 			wake = true
 		}
 	}
-	if s.foldErr != nil {
-		return s.res, s.foldErr
-	}
-	if chaosmutant == MutantDedupBeforeCommit && s.e.Dedup != nil && len(s.inputs) > 0 {
-		_ = s.e.Dedup.Mark(ctx, s.threadID, s.inputs)
-	}
-	sentMarker := ""
+	return wake
+}
+
+// loop completes (when woken and free to), commits and sends, until
+// nothing committed is left to send. With a DedupStore, the record that
+// the last outbox went out is returned (sentMarker) for markDone to write,
+// instead of a second commit.
+func (s *slice) loop(ctx context.Context, wake bool) (sentMarker string, err error) {
 	for {
 		if wake && s.st.Pending == nil && !s.st.Closed {
 			if err := s.complete(ctx); err != nil {
-				return s.res, err
+				return "", err
 			}
 		}
 		s.maybeCompact()
 		if err := s.commit(ctx, false); err != nil {
-			return s.res, err
+			return "", err
 		}
 		if len(s.st.Outbox) == 0 && (s.st.Pending == nil || s.st.Pending.Dispatched) {
-			break
+			return "", nil
 		}
 		rejected, err := s.send(ctx)
 		if err != nil {
-			return s.res, err
+			return "", err
 		}
 		wake = rejected // a rejected dispatch got an error result: the model goes on
-		if !wake {
-			if s.e.Dedup != nil {
-				// Record "sent" with the dedup write below instead of a
-				// second commit; the next slice clears the outbox.
-				sentMarker = OutboxSentID(s.version)
-				break
-			}
-			if err := s.commit(ctx, true); err != nil {
-				return s.res, err
-			}
-			break
+		if wake {
+			continue
 		}
+		if s.e.Dedup != nil {
+			// Record "sent" with the dedup write instead of a second
+			// commit; the next slice clears the outbox.
+			return OutboxSentID(s.version), nil
+		}
+		return "", s.commit(ctx, true)
 	}
-	if s.e.Dedup != nil && (len(s.inputs) > 0 || sentMarker != "") {
-		ids := s.inputs
-		if sentMarker != "" {
-			ids = append(slices.Clone(ids), sentMarker)
-		}
-		if err := s.e.Dedup.Mark(ctx, s.threadID, ids); err != nil {
-			// History already records the inputs, and an outbox not marked
-			// sent is sent again (same IDs): a missing mark costs a check
-			// or a duplicate delivery, never a loss.
-			s.observe(ctx, Event{Type: EventSliceFinished, ThreadID: s.threadID,
-				Reason: "dedup mark failed", Err: err})
-		}
-		if err := s.crash(CrashAfterDedupMark); err != nil {
-			return s.res, err
-		}
+}
+
+// markDone records the inputs processed (and the outbox sent, sentMarker)
+// in the dedup store, the fast path of the next slice's checks.
+func (s *slice) markDone(ctx context.Context, sentMarker string) error {
+	if s.e.Dedup == nil || (len(s.inputs) == 0 && sentMarker == "") {
+		return nil
 	}
-	return s.res, nil
+	ids := s.inputs
+	if sentMarker != "" {
+		ids = append(slices.Clone(ids), sentMarker)
+	}
+	if err := s.e.Dedup.Mark(ctx, s.threadID, ids); err != nil {
+		// History already records the inputs, and an outbox not marked
+		// sent is sent again (same IDs): a missing mark costs a check
+		// or a duplicate delivery, never a loss.
+		s.observe(ctx, Event{Type: EventSliceFinished, ThreadID: s.threadID,
+			Reason: "dedup mark failed", Err: err})
+	}
+	return s.crash(CrashAfterDedupMark)
 }
 
 // OutboxSentID is the dedup record (per thread) saying that the outbox
@@ -391,7 +458,7 @@ func (s *slice) outboxEvidentlySent(in SliceInput, batch []Message) bool {
 	if s.e.Dedup == nil {
 		return false
 	}
-	if chaosmutant == MutantTrustFirstDelivery && in.FirstDelivery {
+	if s.mutateTrustsFirstDelivery(in) {
 		return true
 	}
 	for _, o := range s.st.Outbox {
@@ -425,13 +492,12 @@ func (s *slice) outboxMarkedSent(ctx context.Context) (bool, error) {
 
 // clearOutbox records that everything the outbox held was sent.
 func (s *slice) clearOutbox() {
-	s.st.Outbox = nil
+	s.dropOutbox()
 	if p := s.st.Pending; p != nil && !p.Dispatched {
 		pp := *p
 		pp.Dispatched = true
 		s.st.Pending = &pp
 	}
-	s.dirty = true
 }
 
 // validate drops messages that can never be processed, recording why.
@@ -472,7 +538,7 @@ func (s *slice) reject(ctx context.Context, id string, err error) {
 // appendItem adds an item to history (uncommitted) and to the model's view.
 func (s *slice) appendItem(it Item) {
 	s.view = append(s.view, it)
-	s.dirty = true
+	s.changed()
 	if it.Input != "" && !slices.Contains(s.inputs, it.Input) {
 		s.inputs = append(s.inputs, it.Input)
 		s.res.Processed = append(s.res.Processed, it.Input)
@@ -509,9 +575,7 @@ func (s *slice) commit(ctx context.Context, sentOnly bool) error {
 	s.commitArg = Commit{ThreadID: s.threadID, Expected: s.version, Append: s.view[s.mark:len(s.view):len(s.view)], State: st,
 		Children: s.children, Inputs: s.inputs, Lease: s.th.Lease, SentOnly: sentOnly}
 	c := &s.commitArg
-	if chaosmutant == MutantNoVersionCheck {
-		s.blindCommit(ctx, c)
-	}
+	s.mutateCommit(ctx, c)
 	if err := s.e.History.Commit(ctx, c); err != nil {
 		return fmt.Errorf("runtime: committing thread %s at version %d: %w", s.threadID, s.version, err)
 	}
@@ -563,8 +627,7 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 		}
 	}
 	if len(s.st.Outbox) > 0 {
-		s.st.Outbox = nil
-		s.dirty = true
+		s.dropOutbox()
 	}
 	p := s.st.Pending
 	if p == nil || p.Dispatched {
@@ -606,7 +669,7 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 		return false, err
 	}
 	s.st.Pending = &pp
-	s.dirty = true
+	s.changed()
 	return false, nil
 }
 
@@ -647,11 +710,11 @@ func (s *slice) lookup(ctx context.Context, name string) (ToolEntry, bool, error
 func (s *slice) closePending(result Item) {
 	s.appendItem(result)
 	s.st.Pending = nil
-	s.dirty = true
+	s.changed()
 	deferred := s.st.Deferred
 	s.st.Deferred = nil
 	for _, m := range deferred {
-		if chaosmutant == MutantLoseDeferredReport && m.Kind == KindReport {
+		if s.mutateLosesDeferred(m) {
 			continue
 		}
 		s.foldEvent(m)

@@ -36,7 +36,7 @@ type FaultInjector interface {
 }
 
 func (s *slice) crash(p CrashPoint) error {
-	if chaosmutant == MutantNoAfterDispatchPoint && p == CrashAfterDispatch {
+	if mutateDropsCrashPoint(p) {
 		return nil
 	}
 	if s.e.Faults != nil && s.e.Faults.Crash(p, s.threadID) {

@@ -114,7 +114,7 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 			it.Name, it.Args = ChoiceMarkerName, m.Choice
 		}
 		s.appendItem(it)
-		s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: &OutputEvent{
+		s.addOutbox(OutboxEntry{Output: &OutputEvent{
 			ID: DeriveID("out_", s.threadID, m.ID), ThreadID: s.threadID, Kind: "notice", Text: m.Text}})
 		return false
 	case KindAnswer:
@@ -136,7 +136,7 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 				Reason: fmt.Sprintf("no active subscription %q on thread %s (unknown, cancelled or ended)", m.ToolCallID, s.threadID)})
 			return false
 		}
-		if m.Final && (m.Associative || chaosmutant != MutantThreadedFinalKeepsSubscription) {
+		if m.Final && (m.Associative || !mutateKeepsThreadedSubscription()) {
 			s.dropSubscription(m.ToolCallID)
 		}
 		if !m.Associative {
@@ -177,7 +177,7 @@ func (s *slice) foldOrDefer(ctx context.Context, m Message) bool {
 // it counts as consumed now.
 func (s *slice) deferMessage(m Message) {
 	s.st.Deferred = append(s.st.Deferred, m)
-	s.dirty = true
+	s.changed()
 	s.inputs = append(s.inputs, m.ID)
 	s.res.Processed = append(s.res.Processed, m.ID)
 }
@@ -206,7 +206,7 @@ func (s *slice) threaded(m Message) {
 	s.children = append(s.children, ChildThread{ID: child, SpawnAt: len(s.view) - 1, State: st})
 	start := Message{V: MessageVersion, ID: DeriveID("start_", child), ThreadID: child, Kind: KindStart,
 		ToolCallID: m.ToolCallID, From: m.Text, Content: m.Content, Final: m.Final, Class: st.Class}
-	s.st.Outbox = append(s.st.Outbox, OutboxEntry{Message: &start})
+	s.addOutbox(OutboxEntry{Message: &start})
 }
 
 func threadedEventInstructions(self string) string {
@@ -223,7 +223,7 @@ func (s *slice) interrupt(m Message) {
 	if p == nil {
 		return
 	}
-	s.st.Outbox = append(s.st.Outbox, OutboxEntry{Cancel: &PendingCall{ID: p.ID, Name: p.Name}})
+	s.addOutbox(OutboxEntry{Cancel: &PendingCall{ID: p.ID, Name: p.Name}})
 	cause := "a new message"
 	switch m.Kind {
 	case KindEvent, KindReport:
@@ -263,8 +263,7 @@ func (s *slice) foldResult(ctx context.Context, m Message) bool {
 		s.deferMessage(m)
 		return false
 	}
-	if chaosmutant == MutantLoseLateResult {
-		s.inputs, s.dirty = append(s.inputs, m.ID), true
+	if s.mutateLosesLateResult(m) {
 		return false
 	}
 	s.foldEvent(m)
@@ -308,7 +307,7 @@ func (s *slice) dropSubscription(callID string) {
 	for i, sub := range s.st.Subscriptions {
 		if sub.CallID == callID {
 			s.st.Subscriptions = append(s.st.Subscriptions[:i:i], s.st.Subscriptions[i+1:]...)
-			s.dirty = true
+			s.changed()
 			return
 		}
 	}

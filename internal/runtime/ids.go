@@ -5,7 +5,6 @@ import (
 	"encoding/base32"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"strconv"
 )
 
@@ -56,8 +55,8 @@ func appendIDFrom(dst []byte, prefix string, buf []byte) []byte {
 // version-checked; the incarnation keeps two threads that had the same ID
 // (a store wiped, a thread recreated) from issuing the same call IDs.
 func callID(threadID, inc string, pos int) string {
-	if chaosmutant == MutantRandomCallID {
-		return DeriveID("call_", threadID, strconv.Itoa(pos), strconv.FormatUint(rand.Uint64(), 36))
+	if id, ok := mutantCallID(threadID, pos); ok {
+		return id
 	}
 	var stack [256]byte
 	return idFrom("call_", callIDInput(stack[:0], threadID, inc, pos))
@@ -84,7 +83,7 @@ func CallIDAt(threadID, inc string, pos int) string { return callID(threadID, in
 // IsCallIDAt reports whether id == CallIDAt(threadID, inc, pos), without
 // allocating (stores check every call they encode).
 func IsCallIDAt(id, threadID, inc string, pos int) bool {
-	if chaosmutant == MutantRandomCallID {
+	if mutantCallIDs() {
 		return id == CallIDAt(threadID, inc, pos)
 	}
 	var stack [256]byte

@@ -188,7 +188,7 @@ func (s *slice) foldCheck(ctx context.Context, m Message) bool {
 func (s *slice) consume(id string) {
 	s.inputs = append(s.inputs, id)
 	s.res.Processed = append(s.res.Processed, id)
-	s.dirty = true
+	s.changed()
 }
 
 func (s *slice) checkPending(ctx context.Context, p *PendingCall, n int) bool {
@@ -205,11 +205,11 @@ func (s *slice) checkPending(ctx context.Context, p *PendingCall, n int) bool {
 			pp := *p
 			pp.Deadline = l.deadlineFor(entry, now)
 			s.st.Pending, p = &pp, &pp
-			s.dirty = true
+			s.changed()
 		}
 	}
-	if !p.Deadline.IsZero() && (!now.Before(p.Deadline) && (chaosmutant != MutantDeadlineNeverFires || now.After(p.Deadline))) {
-		s.st.Outbox = append(s.st.Outbox, OutboxEntry{Cancel: &PendingCall{ID: p.ID, Name: p.Name}})
+	if !p.Deadline.IsZero() && !now.Before(p.Deadline) && !mutateDeadlineWaits(now, p.Deadline) {
+		s.addOutbox(OutboxEntry{Cancel: &PendingCall{ID: p.ID, Name: p.Name}})
 		s.closePending(Item{Kind: ItemToolResult, CallID: p.ID, Name: p.Name, IsError: true,
 			Text: fmt.Sprintf("error: %s did not return before its deadline (%s); the call was cancelled. "+
 				"A late result will be delivered as an event.", p.Name, p.Deadline.UTC().Format(time.RFC3339))})

@@ -1,12 +1,18 @@
 package runtime
 
-import "context"
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"time"
+)
 
 // Mutant names a deliberate bug the engine can be built with, so that the
 // crash matrix (internal/chaos, `make mutants`) can show it catches each.
 // Only a binary built with the `mutants` build tag reads the one to plant
 // (from AGENTSLICE_MUTANT); in every other build chaosmutant is the
-// constant "" and each check at a mutant site compiles away.
+// constant "" and each hook below compiles away. Only this file's hooks
+// read chaosmutant (mutanthooks_test.go checks it).
 type Mutant string
 
 // The mutants. Each names the one place it changes.
@@ -77,9 +83,53 @@ var MeaningMutants = []Mutant{MutantLoseLateResult, MutantLoseDeferredReport, Mu
 // (always "" without the `mutants` build tag).
 func ActiveMutant() Mutant { return chaosmutant }
 
-// blindCommit rewrites c to commit at the stored version
-// (MutantNoVersionCheck).
-func (s *slice) blindCommit(ctx context.Context, c *Commit) {
+// The engine's phases call the hooks below, each at one point, so that
+// the planted mutants stay off their main path; without the mutants tag
+// each hook is a constant check the compiler removes.
+
+// resend is the recovery phase's send of a loaded outbox
+// (MutantSkipOutboxResend: the unsent outbox waits for the end of the
+// slice).
+func (s *slice) resend(ctx context.Context) (rejected bool, err error) {
+	if chaosmutant == MutantSkipOutboxResend {
+		return false, nil
+	}
+	return s.send(ctx)
+}
+
+// mutateRecovered is what the recovery phase returns as wake
+// (MutantRecoveryRerunsModel: always).
+func (s *slice) mutateRecovered(wake bool) bool {
+	return wake || chaosmutant == MutantRecoveryRerunsModel
+}
+
+// mutateAfterFold runs between the fold and the first commit
+// (MutantDedupBeforeCommit: marks the inputs processed already).
+func (s *slice) mutateAfterFold(ctx context.Context) {
+	if chaosmutant == MutantDedupBeforeCommit && s.e.Dedup != nil && len(s.inputs) > 0 {
+		_ = s.e.Dedup.Mark(ctx, s.threadID, s.inputs)
+	}
+}
+
+// mutateTrustsFirstDelivery says the recovery phase takes a first
+// delivery as proof enough that the outbox went out
+// (MutantTrustFirstDelivery).
+func (s *slice) mutateTrustsFirstDelivery(in SliceInput) bool {
+	return chaosmutant == MutantTrustFirstDelivery && in.FirstDelivery
+}
+
+// mutateLosesDeferred says a deferred message is dropped when the pending
+// call closes (MutantLoseDeferredReport: a report).
+func (s *slice) mutateLosesDeferred(m Message) bool {
+	return chaosmutant == MutantLoseDeferredReport && m.Kind == KindReport
+}
+
+// mutateCommit rewrites c, just before it is committed, to commit at the
+// stored version (MutantNoVersionCheck).
+func (s *slice) mutateCommit(ctx context.Context, c *Commit) {
+	if chaosmutant != MutantNoVersionCheck {
+		return
+	}
 	th, err := s.e.History.Load(ctx, s.threadID)
 	if err != nil || th.State.Version == c.Expected {
 		return
@@ -87,4 +137,63 @@ func (s *slice) blindCommit(ctx context.Context, c *Commit) {
 	c.Expected = th.State.Version
 	c.State.Version = th.State.Version + 1
 	c.State.Length = th.State.Length + len(c.Append)
+}
+
+// mutateLosesLateResult records a late result as consumed without adding
+// it to history (MutantLoseLateResult).
+func (s *slice) mutateLosesLateResult(m Message) bool {
+	if chaosmutant != MutantLoseLateResult {
+		return false
+	}
+	s.inputs = append(s.inputs, m.ID)
+	s.changed()
+	return true
+}
+
+// mutateKeepsThreadedSubscription says a final event of a threaded
+// subscription keeps it (MutantThreadedFinalKeepsSubscription).
+func mutateKeepsThreadedSubscription() bool {
+	return chaosmutant == MutantThreadedFinalKeepsSubscription
+}
+
+// mutateDropsContinuation says a capped slice enqueues no continuation
+// (MutantNoContinuation).
+func mutateDropsContinuation() bool { return chaosmutant == MutantNoContinuation }
+
+// mutateDeadlineWaits says a call whose deadline dl is now does not end
+// yet (MutantDeadlineNeverFires: it ends only once dl is past).
+func mutateDeadlineWaits(now, dl time.Time) bool {
+	return chaosmutant == MutantDeadlineNeverFires && !now.After(dl)
+}
+
+// mutateSkipsConsumedCheck says a batch is not checked against history
+// (MutantNoConsumedCheck).
+func mutateSkipsConsumedCheck() bool { return chaosmutant == MutantNoConsumedCheck }
+
+// mutateDropsCrashPoint says crash point p never fires
+// (MutantNoAfterDispatchPoint: after_dispatch).
+func mutateDropsCrashPoint(p CrashPoint) bool {
+	return chaosmutant == MutantNoAfterDispatchPoint && p == CrashAfterDispatch
+}
+
+// mutantCallID is a random call ID and true (MutantRandomCallID), else
+// false.
+func mutantCallID(threadID string, pos int) (string, bool) {
+	if chaosmutant != MutantRandomCallID {
+		return "", false
+	}
+	return DeriveID("call_", threadID, strconv.Itoa(pos), strconv.FormatUint(rand.Uint64(), 36)), true
+}
+
+// mutantCallIDs says call IDs are minted at random (MutantRandomCallID),
+// so that checking one compares it with a freshly minted one.
+func mutantCallIDs() bool { return chaosmutant == MutantRandomCallID }
+
+// mutateReportTo is where a report of the thread with state st goes: its
+// parent (MutantReportToRoot: the root of its stack).
+func mutateReportTo(st *ThreadState) string {
+	if chaosmutant == MutantReportToRoot {
+		return st.Stack[0]
+	}
+	return st.Parent
 }

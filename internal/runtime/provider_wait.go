@@ -137,7 +137,7 @@ func (s *slice) waitForProvider(ctx context.Context, err error) (bool, error) {
 		return false, fmt.Errorf("runtime: arming provider wait %d of thread %s: %w (model error: %v)", n, s.threadID, serr, err)
 	}
 	s.st.ModelWait = &ModelWait{Since: since, Waits: n, Until: at, Error: err.Error()}
-	s.dirty = true
+	s.changed()
 	s.observe(ctx, Event{Type: EventModelWaiting, ThreadID: s.threadID, Err: err,
 		Reason: fmt.Sprintf("model provider unavailable; wait %d until %s", n, at.UTC().Format(time.RFC3339))})
 	return true, nil
@@ -183,10 +183,9 @@ var ErrStopped = errors.New("runtime: the completion was stopped")
 func (s *slice) failModel(ctx context.Context, err error, attempts int) {
 	s.res.ModelErr = err
 	if errors.Is(err, ErrStopped) {
-		s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: &OutputEvent{
+		s.addOutbox(OutboxEntry{Output: &OutputEvent{
 			ID: incarnationID("out_", s.st.Incarnation, s.threadID, strconv.Itoa(s.ownPos()), "error"), ThreadID: s.threadID,
 			Kind: "error", Text: "the model failed: " + err.Error()}})
-		s.dirty = true
 		return
 	}
 	s.observe(ctx, Event{Type: EventCompletionFailed, ThreadID: s.threadID, Err: err, Reason: "the completion failed for good"})
@@ -204,7 +203,7 @@ func (s *slice) failModel(ctx context.Context, err error, attempts int) {
 		text = fmt.Sprintf("the model failed after %d attempts: %s", attempts, err)
 	}
 	s.appendItem(Item{Kind: ItemMarker, IsError: true, Name: FailureMarkerName, Args: string(js), Text: text})
-	s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: &OutputEvent{
+	s.addOutbox(OutboxEntry{Output: &OutputEvent{
 		ID: incarnationID("out_", s.st.Incarnation, s.threadID, strconv.Itoa(s.ownPos()), "error"), ThreadID: s.threadID,
 		Kind: "error", Text: text}})
 }
