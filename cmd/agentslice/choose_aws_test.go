@@ -150,4 +150,19 @@ func TestChooseOnADeployment(t *testing.T) {
 	if _, ok := rap.PendingChoiceOf(slice(m), call); ok {
 		t.Fatal("the choice is still pending after its answer was consumed")
 	}
+
+	// A background thread's answer must go to the background queue: without
+	// its URL, nothing is sent (the thread's FIFO order would break).
+	thread = "t-choose-bg"
+	bgCall := slice(runtime.Message{ID: "u1", Kind: runtime.KindUser, Text: "go", Class: runtime.ClassBackground}).State.Pending.ID
+	slice(runtime.Message{ID: "c1", Kind: runtime.KindNotice, ToolCallID: bgCall, Text: "choose", Choice: string(choice)})
+	if code, _, errOut := runCmd(append(common, thread, "0")...); code == 0 || !strings.Contains(errOut, "--background-queue-url") {
+		t.Fatalf("choose on a background thread without its queue: exit %d, %q", code, errOut)
+	}
+	mu.Lock()
+	n := len(answers)
+	mu.Unlock()
+	if n != 1 {
+		t.Fatalf("the tool heard %d answers, want still 1", n)
+	}
 }
