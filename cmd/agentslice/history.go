@@ -139,7 +139,11 @@ func runControl(ctx context.Context, verb string, args []string, stdout, stderr 
 
 // runChoose answers a thread's pending user_choice by index or by text.
 func runChoose(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("choose", "choose [-server URL] THREAD CHOICE  (CHOICE: its number, or its text)", stderr)
+	if sqsForm(args, "queue-url") {
+		return runChooseSQS(ctx, args, stdout, stderr)
+	}
+	fs := newFlagSet("choose", "choose [-server URL] THREAD CHOICE  (CHOICE: its number, or its text)\n"+
+		"   or: agentslice choose -queue-url URL (-dsql-endpoint HOST | -dsn DSN) THREAD CHOICE  (a deployment: agentslice choose -queue-url URL -h)", stderr)
 	var sf serverFlags
 	sf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -162,26 +166,35 @@ func runChoose(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if ch == nil {
 		return fmt.Errorf("thread %s waits for no choice (it is %s)", thread, th.Status)
 	}
-	n := -1
-	if i, err := strconv.Atoi(pick); err == nil {
-		n = i
-	} else {
-		for i, o := range ch.Choices {
-			if strings.EqualFold(o, pick) {
-				n = i
-			}
-		}
-	}
-	if n < 0 || n >= len(ch.Choices) {
-		var opts []string
-		for i, o := range ch.Choices {
-			opts = append(opts, fmt.Sprintf("[%d] %s", i, o))
-		}
-		return fmt.Errorf("%q is not one of the choices of %q: %s", pick, ch.Prompt, strings.Join(opts, ", "))
+	n, err := pickChoice(pick, ch.Prompt, ch.Choices)
+	if err != nil {
+		return err
 	}
 	if err := c.Choose(ctx, thread, ch.CallID, n); err != nil {
 		return explain(err, thread)
 	}
 	fmt.Fprintf(stdout, "chose [%d] %s\n", n, ch.Choices[n])
 	return nil
+}
+
+// pickChoice reads CHOICE: an option's number, or its text (any case).
+func pickChoice(pick, prompt string, choices []string) (int, error) {
+	n := -1
+	if i, err := strconv.Atoi(pick); err == nil {
+		n = i
+	} else {
+		for i, o := range choices {
+			if strings.EqualFold(o, pick) {
+				n = i
+			}
+		}
+	}
+	if n < 0 || n >= len(choices) {
+		var opts []string
+		for i, o := range choices {
+			opts = append(opts, fmt.Sprintf("[%d] %s", i, o))
+		}
+		return 0, fmt.Errorf("%q is not one of the choices of %q: %s", pick, prompt, strings.Join(opts, ", "))
+	}
+	return n, nil
 }

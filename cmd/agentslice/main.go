@@ -6,7 +6,7 @@
 //	agentslice send     send a message to a thread of a serve, or of a deployed queue (-queue-url)
 //	agentslice tail     follow a thread of a serve, or a deployment's output queue (-queue-url)
 //	agentslice history  print a serve's thread
-//	agentslice choose   answer the choice a serve's thread waits for
+//	agentslice choose   answer the choice a thread waits for, on a serve or a deployment (-queue-url)
 //	agentslice stop     stop a serve's thread; close: stop it and close it for good
 //	agentslice dead-letters  list, redrive or discard a running serve's dead letters
 //	agentslice migrate  create or upgrade the DSQL/PostgreSQL schema
@@ -39,7 +39,7 @@ func commands() []command {
 		{"send", "send a message to a thread of a serve (or, with -queue-url, a deployment's queue)", runSend},
 		{"tail", "follow a thread's events on a serve (or, with -queue-url, a deployment's output queue)", runTail},
 		{"history", "print a thread's status and history on a serve", runHistory},
-		{"choose", "answer the choice a thread of a serve waits for", runChoose},
+		{"choose", "answer the choice a thread waits for (on a serve; with -queue-url, a deployment)", runChoose},
 		{"stop", "stop what a thread of a serve is doing (the completion and the pending call)", runStop},
 		{"close", "stop a thread of a serve and close it for good", runClose},
 		{"dead-letters", "list, redrive or discard the dead letters of a running serve", runDeadLetters},

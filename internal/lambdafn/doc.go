@@ -10,7 +10,8 @@
 //     records (Metrics) and the start-up failure path (Fatal);
 //   - the callback receiver (cmd/rapreceiver): FunctionURLHandler turns a
 //     Lambda Function URL request into rap.Receiver.Accept and answers 4xx
-//     for anything rejected;
+//     for anything rejected; views and choices go to the thread's history
+//     (ReceiverFor);
 //   - the delay relay (cmd/delayrelay): RelayHandler moves delayed wake-ups
 //     to the FIFO input queue with timers.RelayEvent.
 //

@@ -45,11 +45,8 @@ func LoadReceiverConfig(getenv func(string) string) (ReceiverConfig, error) {
 }
 
 // BuildReceiver builds the callback receiver: a rap.Receiver that enqueues
-// accepted callbacks on the FIFO input queue, and the logger to give
-// FunctionURLHandler. view_update and user_choice callbacks are refused
-// with 422 (RefuseViews, RefuseChoices): their state would live in one
-// execution environment's memory, which other environments and the next
-// cold start do not see.
+// accepted callbacks on the thread's class's FIFO input queue, and the
+// logger to give FunctionURLHandler. Its configuration is ReceiverFor's.
 //
 // The returned Accepter re-reads the keyring secret once its TTL has passed
 // (KeyringCache), so a rotated key reaches warm environments too.
@@ -67,41 +64,33 @@ func BuildReceiver(ctx context.Context, cfg ReceiverConfig, opts Options) (Accep
 	if err != nil {
 		return nil, nil, err
 	}
-	rc, err := rap.NewReceiver(rap.ReceiverConfig{Keys: keys.Keys, Queue: queue, Now: opts.Now, Logger: opts.Logger,
-		Views: RefuseViews, Choices: RefuseChoices})
+	rc, err := rap.NewReceiver(ReceiverFor(keys.Keys, queue, opts))
 	if err != nil {
 		return nil, nil, err
 	}
 	return refreshingAccepter{rc: rc, keys: keys}, opts.Logger, nil
 }
 
-// RefuseViews and RefuseChoices are the AWS receiver's view and choice
-// stores: they refuse every view_update and user_choice callback with 422
-// and a reason the tool server can log, instead of keeping the state in
-// one Lambda execution environment's memory (other environments, and the
-// next cold start, would not see it). A store shared by every environment
-// (DynamoDB) is the way to support them; until then a tool gets a clear,
-// final answer and does not retry.
-var (
-	RefuseViews   rap.ViewStore   = refusing{}
-	RefuseChoices rap.ChoiceStore = refusing{}
-)
-
-type refusing struct{}
-
-func (refusing) PutView(context.Context, string, string, json.RawMessage) error {
-	return &rap.CallbackError{Status: http.StatusUnprocessableEntity, Field: "type",
-		Err: errors.New("view_update callbacks are not supported by this deployment (AWS: no shared view store)")}
+// ReceiverFor is the AWS receiver's rap.ReceiverConfig. view_update and
+// user_choice are kept in the thread's history, as in serve
+// (rap.ReceiverConfig.HistoryViews, runtime/human.go): the receiver
+// enqueues a view as a KindView message and a choice as a notice carrying
+// it (Message.Choice), routed like results by the class the callback URL
+// was signed with, and the slice function commits them to DSQL. Nothing
+// lives in one execution environment's memory, so every environment, the
+// next cold start and `agentslice choose` read the same pending choice.
+func ReceiverFor(keys *rap.Keyring, queue runtime.Queue, opts Options) rap.ReceiverConfig {
+	return rap.ReceiverConfig{Keys: keys, Queue: queue, Now: opts.Now, Logger: opts.Logger,
+		HistoryViews: true, Choices: HistoryChoices}
 }
 
-func (refusing) View(context.Context, string, string) (json.RawMessage, bool, error) {
-	return nil, false, nil
-}
+// HistoryChoices is the AWS receiver's choice store: it keeps nothing,
+// because the notice message carries the choice into the thread's history.
+var HistoryChoices rap.ChoiceStore = historyChoices{}
 
-func (refusing) PutChoice(context.Context, string, rap.UserChoice) error {
-	return &rap.CallbackError{Status: http.StatusUnprocessableEntity, Field: "type",
-		Err: errors.New("user_choice callbacks are not supported by this deployment (AWS: no shared choice store)")}
-}
+type historyChoices struct{}
+
+func (historyChoices) PutChoice(context.Context, string, rap.UserChoice) error { return nil }
 
 // Accepter is what FunctionURLHandler needs of a *rap.Receiver.
 type Accepter interface {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/tidwall/gjson"
 
 	"github.com/agentslice/agentslice/internal/lambdafn"
 	"github.com/agentslice/agentslice/internal/rap"
@@ -72,6 +73,8 @@ func TestFunctionURLHandler(t *testing.T) {
 		wantStatus int
 		wantBody   string
 		enqueued   bool
+		// kind is the kind of the enqueued message (default: a result).
+		kind runtime.Kind
 		// errorResult: an authentic but unusable body enqueues an error
 		// result for the signed call (rap.Receiver.Accept).
 		errorResult bool
@@ -103,20 +106,20 @@ func TestFunctionURLHandler(t *testing.T) {
 			&sqsq.TooLargeError{ID: "m", Size: 1_300_000, Limit: 1 << 20, Queue: "q"})), wantStatus: 413, wantBody: "1300000"},
 		{name: "too large, unwrapped", queueErr: &sqsq.TooLargeError{ID: "m", Size: 2 << 20, Limit: 1 << 20, Queue: "q"}, wantStatus: 413},
 		{name: "permanent queue refusal", queueErr: runtime.Permanent(errors.New("refused")), wantStatus: 413},
-		// view_update and user_choice have no shared store on AWS: a final 422.
-		{name: "view_update refused", edit: func(r *events.LambdaFunctionURLRequest) {
+		// view_update and user_choice go to the thread's history, as in
+		// serve: enqueued like results (lambdafn.ReceiverFor).
+		{name: "view_update", edit: func(r *events.LambdaFunctionURLRequest) {
 			r.Body = `{"type":"view_update","group_id":"thread-1","view_type":"progress","content":{"pct":50}}`
-		}, wantStatus: 422, wantBody: "view_update callbacks are not supported"},
-		{name: "user_choice refused", edit: func(r *events.LambdaFunctionURLRequest) {
+		}, wantStatus: 200, enqueued: true, kind: runtime.KindView},
+		{name: "user_choice", edit: func(r *events.LambdaFunctionURLRequest) {
 			r.Body = `{"type":"user_choice","group_id":"thread-1","id":"call-1","prompt":"Deploy?","choices":["yes","no"],"default":0,"response_url":"https://tools.example.com/choice"}`
-		}, wantStatus: 422, wantBody: "user_choice callbacks are not supported"},
+		}, wantStatus: 200, enqueued: true, kind: runtime.KindNotice},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			q := &recQueue{err: tt.queueErr}
-			rc, err := rap.NewReceiver(rap.ReceiverConfig{Keys: keys, Queue: q, Logger: raptest.QuietLogger(),
-				Views: lambdafn.RefuseViews, Choices: lambdafn.RefuseChoices})
+			rc, err := rap.NewReceiver(lambdafn.ReceiverFor(keys, q, lambdafn.Options{Logger: raptest.QuietLogger()}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,6 +143,16 @@ func TestFunctionURLHandler(t *testing.T) {
 			if tt.errorResult {
 				if m := q.msgs[0]; m.Kind != runtime.KindToolResult || !m.IsError || m.ThreadID != "thread-1" || m.ToolCallID != "call-1" {
 					t.Fatalf("enqueued %+v, want an error result for the signed call", m)
+				}
+			} else if tt.kind == runtime.KindView {
+				if m := q.msgs[0]; m.Kind != runtime.KindView || m.ThreadID != "thread-1" || m.ToolCallID != "call-1" ||
+					m.Text != `{"view_type":"progress","content":{"pct":50}}` {
+					t.Fatalf("enqueued %+v, want the view", m)
+				}
+			} else if tt.kind == runtime.KindNotice {
+				if m := q.msgs[0]; m.Kind != runtime.KindNotice || m.ToolCallID != "call-1" ||
+					gjson.Get(m.Choice, "response_url").Str != "https://tools.example.com/choice" || !strings.Contains(m.Text, "Deploy?") {
+					t.Fatalf("enqueued %+v, want the notice carrying the choice", m)
 				}
 			} else if tt.enqueued {
 				m := q.msgs[0]

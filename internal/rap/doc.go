@@ -36,8 +36,10 @@
 // callback handler: a user_choice's choice and a result's display segment
 // travel in the messages it enqueues, and with HistoryViews a view_update
 // does too, so a deployment keeps them in history), stores.go (in-memory
-// view and choice stores, for deployments without HistoryViews), kit.go (the
-// tool-server kit).
+// view and choice stores, for deployments without HistoryViews), answer.go
+// (answering the user_choice a thread's history says is pending: serve's
+// answer message and `agentslice choose -queue-url`, which hands it the
+// history store to read), kit.go (the tool-server kit).
 //
 // The package must not reach into the engine's state or stores: whether a
 // call is still pending is the engine's decision (an optional one-method

@@ -234,6 +234,11 @@ func (rc *Receiver) Accept(ctx context.Context, query map[string][]string, body 
 		switch {
 		case errors.Is(err, runtime.ErrClosed):
 			return &CallbackError{Status: http.StatusGone, Err: err}
+		case runtime.IsPermanent(err) && msg.Kind == runtime.KindView:
+			// A view is not the call's result: the call goes on, so
+			// the tool hears 413 and the thread gets nothing.
+			return &CallbackError{Status: http.StatusRequestEntityTooLarge, Field: "content",
+				Err: fmt.Errorf("the queue refused the view_update (send a smaller view): %w", err)}
 		case runtime.IsPermanent(err):
 			return rc.unusable(ctx, capa, body, &CallbackError{Status: http.StatusRequestEntityTooLarge,
 				Err: fmt.Errorf("the queue refused the %s: %w", cb.Type, err)})

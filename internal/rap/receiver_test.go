@@ -391,6 +391,23 @@ func TestReceiverCarriesPeoplesState(t *testing.T) {
 	}
 }
 
+// TestViewTooLargeForTheQueue: a view_update the queue refuses for its
+// size answers 413 naming the content, and the thread gets nothing: a view
+// is not the call's result, so no error result ends the call.
+func TestViewTooLargeForTheQueue(t *testing.T) {
+	t.Parallel()
+	rig := newCallbackRig(t, func(c *ReceiverConfig) { c.HistoryViews = true })
+	body := `{"type":"view_update","group_id":"thr_1","view_type":"log","content":{"text":"` +
+		strings.Repeat("x", runtime.MaxMessageBytes+1000) + `"}}`
+	status, msg := post(t, rig.url(t, "thr_1", "call_1"), body)
+	if status != http.StatusRequestEntityTooLarge || !strings.Contains(msg, "view_update") {
+		t.Fatalf("status %d (%s), want 413 for the view", status, msg)
+	}
+	if n := rig.q.count(); n != 0 {
+		t.Fatalf("%d messages enqueued for a refused view, want none (no error result for the call)", n)
+	}
+}
+
 // TestDisplayLeftOutWhenTooLarge: a display segment that would not fit in
 // the result's queue message beside the result is left out (the UI shows
 // the text); the result itself is untouched.

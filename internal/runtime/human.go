@@ -69,11 +69,16 @@ func (m *Message) validateHuman() error {
 	return nil
 }
 
-// foldView keeps a view_update in history.
+// foldView keeps a view_update in history and tells the output of it (an
+// event of kind "view", Text {"view_type", "content"}), as a notice is
+// told: a deployment's output queue is all its readers see. (serve tells
+// views from history and drops this one, see server.Broadcaster.)
 func (s *slice) foldView(m Message) {
 	vt := gjson.Get(m.Text, "view_type").Str
 	s.appendItem(Item{Kind: ItemMarker, Input: m.ID, CallID: m.ToolCallID, Name: ViewMarkerName, Args: m.Text,
 		Text: "view " + vt + " updated"})
+	s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: &OutputEvent{
+		ID: DeriveID("out_", s.threadID, m.ID), ThreadID: s.threadID, Kind: "view", Text: m.Text}})
 }
 
 // displayMarker is the marker that keeps a result's display segment; it

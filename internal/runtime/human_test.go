@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,7 +35,8 @@ func (askModel) Complete(_ context.Context, req *runtime.CompletionRequest, w ru
 // result's display segment become marker items in the commits of their
 // messages (nothing for the model), the pending choice and the latest
 // views are read back from history alone, and items carry the engine's
-// clock (a result its arrival).
+// clock (a result its arrival). The output hears of each view and notice
+// (a deployment's output queue is all its readers see).
 func TestHumanStateIsHistory(t *testing.T) {
 	store := local.NewHistoryStore()
 	tb := runtime.NewToolbox()
@@ -42,6 +44,11 @@ func TestHumanStateIsHistory(t *testing.T) {
 	clock := time.Date(2026, 3, 28, 12, 0, 0, 0, time.UTC)
 	e := &runtime.Engine{History: store, Queue: &sink{}, Model: askModel{}, Tools: tb,
 		Limits: runtime.Limits{RetryBase: time.Millisecond}, Now: func() time.Time { return clock }}
+	var outputs []runtime.OutputEvent
+	e.Output = local.OutputFunc(func(_ context.Context, ev runtime.OutputEvent) error {
+		outputs = append(outputs, ev)
+		return nil
+	})
 	ctx := context.Background()
 	run := func(msgs ...runtime.Message) *runtime.Thread {
 		t.Helper()
@@ -75,6 +82,14 @@ func TestHumanStateIsHistory(t *testing.T) {
 	}
 	if th.State.Pending == nil {
 		t.Fatal("a view or a notice closed the pending call")
+	}
+	var told []string
+	for _, ev := range outputs {
+		told = append(told, ev.Kind+" "+ev.Text)
+	}
+	if want := []string{`view {"view_type":"progress","content":{"n":1}}`, `view {"view_type":"progress","content":{"n":2}}`,
+		"notice choose"}; strings.Join(told, "|") != strings.Join(want, "|") {
+		t.Fatalf("output events %q, want %q", told, want)
 	}
 
 	th = run(runtime.Message{ID: "a1", Kind: runtime.KindAnswer, ToolCallID: call, Text: "chose b", Choice: `{"id":"x","selected":1}`})

@@ -148,7 +148,7 @@ type OutboxEntry struct {
 type OutputEvent struct {
 	ID       string `json:"id"`
 	ThreadID string `json:"thread_id"`
-	Kind     string `json:"kind"` // "reply", "error", "notice"
+	Kind     string `json:"kind"` // "reply", "error", "notice", "view", ...
 	Text     string `json:"text"`
 	// Agent is the agent that replied, and Usage the thread's cumulative
 	// token usage when it did (replies only; empty without agents/usage).

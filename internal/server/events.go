@@ -73,6 +73,9 @@ func NewBroadcaster(buffer int, log *slog.Logger) *Broadcaster {
 // view) to its thread's subscribers and to those of every thread. It never
 // blocks and never fails.
 func (b *Broadcaster) Publish(_ context.Context, ev runtime.OutputEvent) error {
+	if ev.Kind == "view" {
+		return nil // told from history, with the item's time (stream.go)
+	}
 	b.publish(StreamEvent{ID: ev.ID, ThreadID: ev.ThreadID, Kind: ev.Kind, Text: ev.Text})
 	return nil
 }

@@ -44,6 +44,21 @@ func TestBroadcasterRoutesByThread(t *testing.T) {
 	b.Unsubscribe(a) // after Close: a no-op
 }
 
+// TestBroadcasterLeavesViewsToHistory: the engine's "view" output event
+// (meant for a deployment's output queue) is not passed on: serve's
+// streams tell a view from history, once, with its item's time.
+func TestBroadcasterLeavesViewsToHistory(t *testing.T) {
+	t.Parallel()
+	b := NewBroadcaster(8, quietLogger())
+	a, _ := b.Subscribe("a")
+	ctx := context.Background()
+	_ = b.Publish(ctx, runtime.OutputEvent{ID: "v", ThreadID: "a", Kind: "view", Text: `{"view_type":"x","content":{}}`})
+	_ = b.Publish(ctx, reply("a", "1"))
+	if ev := <-a.Events(); ev.ID != "1" {
+		t.Fatalf("thread a got %+v first, want the reply (no view from the output)", ev)
+	}
+}
+
 // TestBroadcasterDropsSlowSubscriber: a subscriber that does not read is
 // dropped once its buffer is full; Publish never blocks, and the other
 // subscribers keep getting events.

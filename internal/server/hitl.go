@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
@@ -186,10 +185,7 @@ func (s *Server) answerChoice(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadGateway, "", "the tool did not take the answer: %v", err)
 		return
 	}
-	answer, _ := json.Marshal(rap.ChoiceResponse{ID: c.id, Selected: n})
-	msg := runtime.Message{V: runtime.MessageVersion, ID: runtime.DeriveID("answer_", thread, call), ThreadID: thread,
-		Kind: runtime.KindAnswer, ToolCallID: call, Choice: string(answer), Class: th.State.Class,
-		Text: fmt.Sprintf("the user chose %d: %s", n, c.Choices[n])}
+	msg := rap.AnswerMessage(th, call, &rap.UserChoice{ID: c.id, Choices: c.Choices}, n)
 	if err := s.sys.Send(r.Context(), msg); err != nil {
 		// The tool has the answer; only the record is missing, and the
 		// call's result closes the choice anyway.

@@ -30,6 +30,7 @@ type inProcess struct {
 	outputs *lambdatest.Collector
 	dlq     *lambdatest.Collector
 	queue   *sqsq.Queue
+	deploy  *deployTool
 }
 
 // withDeadline gives each invocation a Lambda-like deadline.
@@ -66,7 +67,8 @@ func startInProcess(t *testing.T) *inProcess {
 	front := httptest.NewServer(lambdatest.FunctionURLFront(lambdafn.FunctionURLHandler(rc, rlog)))
 	t.Cleanup(front.Close)
 
-	kit, err := rap.NewServer(rap.ServerConfig{Name: "clock", Tools: []rap.Tool{tools.GetTime(nil)}})
+	p.deploy = newDeployTool(t)
+	kit, err := rap.NewServer(rap.ServerConfig{Name: "clock", Tools: []rap.Tool{tools.GetTime(nil), p.deploy.tool()}})
 	if err != nil {
 		t.Fatal(err)
 	}

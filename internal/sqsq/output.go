@@ -24,7 +24,7 @@ type OutputRecord struct {
 	V        int    `json:"v"`
 	ID       string `json:"id"`
 	ThreadID string `json:"thread_id"`
-	Kind     string `json:"kind"` // "reply", "error", "notice"
+	Kind     string `json:"kind"` // "reply", "error", "notice", "view", ...
 	Text     string `json:"text"`
 	// Agent and Usage are the replying agent and the thread's cumulative
 	// token usage (replies; optional).
