@@ -77,7 +77,7 @@ func (s *slice) foldView(m Message) {
 	vt := gjson.Get(m.Text, "view_type").Str
 	s.appendItem(Item{Kind: ItemMarker, Input: m.ID, CallID: m.ToolCallID, Name: ViewMarkerName, Args: m.Text,
 		Text: "view " + vt + " updated"})
-	s.st.Outbox = append(s.st.Outbox, OutboxEntry{Output: &OutputEvent{
+	s.addOutbox(OutboxEntry{Output: &OutputEvent{
 		ID: DeriveID("out_", s.threadID, m.ID), ThreadID: s.threadID, Kind: "view", Text: m.Text}})
 }
 
