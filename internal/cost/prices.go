@@ -138,8 +138,14 @@ func LoadPrices(r io.Reader, source string) (Prices, error) {
 	if err != nil {
 		return Prices{}, fmt.Errorf("cost: reading prices %s: %w", source, err)
 	}
+	// Decoding into the built-in instances would keep their fields where
+	// the file's entries leave them out; the file's table starts empty.
+	p.Instances = nil
 	if err := decodeStrict(b, &p); err != nil {
 		return Prices{}, fmt.Errorf("cost: prices %s: %w", source, err)
+	}
+	if p.Instances == nil {
+		p.Instances = DefaultPrices().Instances
 	}
 	if err := p.Validate(); err != nil {
 		return Prices{}, fmt.Errorf("cost: prices %s: %w", source, err)
