@@ -31,7 +31,7 @@ func TestCostFlagsFileAndSources(t *testing.T) {
 		"agents                         50         flag -agents",
 		"turns_per_agent_per_day        7          file " + wf,
 		"long_sleeps_per_turn           1          flag -long-sleeps-per-turn",
-		"EventBridge Scheduler  $0.001 ",
+		"EventBridge Scheduler  $0.00100 ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -227,3 +227,11 @@ func TestCheckStorageNamesTheDifference(t *testing.T) {
 		}
 	}
 }
+
+func TestUSD(t *testing.T) {
+	for v, want := range map[float64]string{0: "$0", 1234.4: "$1234", 12.345: "$12.35", 0.0777: "$0.0777", 0.00176: "$0.00176", 1.76e-05: "$0.0000176"} {
+		if got := usd(v); got != want {
+			t.Errorf("usd(%v) = %q, want %q", v, got, want)
+		}
+	}
+}

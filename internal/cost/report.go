@@ -18,8 +18,8 @@ func usd(v float64) string {
 		return fmt.Sprintf("$%.2f", v)
 	case a >= 0.01:
 		return fmt.Sprintf("$%.4f", v)
-	default:
-		return fmt.Sprintf("$%.3g", v)
+	default: // three significant digits, no exponent: $0.0000176
+		return fmt.Sprintf("$%.*f", 2-int(math.Floor(math.Log10(a))), v)
 	}
 }
 
@@ -54,7 +54,8 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "%-22s %-12s %-14s %-14s\n\n", "total", usd(r.PerThousandTurnsUSD), usd(r.IdleAgentMonthUSD), usd(r.FixedMonthUSD))
 
 	fmt.Fprintf(w, "per 1,000 turns          %s\n", usd(r.PerThousandTurnsUSD))
-	fmt.Fprintf(w, "per idle agent per month %s (its stored history; an idle agent runs nothing)\n", usd(r.IdleAgentMonthUSD))
+	fmt.Fprintf(w, "per idle agent per month %s, %s per 1,000 idle agents (their stored history; an idle agent runs nothing)\n",
+		usd(r.IdleAgentMonthUSD), usd(1000*r.IdleAgentMonthUSD))
 	fmt.Fprintf(w, "fixed per month          %s (the deployment, whatever the agents do)\n", usd(r.FixedMonthUSD))
 	fmt.Fprintf(w, "total per month          %s\n\n", usd(r.TotalMonthUSD))
 
@@ -75,7 +76,7 @@ func (r *Report) Print(w io.Writer) {
 	case be == 0:
 		fmt.Fprintln(w, "  break-even: none; the serverless fixed and idle costs alone exceed the instances'")
 	default:
-		fmt.Fprintf(w, "  break-even: %.4g turns per agent per day (serverless costs less below it)\n", be)
+		fmt.Fprintf(w, "  break-even: %.4g turns per agent per day for these %s agents (serverless costs less below it)\n", be, num(wl.Agents))
 	}
 	fmt.Fprintln(w, "  (memory only: the instance's CPU, its durable store and a second instance for availability are left out)")
 
