@@ -27,7 +27,9 @@ const (
 // code path (internal/runtime's engine over internal/dsql and
 // internal/dedup): one load and one commit of the thread (one SQL round
 // trip each), one conditional put per consumed message ID plus one
-// "outbox sent" mark, no dedup read on a first delivery.
+// "outbox sent" mark (internal/runtime/engine.go: the dedup write after a
+// slice that sent its outbox; a slice that sent nothing marks only its
+// inputs), no dedup read on a first delivery.
 type SliceRequests struct {
 	Loads, Commits, DedupReads, DedupWrites  float64
 	SQLRoundTrips, DynamoWrites, DynamoReads float64

@@ -94,4 +94,5 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintln(w, line)
 	}
 	fmt.Fprintf(w, "note: %s; free tiers are not applied.\n", PricesNote)
+	fmt.Fprintln(w, "left out: model tokens, data transfer, the stack's CloudWatch alarms and its callback-key secret (fixed, a few dollars a month), the tool servers")
 }
