@@ -17,7 +17,15 @@
 //   - model.go: Estimate, the arithmetic; PerSlice, the requests one
 //     slice makes along the stack's code paths, and CheckStorage, which
 //     compares them with what the storage load test counted.
+//   - measured.go: the load tests' results (the storage load test's
+//     storage.json, a density benchmark's JSON) read and applied as
+//     inputs; a storage result is checked first (CheckStorage).
 //   - report.go: Report.Print, every result with its assumptions.
+//
+// Tests pin the model to the code: internal/stack's TestCostModelMatchesStack
+// (memory sizes, log retention, polled queues), loadtest/storage's
+// TestCostModelMatchesMeasured (requests per slice on PostgreSQL and
+// DynamoDB Local), TestCodePathFigures here (dedup TTL).
 //
 // Model tokens are left out on purpose: they dominate any agent's bill and
 // do not depend on the runtime.

@@ -86,7 +86,7 @@ func CheckStorage(m StorageMeasured) error {
 	check("SQL round trips per slice", m.PGRoundTripsPerSlice, want.SQLRoundTrips)
 	check("DynamoDB requests per slice", m.DynamoRoundTripsPerSlice, want.DynamoWrites+want.DynamoReads)
 	if len(bad) > 0 {
-		return fmt.Errorf("cost: the model disagrees with the storage load test (%d slices): %v", m.Slices, bad)
+		return fmt.Errorf("cost: the model disagrees with the storage load test (%d slices): %s", m.Slices, strings.Join(bad, "; "))
 	}
 	return nil
 }
