@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -30,6 +31,7 @@ func runCost(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	pricesFile := fs.String("prices", "", "JSON `file` of unit prices overlaying the built-in table (docs/cost.md)")
 	storageFile := fs.String("storage-result", "", "storage load test result `file` (loadtest/results/storage.json): checked against the model, its round trips used")
 	densityFile := fs.String("density-result", "", "density benchmark result `file` (loadtest/results/density-*.json): bytes per waiting agent, history bytes per turn")
+	printPrices := fs.Bool("print-prices", false, "print the built-in price table as JSON (a starting point for -prices) and exit")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: agentslice cost [flags]\n\nWhat a workload costs on the AWS deployment, per component, per 1,000 turns,\nper idle agent per month, and against keeping the agents in memory always on.\n"+cost.PricesNote+".\n\nflags:")
 		fs.PrintDefaults()
@@ -39,6 +41,11 @@ func runCost(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (every input is a flag)", fs.Arg(0))
+	}
+	if *printPrices {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(cost.DefaultPrices())
 	}
 	open := func(name string, read func(io.Reader) error) error {
 		f, err := os.Open(name)

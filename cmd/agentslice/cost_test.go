@@ -4,8 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/agentslice/agentslice/internal/cost"
 )
 
 func runCostArgs(t *testing.T, args ...string) (string, error) {
@@ -96,5 +99,21 @@ func TestCostErrorsNameTheField(t *testing.T) {
 		if _, err := runCostArgs(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("cost %v: %v, want an error containing %q", c.args, err, c.want)
 		}
+	}
+}
+
+// The built-in table printed as JSON loads back as the same table.
+func TestCostPrintPricesRoundTrips(t *testing.T) {
+	out, err := runCostArgs(t, "-print-prices")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := cost.LoadPrices(strings.NewReader(out), "printed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := cost.DefaultPrices()
+	if !reflect.DeepEqual(p, want) {
+		t.Errorf("printed table loads as %+v, want %+v", p, want)
 	}
 }
