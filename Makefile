@@ -16,7 +16,7 @@ AGENTS  ?= 20000
 TURNS   ?= 20
 WAVE    ?= 500
 
-.PHONY: all test test-go e2e loadtest loadtest-full loadtest-durable loadtest-scaling loadtest-storage loadtest-priority bench-codec vet fmt fuzz chaos mutants mutation build synth deploy destroy cdk-deps
+.PHONY: all test test-go e2e loadtest loadtest-full loadtest-durable loadtest-scaling loadtest-storage loadtest-cost loadtest-priority bench-codec vet fmt fuzz chaos mutants mutation build synth deploy destroy cdk-deps
 
 all: test
 
@@ -86,6 +86,16 @@ loadtest-priority:
 THREADS ?= 10000
 loadtest-storage:
 	THREADS=$(THREADS) bash scripts/loadtest-storage.sh
+
+# The cost model (agentslice cost, docs/cost.md) fed this machine's
+# measurements: the storage load test's requests per slice (checked against
+# the model) and the density benchmark's bytes per waiting agent. Not part
+# of make test. THREADS (default 1000 here), DENSITY_AGENTS; COST_FLAGS go
+# to agentslice cost, e.g. COST_FLAGS='-agents 10000 -turns-per-agent-per-day 2'.
+COST_THREADS ?= 1000
+COST_FLAGS   ?=
+loadtest-cost:
+	THREADS=$(if $(filter command line environment,$(origin THREADS)),$(THREADS),$(COST_THREADS)) bash scripts/loadtest-cost.sh $(COST_FLAGS)
 
 # Every fuzz target (found by scripts/fuzz.sh), FUZZTIME each.
 FUZZTIME ?= 10s

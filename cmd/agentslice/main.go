@@ -10,6 +10,7 @@
 //	agentslice stop     stop a serve's thread; close: stop it and close it for good
 //	agentslice dead-letters  list, redrive or discard a running serve's dead letters
 //	agentslice migrate  create or upgrade the DSQL/PostgreSQL schema
+//	agentslice cost     what a workload costs on AWS, against agents kept in memory
 //	agentslice version  print what this binary was built from
 //
 // Each subcommand reads its flags (and, where it says so, a config file or
@@ -44,6 +45,7 @@ func commands() []command {
 		{"close", "stop a thread of a serve and close it for good", runClose},
 		{"dead-letters", "list, redrive or discard the dead letters of a running serve", runDeadLetters},
 		{"migrate", "create or upgrade the history schema (DSQL or PostgreSQL)", runMigrate},
+		{"cost", "what a workload costs on the AWS deployment, against agents kept in memory", runCost},
 		{"version", "print the version, VCS revision and Go version of this binary", runVersion},
 	}
 }
