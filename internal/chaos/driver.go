@@ -28,6 +28,10 @@ type Backend struct {
 	// would (the disk store reopens its files as the crash left them, so
 	// recovery replays its journal).
 	Restart func() error
+	// Timers, when set, builds the run's timers (the backend's durable
+	// ones), delivering to q and armed on c, the run's clock; default the
+	// embedded local.Timers on c.
+	Timers func(q runtime.Queue, c local.Clock) runtime.Timers
 }
 
 // Plan says how a run is disturbed. The zero Plan is the crash-free,
@@ -169,7 +173,11 @@ func newRun(sc *Scenario, b Backend, plan Plan) *Run {
 		previous: map[string]runtime.Message{}, lastOf: map[string]runtime.Message{}}
 	r.settle = func(ctx context.Context) error { r.drain(ctx, false); return nil }
 	r.clk = &runClock{now: r.now}
-	r.timers.inner = local.NewTimersOn(timerQueue{r}, r.clk)
+	if b.Timers != nil {
+		r.timers.inner = b.Timers(timerQueue{r}, r.clk)
+	} else {
+		r.timers.inner = local.NewTimersOn(timerQueue{r}, r.clk)
+	}
 	if sc.NoDedup {
 		r.dedup = nil
 	}
