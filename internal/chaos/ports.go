@@ -72,11 +72,18 @@ type recordedTimers struct {
 	calls     int // Schedule calls, repeats included
 	cancelled map[string]bool
 	fired     map[string]bool // keys whose message the timers delivered (or FireTimers sent late)
-	problems  []string
+	// disarmed holds the keys cancelled since they were last scheduled:
+	// the timers must not deliver them. Checked only when strict (the
+	// driver's runs: on the embedded System a cancel may race a timer
+	// that is already firing, as with time.AfterFunc).
+	disarmed map[string]bool
+	strict   bool
+	problems []string
 }
 
 func newRecordedTimers() *recordedTimers {
-	return &recordedTimers{scheduled: map[string]runtime.Timer{}, cancelled: map[string]bool{}, fired: map[string]bool{}}
+	return &recordedTimers{scheduled: map[string]runtime.Timer{}, cancelled: map[string]bool{}, fired: map[string]bool{},
+		disarmed: map[string]bool{}, strict: true}
 }
 
 func timerKey(thread, call string) string { return thread + " " + call }
@@ -91,6 +98,7 @@ func (m *recordedTimers) record(t runtime.Timer) {
 	defer m.mu.Unlock()
 	m.calls++
 	k := timerKey(t.ThreadID, t.CallID)
+	delete(m.disarmed, k)
 	if old, ok := m.scheduled[k]; ok {
 		// A liveness check arms its successor from the time it runs: a
 		// check run again later (redelivered to an engine without a dedup
@@ -110,6 +118,7 @@ func (m *recordedTimers) record(t runtime.Timer) {
 func (m *recordedTimers) Cancel(ctx context.Context, thread, call string) error {
 	m.mu.Lock()
 	m.cancelled[timerKey(thread, call)] = true
+	m.disarmed[timerKey(thread, call)] = true
 	m.mu.Unlock()
 	return m.inner.Cancel(ctx, thread, call)
 }
@@ -120,8 +129,12 @@ func (m *recordedTimers) delivered(msg runtime.Message) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, k := range m.order {
-		if m.scheduled[k].Message.ID == msg.ID {
-			m.fired[k] = true
+		if m.scheduled[k].Message.ID != msg.ID {
+			continue
+		}
+		m.fired[k] = true
+		if m.strict && m.disarmed[k] {
+			m.problems = append(m.problems, fmt.Sprintf("timer %s delivered %s after it was cancelled", k, msg.ID))
 		}
 	}
 }
