@@ -13,8 +13,11 @@
 // and moves the clock to each: a scenario with Liveness set (deadlines and
 // status checks on, armed through the run's timers) is driven that way to
 // its deadlines. FireTimers fires every armed timer without moving the
-// clock. The timers are the real ones, so a sleep scheduled again (a
-// redelivered dispatch) replaces its timer and may wake a second time.
+// clock. The timers are the real ones (a Backend may bring its own: the
+// disk store's durable timers, stopped at every restart and re-armed from
+// their rows), so a sleep scheduled again (a redelivered dispatch)
+// replaces its timer and may wake a second time, and a timer that
+// delivers its wake-up after it was cancelled is a problem.
 //
 // A crash is the engine's own fault injection (runtime.Engine.Faults and
 // runtime.CrashPoints) plus the points this package adds by wrapping the
