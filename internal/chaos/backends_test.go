@@ -151,7 +151,7 @@ func diskStores(t *testing.T) chaos.NewBackend {
 		if err := s.open(t.TempDir()); err != nil {
 			return chaos.Backend{}, nil, err
 		}
-		return chaos.Backend{History: s, Dedup: s, Restart: func() error { return s.restart(t) }}, s.close, nil
+		return chaos.Backend{History: s, Dedup: s, Timers: s.timers, Restart: func() error { return s.restart(t) }}, s.close, nil
 	}
 }
 
@@ -160,6 +160,11 @@ type restartingDisk struct {
 	mu  sync.RWMutex
 	db  *disk.DB
 	top int // the highest journal segment seen
+	// The durable timers (Backend.Timers), on the run's queue and clock;
+	// rebuilt and re-armed from their rows at every restart.
+	tm    *disk.Timers
+	q     runtime.Queue
+	clock local.Clock
 }
 
 // diskSegmentBytes keeps the disk store's journal segments small: a
@@ -171,8 +176,9 @@ const diskSegmentBytes = 2048
 // diskJournal counts the disk runs whose journal was cut at least once
 // (it reached a second segment) and those cut twice or more (a third: the
 // second cut takes the segment the first checkpoint retired, the spare,
-// when that checkpoint finished first).
-var diskJournal struct{ runs, cut, reused atomic.Int64 }
+// when that checkpoint finished first), and the durable timers the
+// restarts re-armed from their rows.
+var diskJournal struct{ runs, cut, reused, rearmed atomic.Int64 }
 
 // seeSegments raises s.top to the highest journal segment in its
 // directory.
@@ -215,14 +221,57 @@ func (s *restartingDisk) restart(t *testing.T) error {
 	if err != nil {
 		return err
 	}
+	if s.tm != nil {
+		// The killed process's in-process timers die with it.
+		s.tm.Stop()
+	}
 	s.db.Close()
-	return s.open(dir)
+	if err := s.open(dir); err != nil {
+		return err
+	}
+	if s.tm == nil {
+		return nil
+	}
+	s.tm = s.db.TimersOn(s.q, s.clock)
+	n, err := s.tm.Rearm(context.Background())
+	if err != nil {
+		return err
+	}
+	diskJournal.rearmed.Add(int64(n.Total()))
+	return nil
+}
+
+// timers builds the durable timers on the run's queue and clock.
+func (s *restartingDisk) timers(q runtime.Queue, c local.Clock) runtime.Timers {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.q, s.clock = q, c
+	s.tm = s.db.TimersOn(q, c)
+	return diskTimers{s}
+}
+
+// diskTimers are the durable timers of whichever process runs now.
+type diskTimers struct{ s *restartingDisk }
+
+func (d diskTimers) Schedule(ctx context.Context, tm runtime.Timer) error {
+	d.s.mu.RLock()
+	defer d.s.mu.RUnlock()
+	return d.s.tm.Schedule(ctx, tm)
+}
+
+func (d diskTimers) Cancel(ctx context.Context, thread, call string) error {
+	d.s.mu.RLock()
+	defer d.s.mu.RUnlock()
+	return d.s.tm.Cancel(ctx, thread, call)
 }
 
 func (s *restartingDisk) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seeSegments()
+	if s.tm != nil {
+		s.tm.Stop()
+	}
 	s.db.Close()
 	diskJournal.runs.Add(1)
 	if s.top >= 2 {

@@ -83,7 +83,8 @@ func TestChaosFull(t *testing.T) {
 		dsk.new = diskStores(t)
 		t.Run("matrix", func(t *testing.T) { dsk.run(t, rep, fullChaos) })
 		runs, cut, reused := diskJournal.runs.Load(), diskJournal.cut.Load(), diskJournal.reused.Load()
-		rep.Note(fmt.Sprintf("disk journal (%d-byte segments): %d runs, %d cut a segment, %d cut two or more", diskSegmentBytes, runs, cut, reused))
+		rep.Note(fmt.Sprintf("disk journal (%d-byte segments): %d runs, %d cut a segment, %d cut two or more; %d durable timers re-armed by restarts",
+			diskSegmentBytes, runs, cut, reused, diskJournal.rearmed.Load()))
 		if runs > 0 && (cut == 0 || reused == 0) {
 			t.Errorf("disk journal: of %d runs, %d cut a segment and %d cut two or more; want some of each", runs, cut, reused)
 		}

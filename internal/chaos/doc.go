@@ -3,14 +3,21 @@
 //
 // It owns a deterministic driver (Run) that plays a Scenario against a
 // runtime.Engine: per-thread FIFO mailboxes, one slice at a time in a fixed
-// round-robin order, a scripted model, recording tools and manual timers. A
-// run is a pure function of its scenario and its Plan (where to crash, which
-// messages to deliver again and when), so a crash-free run can be compared
-// item by item with a run that was killed at any step boundary. The run's
-// clock stands still unless a scenario plays a Timeline, which fires the
-// scheduled wake-ups in time order and moves the clock to each: a scenario
-// with Liveness set (deadlines and status checks on, armed through the
-// run's timers) is driven that way to its deadlines.
+// round-robin order, a scripted model, recording tools and the embedded
+// timers (local.Timers) armed on the run's clock (runClock), on which a
+// timer fires only when the run fires it. A run is a pure function of its
+// scenario and its Plan (where to crash, which messages to deliver again
+// and when), so a crash-free run can be compared item by item with a run
+// that was killed at any step boundary. The run's clock stands still unless
+// a scenario plays a Timeline, which fires the armed timers in time order
+// and moves the clock to each: a scenario with Liveness set (deadlines and
+// status checks on, armed through the run's timers) is driven that way to
+// its deadlines. FireTimers fires every armed timer without moving the
+// clock. The timers are the real ones (a Backend may bring its own: the
+// disk store's durable timers, stopped at every restart and re-armed from
+// their rows), so a sleep scheduled again (a redelivered dispatch)
+// replaces its timer and may wake a second time, and a timer that
+// delivers its wake-up after it was cancelled is a problem.
 //
 // A crash is the engine's own fault injection (runtime.Engine.Faults and
 // runtime.CrashPoints) plus the points this package adds by wrapping the

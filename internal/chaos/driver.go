@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentslice/agentslice/internal/local"
 	"github.com/agentslice/agentslice/internal/model"
 	"github.com/agentslice/agentslice/internal/runtime"
 )
@@ -27,6 +28,10 @@ type Backend struct {
 	// would (the disk store reopens its files as the crash left them, so
 	// recovery replays its journal).
 	Restart func() error
+	// Timers, when set, builds the run's timers (the backend's durable
+	// ones), delivering to q and armed on c, the run's clock; default the
+	// embedded local.Timers on c.
+	Timers func(q runtime.Queue, c local.Clock) runtime.Timers
 }
 
 // Plan says how a run is disturbed. The zero Plan is the crash-free,
@@ -110,7 +115,8 @@ type Run struct {
 	plan    Plan
 	store   *recordingStore
 	dedup   runtime.DedupStore
-	timers  *manualTimers
+	timers  *recordedTimers
+	clk     *runClock // what the timers are armed on
 	out     *outputs
 	f       *faults
 	model   *shownModel // the scripted model, recording what each completion was shown
@@ -159,13 +165,19 @@ func newRun(sc *Scenario, b Backend, plan Plan) *Run {
 	if plan.MaxBatch <= 0 {
 		plan.MaxBatch = 10
 	}
-	r := &Run{sc: sc, plan: plan, store: newRecordingStore(b.History), dedup: b.Dedup, restart: b.Restart, timers: newManualTimers(),
+	r := &Run{sc: sc, plan: plan, store: newRecordingStore(b.History), dedup: b.Dedup, restart: b.Restart, timers: newRecordedTimers(),
 		out: &outputs{}, f: &faults{crashAt: plan.CrashAt, again: NoCrash, hookAt: plan.HookAt},
 		model: newShownModel(model.NewScripted(sc.Script)), boxes: map[string][]delivery{}, inReady: map[string]bool{},
 		failures: map[string]int{}, delivered: map[string]bool{}, dead: map[string]string{},
 		held: map[string]bool{}, poisoned: map[string]bool{}, sentIDs: map[string]bool{}, clock: Clock,
 		previous: map[string]runtime.Message{}, lastOf: map[string]runtime.Message{}}
 	r.settle = func(ctx context.Context) error { r.drain(ctx, false); return nil }
+	r.clk = &runClock{now: r.now}
+	if b.Timers != nil {
+		r.timers.inner = b.Timers(timerQueue{r}, r.clk)
+	} else {
+		r.timers.inner = local.NewTimersOn(timerQueue{r}, r.clk)
+	}
 	if sc.NoDedup {
 		r.dedup = nil
 	}
@@ -531,16 +543,28 @@ func (r *Run) Calls(tool string) []runtime.Invocation {
 	return out
 }
 
-// FireTimers delivers the wake-ups scheduled and not fired yet; late also
-// fires cancelled ones (a wake-up already on its way when the sleep was
+// FireTimers fires every armed timer, in the order they were armed,
+// without moving the run's clock: the timers deliver their messages
+// through the run's queue. late also sends the wake-ups cancelled before
+// they fired (a wake-up already on its way when the sleep was
 // interrupted). It fails when none is due: a scenario fires timers only
 // once a sleep has scheduled one.
 func (r *Run) FireTimers(ctx context.Context, late bool) error {
-	due := r.timers.due(late)
-	if len(due) == 0 {
+	armed := r.clk.takeAll()
+	var sent []runtime.Message
+	if late {
+		sent = r.timers.late()
+	}
+	if len(armed) == 0 && len(sent) == 0 {
 		return errNothingDue
 	}
-	return r.Send(ctx, due...)
+	for _, a := range armed {
+		a.f()
+	}
+	if len(sent) == 0 {
+		return nil
+	}
+	return r.Send(ctx, sent...)
 }
 
 // now is the run's clock: Clock until Timeline moves it.
@@ -555,14 +579,14 @@ func (r *Run) now() time.Time {
 // problem, not a hang.
 const maxTimeline = 40
 
-// Timeline fires the scheduled wake-ups (sleeps and liveness checks) one
-// at a time in the order of their times, moving the run's clock to each
-// before it is delivered and letting the system settle after each, until
+// Timeline fires the armed timers (sleeps and liveness checks) one at a
+// time in the order of their times, moving the run's clock to each before
+// it fires and letting the system settle after each, until
 // none is left. It fails when none was due, or when the wake-ups do not
 // run out.
 func (r *Run) Timeline(ctx context.Context) error {
 	for n := 0; ; n++ {
-		t, ok := r.timers.next()
+		t, ok := r.clk.takeNext()
 		if !ok {
 			if n == 0 {
 				return errNothingDue
@@ -570,16 +594,14 @@ func (r *Run) Timeline(ctx context.Context) error {
 			return nil
 		}
 		if n == maxTimeline {
-			return fmt.Errorf("wake-ups keep coming: %d fired, the next %s at %s", n, t.Message.ID, t.At.UTC().Format(time.RFC3339))
+			return fmt.Errorf("wake-ups keep coming: %d fired, the next due at %s", n, t.due.UTC().Format(time.RFC3339))
 		}
 		r.mu.Lock()
-		if t.At.After(r.clock) {
-			r.clock = t.At
+		if t.due.After(r.clock) {
+			r.clock = t.due
 		}
 		r.mu.Unlock()
-		if err := r.Send(ctx, t.Message); err != nil {
-			return err
-		}
+		t.f() // the timers deliver its message through the run's queue
 		if err := r.settle(ctx); err != nil {
 			return err
 		}

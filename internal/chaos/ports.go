@@ -58,64 +58,96 @@ func (r *recordingStore) Commit(ctx context.Context, c *runtime.Commit) error {
 	return nil
 }
 
-// manualTimers records what slices schedule; scenarios fire wake-ups by
-// hand. It keeps one wake-up per (thread, call), as the real timers do, and
+// recordedTimers is the run's runtime.Timers: the real timers (Inner:
+// the embedded local.Timers, or the backend's durable ones) armed on the
+// run's clock, recording what slices schedule, cancel and what fires. It
 // records a problem when the same call is scheduled with a different
 // wake-up.
-type manualTimers struct {
+type recordedTimers struct {
+	inner runtime.Timers
+
 	mu        sync.Mutex
 	order     []string // keys in order of first schedule
 	scheduled map[string]runtime.Timer
 	calls     int // Schedule calls, repeats included
 	cancelled map[string]bool
-	fired     map[string]bool
-	problems  []string
+	fired     map[string]bool // keys whose message the timers delivered (or FireTimers sent late)
+	// disarmed holds the keys cancelled since they were last scheduled:
+	// the timers must not deliver them. Checked only when strict (the
+	// driver's runs: on the embedded System a cancel may race a timer
+	// that is already firing, as with time.AfterFunc).
+	disarmed map[string]bool
+	strict   bool
+	problems []string
 }
 
-func newManualTimers() *manualTimers {
-	return &manualTimers{scheduled: map[string]runtime.Timer{}, cancelled: map[string]bool{}, fired: map[string]bool{}}
+func newRecordedTimers() *recordedTimers {
+	return &recordedTimers{scheduled: map[string]runtime.Timer{}, cancelled: map[string]bool{}, fired: map[string]bool{},
+		disarmed: map[string]bool{}, strict: true}
 }
 
 func timerKey(thread, call string) string { return thread + " " + call }
 
-func (m *manualTimers) Schedule(ctx context.Context, t runtime.Timer) error {
+func (m *recordedTimers) Schedule(ctx context.Context, t runtime.Timer) error {
+	m.record(t)
+	return m.inner.Schedule(ctx, t)
+}
+
+func (m *recordedTimers) record(t runtime.Timer) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++
 	k := timerKey(t.ThreadID, t.CallID)
+	delete(m.disarmed, k)
 	if old, ok := m.scheduled[k]; ok {
 		// A liveness check arms its successor from the time it runs: a
 		// check run again later (redelivered to an engine without a dedup
 		// store, which does not see inputs consumed without an item) arms
-		// the same check later. The first one stands.
+		// the same check later. The first one is recorded.
 		later := t.Message.Kind == runtime.KindCheck && t.At.After(old.At)
 		if (!old.At.Equal(t.At) && !later) || old.Message.ID != t.Message.ID || old.Message.Text != t.Message.Text {
 			m.problems = append(m.problems, fmt.Sprintf("timer %s scheduled twice with different wake-ups: %s %s, then %s %s",
 				k, old.At, old.Message.ID, t.At, t.Message.ID))
 		}
-		return nil
+		return
 	}
 	m.order = append(m.order, k)
 	m.scheduled[k] = t
-	return nil
 }
 
-func (m *manualTimers) Cancel(ctx context.Context, thread, call string) error {
+func (m *recordedTimers) Cancel(ctx context.Context, thread, call string) error {
+	m.mu.Lock()
+	m.cancelled[timerKey(thread, call)] = true
+	m.disarmed[timerKey(thread, call)] = true
+	m.mu.Unlock()
+	return m.inner.Cancel(ctx, thread, call)
+}
+
+// delivered marks fired the timers whose message is msg (the timers'
+// queue sees messages, not keys: a check's key is not its message's call).
+func (m *recordedTimers) delivered(msg runtime.Message) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.cancelled[timerKey(thread, call)] = true
-	return nil
+	for _, k := range m.order {
+		if m.scheduled[k].Message.ID != msg.ID {
+			continue
+		}
+		m.fired[k] = true
+		if m.strict && m.disarmed[k] {
+			m.problems = append(m.problems, fmt.Sprintf("timer %s delivered %s after it was cancelled", k, msg.ID))
+		}
+	}
 }
 
-// due returns the wake-ups not fired yet, in schedule order, and marks them
-// fired. Cancelled ones are skipped unless late is set (a wake-up already on
-// its way when the cancel came).
-func (m *manualTimers) due(late bool) []runtime.Message {
+// late returns the wake-ups cancelled before they fired, in schedule
+// order, and marks them fired: FireTimers sends them as wake-ups already
+// on their way when the cancel came.
+func (m *recordedTimers) late() []runtime.Message {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []runtime.Message
 	for _, k := range m.order {
-		if m.fired[k] || (m.cancelled[k] && !late) {
+		if m.fired[k] || !m.cancelled[k] {
 			continue
 		}
 		m.fired[k] = true
@@ -124,25 +156,15 @@ func (m *manualTimers) due(late bool) []runtime.Message {
 	return out
 }
 
-// next returns the earliest wake-up not fired and not cancelled (in
-// schedule order among equal times) and marks it fired.
-func (m *manualTimers) next() (runtime.Timer, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	best := ""
-	for _, k := range m.order {
-		if m.fired[k] || m.cancelled[k] {
-			continue
-		}
-		if best == "" || m.scheduled[k].At.Before(m.scheduled[best].At) {
-			best = k
-		}
+// timerQueue is the queue the run's timers deliver to: the run's, noting
+// what fired.
+type timerQueue struct{ r *Run }
+
+func (q timerQueue) Send(ctx context.Context, msgs ...runtime.Message) error {
+	for _, m := range msgs {
+		q.r.timers.delivered(m)
 	}
-	if best == "" {
-		return runtime.Timer{}, false
-	}
-	m.fired[best] = true
-	return m.scheduled[best], true
+	return q.r.Send(ctx, msgs...)
 }
 
 // asyncTool is an asynchronous tool that records each successful dispatch

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentslice/agentslice/internal/chaos"
+	"github.com/agentslice/agentslice/internal/local"
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
@@ -65,6 +66,17 @@ func (e eagerStore) Commit(ctx context.Context, c *runtime.Commit) error {
 	return e.HistoryStore.Commit(ctx, &cc)
 }
 
+// undyingTimers are the embedded timers with a Cancel that disarms
+// nothing: an interrupted sleep's wake-up still fires.
+type undyingTimers struct{ *local.Timers }
+
+func (undyingTimers) Cancel(ctx context.Context, thread, call string) error { return nil }
+
+// forgetfulTimers accept every timer and arm none: a sleep never wakes.
+type forgetfulTimers struct{ *local.Timers }
+
+func (forgetfulTimers) Schedule(ctx context.Context, tm runtime.Timer) error { return nil }
+
 func TestChecksCatchBrokenStores(t *testing.T) {
 	ctx := context.Background()
 	wrap := func(f func(b *chaos.Backend)) chaos.NewBackend {
@@ -91,6 +103,16 @@ func TestChecksCatchBrokenStores(t *testing.T) {
 			func(m *chaos.Matrix) []chaos.Divergence { return m.Crashes(ctx) }},
 		{"history store that marks calls dispatched before they are sent", "tool_call",
 			wrap(func(b *chaos.Backend) { b.History = eagerStore{b.History} }),
+			func(m *chaos.Matrix) []chaos.Divergence { return m.Crashes(ctx) }},
+		{"timers whose cancel disarms nothing", "interrupted_sleep",
+			wrap(func(b *chaos.Backend) {
+				b.Timers = func(q runtime.Queue, c local.Clock) runtime.Timers { return undyingTimers{local.NewTimersOn(q, c)} }
+			}),
+			func(m *chaos.Matrix) []chaos.Divergence { return m.Crashes(ctx) }},
+		{"timers that never fire", "sleep",
+			wrap(func(b *chaos.Backend) {
+				b.Timers = func(q runtime.Queue, c local.Clock) runtime.Timers { return forgetfulTimers{local.NewTimersOn(q, c)} }
+			}),
 			func(m *chaos.Matrix) []chaos.Divergence { return m.Crashes(ctx) }},
 	}
 	for _, tc := range tests {

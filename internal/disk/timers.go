@@ -26,11 +26,17 @@ type Timers struct {
 
 var _ runtime.Timers = (*Timers)(nil)
 
-// Timers returns durable timers delivering to q (which may be set later
-// through the Queue field).
-func (d *DB) Timers(q runtime.Queue) *Timers {
+// Timers returns durable timers on the wall clock delivering to q (which
+// may be set later through the Queue field).
+func (d *DB) Timers(q runtime.Queue) *Timers { return d.TimersOn(q, nil) }
+
+// TimersOn returns durable timers whose in-process timers are armed on
+// clock c (nil: local.RealClock), as a test harness that moves its own
+// time needs. Rows hold each timer's time, so after a restart Rearm arms
+// them again on whatever clock the new timers have.
+func (d *DB) TimersOn(q runtime.Queue, c local.Clock) *Timers {
 	t := &Timers{d: d, Queue: q}
-	t.inner = local.NewTimers(fireQueue{t})
+	t.inner = local.NewTimersOn(fireQueue{t}, c)
 	t.inner.Fired = t.fired
 	return t
 }

@@ -27,6 +27,10 @@
 // ID a later slice consumed is resolved. Errors: ErrNoDeadLetter,
 // ErrDeadLetterResolved.
 //
+// Timers (timers.go) arm one timer per pending wake-up on a Clock: the wall
+// clock (RealClock) unless NewTimersOn is given another, as the chaos
+// harness does to fire them when its own time says so.
+//
 // The package must not know about AWS or SQL; it implements the interfaces of
 // internal/runtime with memory and the Go scheduler.
 package local
