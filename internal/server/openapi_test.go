@@ -1,0 +1,299 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// openAPIFile is the OpenAPI description of the API, from this package.
+const openAPIFile = "../../docs/openapi.yaml"
+
+// loadOpenAPI loads and validates docs/openapi.yaml.
+func loadOpenAPI(t *testing.T) *openapi3.T {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromFile(openAPIFile)
+	if err != nil {
+		t.Fatalf("loading %s: %v", openAPIFile, err)
+	}
+	if !doc.IsOpenAPI31OrLater() {
+		t.Fatalf("%s is OpenAPI %s, want 3.1", openAPIFile, doc.OpenAPI)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("%s is not a valid OpenAPI document: %v", openAPIFile, err)
+	}
+	return doc
+}
+
+// TestOpenAPIDocument: docs/openapi.yaml is a valid OpenAPI 3.1 document.
+func TestOpenAPIDocument(t *testing.T) {
+	t.Parallel()
+	loadOpenAPI(t)
+}
+
+// segmentsMatch reports whether a mux pattern's segments and a described
+// path's agree: literals equal, or either side a {parameter}. A subtree
+// pattern (ending in "/") matches described paths below it.
+func segmentsMatch(pattern, path string) bool {
+	subtree := strings.HasSuffix(pattern, "/") && pattern != "/"
+	ps := strings.Split(strings.Trim(pattern, "/"), "/")
+	ds := strings.Split(strings.Trim(path, "/"), "/")
+	if pattern == "/{$}" {
+		return path == "/"
+	}
+	if subtree {
+		if len(ds) <= len(ps) {
+			return false
+		}
+		ds = ds[:len(ps)]
+	} else if len(ds) != len(ps) {
+		return false
+	}
+	param := func(s string) bool { return strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") }
+	for i := range ps {
+		if ps[i] != ds[i] && !param(ps[i]) && !param(ds[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestOpenAPIRoutes: every route the router serves is described, with
+// every method it answers, and every described path and method is served.
+// The routes are the mux's own (apiRoutes), on a server with every kind of
+// route: the example tools and an MCP proxy.
+func TestOpenAPIRoutes(t *testing.T) {
+	t.Parallel()
+	doc := loadOpenAPI(t)
+	srv := startServer(t, Config{Store: StoreMemory, ExampleTools: &ExampleTools{GetTime: true},
+		MCPServers: []MCPServer{{Name: "gone", Command: []string{t.TempDir() + "/no-such-mcp-server"}}}})
+	routes := srv.apiRoutes()
+	described := doc.Paths.Map()
+	for _, rt := range routes {
+		var paths []string
+		for p := range described {
+			if segmentsMatch(rt.pattern, p) {
+				paths = append(paths, p)
+			}
+		}
+		if len(paths) == 0 {
+			t.Errorf("route %s is served but not described in %s", rt.pattern, openAPIFile)
+			continue
+		}
+		ms, ok := rt.handler.(methods)
+		if !ok {
+			continue // it routes by method itself (the callback receiver, a tool server)
+		}
+		for m := range ms {
+			for _, p := range paths {
+				if described[p].GetOperation(m) == nil {
+					t.Errorf("route %s serves %s, but %s %s is not described", rt.pattern, m, m, p)
+				}
+			}
+		}
+	}
+	for p, item := range described {
+		i := slices.IndexFunc(routes, func(rt route) bool { return segmentsMatch(rt.pattern, p) })
+		if i < 0 {
+			t.Errorf("%s describes %s, which no route serves", openAPIFile, p)
+			continue
+		}
+		ms, ok := routes[i].handler.(methods)
+		if !ok {
+			continue
+		}
+		for m := range item.Operations() {
+			if ms[m] == nil {
+				t.Errorf("%s describes %s %s, but route %s answers it with 405", openAPIFile, m, p, routes[i].pattern)
+			}
+		}
+	}
+}
+
+// openAPICheck sends requests to a server and validates each answer
+// (status, content type, body) against the OpenAPI document.
+type openAPICheck struct {
+	t      *testing.T
+	srv    *Server
+	router routers.Router
+}
+
+func newOpenAPICheck(t *testing.T, srv *Server) *openAPICheck {
+	t.Helper()
+	doc := loadOpenAPI(t)
+	doc.Servers = openapi3.Servers{{URL: srv.URL()}} // route the test server's requests
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &openAPICheck{t: t, srv: srv, router: router}
+}
+
+// do sends the request, checks the status it answered is want and that
+// the answer is as described, and returns its body.
+func (c *openAPICheck) do(method, path, body string, want int) []byte {
+	t := c.t
+	t.Helper()
+	req, err := http.NewRequest(method, c.srv.URL()+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != want {
+		t.Fatalf("%s %s: got %d %s, want %d", method, path, resp.StatusCode, got, want)
+	}
+	if err := c.validate(req, resp, got); err != nil {
+		t.Errorf("%s %s answered %d %s, which %s does not describe: %v", method, path, resp.StatusCode, got, openAPIFile, err)
+	}
+	return got
+}
+
+// validate checks one answer against the document.
+func (c *openAPICheck) validate(req *http.Request, resp *http.Response, body []byte) error {
+	route, params, err := c.router.FindRoute(req)
+	if err != nil {
+		return err
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
+		Status:                 resp.StatusCode,
+		Header:                 resp.Header,
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true},
+	}
+	in.SetBodyBytes(body)
+	return openapi3filter.ValidateResponse(context.Background(), in)
+}
+
+// TestOpenAPIResponses: the answers of a real server, with a scripted
+// model and agents, to a representative set of requests (and errors) are
+// as docs/openapi.yaml describes them.
+func TestOpenAPIResponses(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, Config{Script: testdata(t, "hello_script.json"),
+		Agents: []AgentConfig{
+			{Agent: runtime.Agent{Name: "reviewer", Instructions: "You review code.", Priority: "background"}},
+			{Agent: runtime.Agent{Name: "writer", Instructions: "You write release notes.", Tools: []string{"threads"}}},
+		},
+		DefaultAgent: "reviewer"})
+	c := newOpenAPICheck(t, srv)
+
+	c.do("POST", "/threads/oa-1/messages", `{"text":"hello","id":"m1","user_id":"u1"}`, http.StatusAccepted)
+	waitIdle(t, srv)
+	c.do("POST", "/threads/oa-2/messages", `{"text":"release notes please","agent":"writer"}`, http.StatusAccepted)
+	waitIdle(t, srv)
+
+	var th threadResponse
+	if err := json.Unmarshal(c.do("GET", "/threads/oa-1", "", http.StatusOK), &th); err != nil || len(th.Items) < 2 {
+		t.Fatalf("thread %+v (%v), want its history", th, err)
+	}
+	c.do("GET", "/threads/oa-1?from=1", "", http.StatusOK)
+	c.do("GET", "/threads/oa-1/views", "", http.StatusOK)
+
+	// Two pages of one tree each, through the cursor.
+	var page treeResponse
+	if err := json.Unmarshal(c.do("GET", "/threads?limit=1", "", http.StatusOK), &page); err != nil || page.NextCursor == "" {
+		t.Fatalf("first page %+v (%v), want a next_cursor", page, err)
+	}
+	c.do("GET", "/threads?limit=1&cursor="+url.QueryEscape(page.NextCursor), "", http.StatusOK)
+	c.do("GET", "/threads?status=idle&agent=writer&q=notes", "", http.StatusOK)
+
+	// A message the engine refuses (it names another agent than the
+	// thread's) becomes a dead letter, listed and shown on its thread.
+	bad := runtime.Message{V: runtime.MessageVersion, ID: "m-other", ThreadID: "oa-1", Kind: runtime.KindUser, Text: "x", Agent: "writer"}
+	if err := srv.System().Send(context.Background(), bad); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, srv)
+	var dl deadLettersResponse
+	if err := json.Unmarshal(c.do("GET", "/dead_letters", "", http.StatusOK), &dl); err != nil || len(dl.DeadLetters) != 1 {
+		t.Fatalf("dead letters %+v (%v), want the refused message", dl, err)
+	}
+	c.do("GET", "/threads/oa-1", "", http.StatusOK)
+	c.do("DELETE", "/dead_letters/m-other", "", http.StatusNoContent)
+	c.do("POST", "/dead_letters/m-other/redrive", "", http.StatusNotFound)
+
+	c.do("GET", "/healthz", "", http.StatusOK)
+	c.do("GET", "/readyz", "", http.StatusOK)
+	c.do("GET", "/agents", "", http.StatusOK)
+	c.do("GET", "/models", "", http.StatusOK)
+	c.do("POST", "/markdown", `{"texts":["**hi**","- [x] done"]}`, http.StatusOK)
+	c.do("POST", "/threads/oa-1/agent", `{"agent":"writer"}`, http.StatusAccepted)
+	waitIdle(t, srv)
+	c.do("POST", "/threads/oa-1/model", `{"model":""}`, http.StatusAccepted)
+	waitIdle(t, srv)
+	c.do("POST", "/threads/oa-2/stop", "", http.StatusAccepted)
+	waitIdle(t, srv)
+	c.do("POST", "/threads/oa-2/close", `{"reason":"done"}`, http.StatusAccepted)
+	waitIdle(t, srv)
+
+	// Errors: the JSON error shape, with the field where there is one.
+	c.do("GET", "/threads/nobody", "", http.StatusNotFound)
+	c.do("GET", "/threads?limit=0", "", http.StatusBadRequest)
+	c.do("GET", "/threads/oa-1?from=-1", "", http.StatusBadRequest)
+	c.do("POST", "/threads/oa-1/messages", `{"text":""}`, http.StatusBadRequest)
+	c.do("POST", "/threads/oa-1/messages", `{"text":"other text","id":"m1"}`, http.StatusConflict)
+	c.do("POST", "/threads/oa-2/messages", `{"text":"closed?"}`, http.StatusConflict)
+	c.do("POST", "/threads/oa-1/model", `{"model":"nope"}`, http.StatusBadRequest)
+	c.do("POST", "/threads/oa-1/choices/call-1", `{"selected":0}`, http.StatusNotFound)
+	c.do("POST", "/markdown", `{"texts":`+`["`+strings.Repeat(`a","`, maxMarkdownTexts)+`a"]}`, http.StatusBadRequest)
+	c.do("POST", CallbackPath, `{"type":"tool_result"}`, http.StatusForbidden)
+}
+
+// TestOpenAPIResponsesDrift: an answer that drifts from the document (a
+// renamed field, a missing one, an undescribed status) fails validation,
+// so TestOpenAPIResponses cannot pass by describing nothing.
+func TestOpenAPIResponsesDrift(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, Config{Store: StoreMemory})
+	c := newOpenAPICheck(t, srv)
+	req, err := http.NewRequest("GET", srv.URL()+"/threads?limit=2", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	json := http.Header{"Content-Type": {"application/json"}}
+	cases := []struct {
+		name   string
+		status int
+		header http.Header
+		body   string
+	}{
+		{"renamed field", 200, json, `{"threads":[],"count":0,"totals":0}`},
+		{"missing field", 200, json, `{"threads":[],"count":0}`},
+		{"wrong type", 200, json, `{"threads":[],"count":"0","total":0}`},
+		{"undescribed status", 418, json, `{"error":"teapot"}`},
+		{"error without its text", 400, json, `{"field":"limit"}`},
+		{"not JSON", 200, http.Header{"Content-Type": {"text/plain"}}, `threads`},
+	}
+	if err := c.validate(req, &http.Response{StatusCode: 200, Header: json}, []byte(`{"threads":[],"count":0,"total":0}`)); err != nil {
+		t.Fatalf("the right answer does not validate: %v", err)
+	}
+	for _, tc := range cases {
+		if err := c.validate(req, &http.Response{StatusCode: tc.status, Header: tc.header}, bytes.Clone([]byte(tc.body))); err == nil {
+			t.Errorf("%s: %d %s validated", tc.name, tc.status, tc.body)
+		}
+	}
+}
