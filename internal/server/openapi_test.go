@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -18,6 +19,11 @@ import (
 
 	"github.com/agentslice/agentslice/internal/runtime"
 )
+
+// The event streams are described as text/event-stream strings: the
+// validator takes their body as text (the events' data are checked
+// against the StreamEvent schema one by one, openAPICheck.stream).
+func init() { openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder) }
 
 // openAPIFile is the OpenAPI description of the API, from this package.
 const openAPIFile = "../../docs/openapi.yaml"
@@ -128,6 +134,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 type openAPICheck struct {
 	t      *testing.T
 	srv    *Server
+	doc    *openapi3.T
 	router routers.Router
 }
 
@@ -139,7 +146,7 @@ func newOpenAPICheck(t *testing.T, srv *Server) *openAPICheck {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &openAPICheck{t: t, srv: srv, router: router}
+	return &openAPICheck{t: t, srv: srv, doc: doc, router: router}
 }
 
 // do sends the request, checks the status it answered is want and that
@@ -170,6 +177,61 @@ func (c *openAPICheck) do(method, path, body string, want int) []byte {
 		t.Errorf("%s %s answered %d %s, which %s does not describe: %v", method, path, resp.StatusCode, got, openAPIFile, err)
 	}
 	return got
+}
+
+// stream opens an event stream, reads it until it has sent an event of
+// every kind in until, then validates the answer (status, content type)
+// and each event's data against the StreamEvent schema. It returns the
+// kinds in the order they came.
+func (c *openAPICheck) stream(path string, send func(), until ...string) []string {
+	t := c.t
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.srv.URL()+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if send != nil {
+		send()
+	}
+	schema := c.doc.Components.Schemas["StreamEvent"].Value
+	var raw bytes.Buffer
+	var kinds []string
+	missing := slices.Clone(until)
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	kind := ""
+	for len(missing) > 0 && sc.Scan() {
+		line := sc.Text()
+		raw.WriteString(line + "\n")
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			kind = line[len("event: "):]
+		case strings.HasPrefix(line, "data: "):
+			var v any
+			if err := json.Unmarshal([]byte(line[len("data: "):]), &v); err != nil {
+				t.Fatalf("%s: event %s data %s: %v", path, kind, line, err)
+			}
+			if err := schema.VisitJSON(v, openapi3.EnableJSONSchema2020()); err != nil {
+				t.Errorf("%s: event %s %s is not a StreamEvent as %s describes it: %v", path, kind, line, openAPIFile, err)
+			}
+			kinds = append(kinds, kind)
+			missing = slices.DeleteFunc(missing, func(k string) bool { return k == kind })
+		}
+	}
+	if len(missing) > 0 {
+		t.Fatalf("%s: the stream ended (%v) without the events %v; it sent %v", path, sc.Err(), missing, kinds)
+	}
+	if err := c.validate(req, resp, raw.Bytes()); err != nil {
+		t.Errorf("GET %s answered %d %s, which %s does not describe: %v", path, resp.StatusCode, resp.Header.Get("Content-Type"), openAPIFile, err)
+	}
+	return kinds
 }
 
 // validate checks one answer against the document.
@@ -211,6 +273,11 @@ func TestOpenAPIResponses(t *testing.T) {
 		t.Fatalf("thread %+v (%v), want its history", th, err)
 	}
 	c.do("GET", "/threads/oa-1?from=1", "", http.StatusOK)
+	c.stream("/threads/oa-1/events", nil, "message", "turn")
+	c.stream("/events", func() {
+		c.do("POST", "/threads/oa-3/messages", `{"text":"streamed"}`, http.StatusAccepted)
+	}, "message", "turn", "state", "reply")
+	waitIdle(t, srv)
 	c.do("GET", "/threads/oa-1/views", "", http.StatusOK)
 
 	// Two pages of one tree each, through the cursor.
