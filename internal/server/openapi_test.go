@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -17,13 +18,19 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
+	"github.com/agentslice/agentslice/internal/rap"
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
 // The event streams are described as text/event-stream strings: the
 // validator takes their body as text (the events' data are checked
 // against the StreamEvent schema one by one, openAPICheck.stream).
-func init() { openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder) }
+// The console's page and files are text, too.
+func init() {
+	for _, ct := range []string{"text/event-stream", "text/html", "text/javascript", "text/css"} {
+		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
+	}
+}
 
 // openAPIFile is the OpenAPI description of the API, from this package.
 const openAPIFile = "../../docs/openapi.yaml"
@@ -136,6 +143,7 @@ type openAPICheck struct {
 	srv    *Server
 	doc    *openapi3.T
 	router routers.Router
+	token  string // sent as the bearer token, when set
 }
 
 func newOpenAPICheck(t *testing.T, srv *Server) *openAPICheck {
@@ -160,6 +168,14 @@ func (c *openAPICheck) do(method, path, body string, want int) []byte {
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if want < 300 { // what the server accepts, the document must accept too
+		if err := c.validateRequest(req, body); err != nil {
+			t.Errorf("%s %s %s is accepted, but %s does not describe it: %v", method, path, body, openAPIFile, err)
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -234,6 +250,23 @@ func (c *openAPICheck) stream(path string, send func(), until ...string) []strin
 	return kinds
 }
 
+// validateRequest checks a request (its parameters and body) against the
+// document.
+func (c *openAPICheck) validateRequest(req *http.Request, body string) error {
+	route, params, err := c.router.FindRoute(req)
+	if err != nil {
+		return err
+	}
+	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
+	err = openapi3filter.ValidateRequest(context.Background(), in)
+	req.Body = http.NoBody // the validator read it: put it back as it was
+	if body != "" {
+		req.Body = io.NopCloser(strings.NewReader(body))
+	}
+	return err
+}
+
 // validate checks one answer against the document.
 func (c *openAPICheck) validate(req *http.Request, resp *http.Response, body []byte) error {
 	route, params, err := c.router.FindRoute(req)
@@ -300,8 +333,19 @@ func TestOpenAPIResponses(t *testing.T) {
 		t.Fatalf("dead letters %+v (%v), want the refused message", dl, err)
 	}
 	c.do("GET", "/threads/oa-1", "", http.StatusOK)
-	c.do("DELETE", "/dead_letters/m-other", "", http.StatusNoContent)
+	c.do("POST", "/dead_letters/m-other/redrive", "", http.StatusAccepted)
+	waitIdle(t, srv) // refused again: open
+	c.do("DELETE", "/dead_letters/m-other?thread=oa-1", "", http.StatusNoContent)
 	c.do("POST", "/dead_letters/m-other/redrive", "", http.StatusNotFound)
+	// A thread whose only message was refused shows its dead letters.
+	lost := runtime.Message{V: runtime.MessageVersion, ID: "m-lost", ThreadID: "oa-lost", Kind: runtime.KindUser, Text: "x", Agent: "nobody"}
+	if err := srv.System().Send(context.Background(), lost); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, srv)
+	if err := json.Unmarshal(c.do("GET", "/threads/oa-lost", "", http.StatusOK), &th); err != nil || th.Status != "dead_letter" {
+		t.Fatalf("thread %+v (%v), want status dead_letter", th, err)
+	}
 
 	c.do("GET", "/healthz", "", http.StatusOK)
 	c.do("GET", "/readyz", "", http.StatusOK)
@@ -328,6 +372,36 @@ func TestOpenAPIResponses(t *testing.T) {
 	c.do("POST", "/threads/oa-1/choices/call-1", `{"selected":0}`, http.StatusNotFound)
 	c.do("POST", "/markdown", `{"texts":`+`["`+strings.Repeat(`a","`, maxMarkdownTexts)+`a"]}`, http.StatusBadRequest)
 	c.do("POST", CallbackPath, `{"type":"tool_result"}`, http.StatusForbidden)
+	c.do("GET", "/", "", http.StatusOK)
+	c.do("GET", "/console/console.js", "", http.StatusOK)
+}
+
+// TestOpenAPIResponsesDegraded: the answers of a server with a token, a
+// small body limit and a tool server that is down (401, 413, a degraded
+// /healthz, a 503 /readyz) are as docs/openapi.yaml describes them.
+func TestOpenAPIResponsesDegraded(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close()
+	srv := startServer(t, Config{Store: StoreMemory, AuthToken: "s3cret", ToolServers: []string{down},
+		Limits: Limits{MaxBodyBytes: 64}, ExampleTools: &ExampleTools{GetTime: true}})
+	c := newOpenAPICheck(t, srv)
+	c.do("GET", "/threads", "", http.StatusUnauthorized)
+	c.token = "s3cret"
+	c.do("GET", "/threads", "", http.StatusOK)
+	c.do("POST", "/threads/oa-big/messages", `{"text":"`+strings.Repeat("a", 100)+`"}`, http.StatusRequestEntityTooLarge)
+	c.do("POST", "/threads/oa-big/stop", "", http.StatusNotFound)
+	c.do("GET", "/readyz", "", http.StatusServiceUnavailable)
+	c.do("GET", "/tools/examples"+rap.ToolsetPath, "", http.StatusOK)
+	c.do("POST", "/tools/examples"+rap.InvokePath, `{}`, http.StatusBadRequest)
+	var h struct{ Status string }
+	if err := json.Unmarshal(c.do("GET", "/healthz", "", http.StatusOK), &h); err != nil || h.Status != "degraded" {
+		t.Fatalf("healthz %+v (%v), want degraded", h, err)
+	}
 }
 
 // TestOpenAPIResponsesDrift: an answer that drifts from the document (a
@@ -361,6 +435,17 @@ func TestOpenAPIResponsesDrift(t *testing.T) {
 	for _, tc := range cases {
 		if err := c.validate(req, &http.Response{StatusCode: tc.status, Header: tc.header}, bytes.Clone([]byte(tc.body))); err == nil {
 			t.Errorf("%s: %d %s validated", tc.name, tc.status, tc.body)
+		}
+	}
+	// And requests: the document's request bodies are as strict as the server.
+	for body, valid := range map[string]bool{`{"text":"hi","id":"m1"}`: true, `{"txt":"hi"}`: false, `{"text":5}`: false} {
+		req, err := http.NewRequest("POST", srv.URL()+"/threads/t1/messages", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if err := c.validateRequest(req, body); (err == nil) != valid {
+			t.Errorf("request %s: validation says %v, want valid %v", body, err, valid)
 		}
 	}
 }
