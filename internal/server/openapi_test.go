@@ -5,10 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -32,8 +35,15 @@ func init() {
 	}
 }
 
-// openAPIFile is the OpenAPI description of the API, from this package.
-const openAPIFile = "../../docs/openapi.yaml"
+// openAPIFile is the OpenAPI description of the API, from this package;
+// apiDocFile the reference page whose table of operations is generated
+// from it (TestOpenAPIReference).
+const (
+	openAPIFile = "../../docs/openapi.yaml"
+	apiDocFile  = "../../docs/api.md"
+)
+
+var updateAPIDoc = flag.Bool("update-api-doc", false, "rewrite the generated table of docs/api.md from docs/openapi.yaml")
 
 // loadOpenAPI loads and validates docs/openapi.yaml.
 func loadOpenAPI(t *testing.T) *openapi3.T {
@@ -448,4 +458,64 @@ func TestOpenAPIResponsesDrift(t *testing.T) {
 			t.Errorf("request %s: validation says %v, want valid %v", body, err, valid)
 		}
 	}
+}
+
+// The generated part of docs/api.md lies between these lines.
+const (
+	apiDocBegin = "<!-- operations: generated from openapi.yaml by TestOpenAPIReference (go test ./internal/server -run TestOpenAPIReference -update-api-doc) -->"
+	apiDocEnd   = "<!-- end of operations -->"
+)
+
+// operationsTable is the reference table of every operation the document
+// describes, by path, then method.
+func operationsTable(doc *openapi3.T) string {
+	var b strings.Builder
+	b.WriteString("| method | path | what it does | answers |\n|---|---|---|---|\n")
+	paths := doc.Paths.InMatchingOrder()
+	slices.Sort(paths)
+	for _, p := range paths {
+		item := doc.Paths.Value(p)
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+			op := item.GetOperation(m)
+			if op == nil {
+				continue
+			}
+			codes := slices.Sorted(func(yield func(string) bool) {
+				for c := range op.Responses.Map() {
+					if !yield(c) {
+						return
+					}
+				}
+			})
+			fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", m, p, op.Summary, strings.Join(codes, ", "))
+		}
+	}
+	return b.String()
+}
+
+// TestOpenAPIReference: docs/api.md's table of operations is the one
+// docs/openapi.yaml gives (-update-api-doc rewrites it).
+func TestOpenAPIReference(t *testing.T) {
+	t.Parallel()
+	doc := loadOpenAPI(t)
+	page, err := os.ReadFile(apiDocFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, rest, ok := strings.Cut(string(page), apiDocBegin+"\n")
+	_, after, ok2 := strings.Cut(rest, apiDocEnd)
+	if !ok || !ok2 {
+		t.Fatalf("%s has no generated part (a line %q, the table, a line %q)", apiDocFile, apiDocBegin, apiDocEnd)
+	}
+	want := operationsTable(doc)
+	if rest[:len(rest)-len(after)-len(apiDocEnd)] == want {
+		return
+	}
+	if *updateAPIDoc {
+		if err := os.WriteFile(apiDocFile, []byte(before+apiDocBegin+"\n"+want+apiDocEnd+after), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("%s's table of operations is not %s's (run go test ./internal/server -run TestOpenAPIReference -update-api-doc); want:\n%s", apiDocFile, openAPIFile, want)
 }
