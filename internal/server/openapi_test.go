@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -156,15 +158,66 @@ type openAPICheck struct {
 	token  string // sent as the bearer token, when set
 }
 
-func newOpenAPICheck(t *testing.T, srv *Server) *openAPICheck {
-	t.Helper()
-	doc := loadOpenAPI(t)
-	doc.Servers = openapi3.Servers{{URL: srv.URL()}} // route the test server's requests
+// sharedOpenAPI is the document, loaded once, and a router of its paths
+// on any host (the test servers listen on ports of their own).
+var sharedOpenAPI = sync.OnceValues(func() (*openAPIRouter, error) {
+	doc, err := openapi3.NewLoader().LoadFromFile(openAPIFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		return nil, err
+	}
+	doc.Servers = nil
 	router, err := gorillamux.NewRouter(doc)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return &openAPICheck{t: t, srv: srv, doc: doc, router: router}
+	return &openAPIRouter{doc: doc, router: router}, nil
+})
+
+type openAPIRouter struct {
+	doc    *openapi3.T
+	router routers.Router
+}
+
+func newOpenAPICheck(t *testing.T, srv *Server) *openAPICheck {
+	t.Helper()
+	shared, err := sharedOpenAPI()
+	if err != nil {
+		t.Fatalf("%s: %v", openAPIFile, err)
+	}
+	return &openAPICheck{t: t, srv: srv, doc: shared.doc, router: shared.router}
+}
+
+// checkAnswer validates an answer of a test server against the document
+// (do, in helpers_test.go, calls it for every request the package's tests
+// send): a described route's as ValidateResponse does, and the JSON 404
+// or 405 of a path or method the API does not serve as an Error.
+func checkAnswer(t *testing.T, req *http.Request, resp *http.Response, body []byte) {
+	t.Helper()
+	shared, err := sharedOpenAPI()
+	if err != nil {
+		t.Fatalf("%s: %v", openAPIFile, err)
+	}
+	c := &openAPICheck{t: t, doc: shared.doc, router: shared.router}
+	_, _, err = c.router.FindRoute(req)
+	if errors.Is(err, routers.ErrPathNotFound) || errors.Is(err, routers.ErrMethodNotAllowed) {
+		var v any
+		jerr := json.Unmarshal(body, &v)
+		if jerr == nil {
+			jerr = shared.doc.Components.Schemas["Error"].Value.VisitJSON(v, openapi3.EnableJSONSchema2020())
+		}
+		if (resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed) ||
+			resp.Header.Get("Content-Type") != "application/json" || jerr != nil {
+			t.Errorf("%s %s is not described in %s, and its answer %d %s %s is not the JSON 404 or 405 (%v)",
+				req.Method, req.URL.Path, openAPIFile, resp.StatusCode, resp.Header.Get("Content-Type"), body, jerr)
+		}
+		return
+	}
+	if err := c.validate(req, resp, body); err != nil {
+		t.Errorf("%s %s answered %d %s, which %s does not describe: %v", req.Method, req.URL, resp.StatusCode, body, openAPIFile, err)
+	}
 }
 
 // do sends the request, checks the status it answered is want and that
