@@ -241,6 +241,10 @@ func openStreamWith(t *testing.T, url, lastID string) *stream {
 						s.err = fmt.Errorf("event data %q: %v", data, err)
 						return
 					}
+					if err := checkEventData(ev.Event, []byte(data)); err != nil { // as docs/openapi.yaml describes it
+						s.err = err
+						return
+					}
 					s.events <- ev
 				}
 				ev, data = sseEvent{}, ""

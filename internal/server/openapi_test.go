@@ -190,6 +190,29 @@ func newOpenAPICheck(t *testing.T, srv *Server) *openAPICheck {
 	return &openAPICheck{t: t, srv: srv, doc: shared.doc, router: shared.router}
 }
 
+// checkEventData validates one Server-Sent Event's data against the
+// StreamEvent schema, or the Error schema for the "dropped" event that
+// ends a stream that fell behind (openStreamWith, in helpers_test.go,
+// calls it for every event the package's tests read).
+func checkEventData(event string, data []byte) error {
+	shared, err := sharedOpenAPI()
+	if err != nil {
+		return fmt.Errorf("%s: %w", openAPIFile, err)
+	}
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	schema := "StreamEvent"
+	if event == "dropped" {
+		schema = "Error"
+	}
+	if err := shared.doc.Components.Schemas[schema].Value.VisitJSON(v, openapi3.EnableJSONSchema2020()); err != nil {
+		return fmt.Errorf("event %s data %s is not a %s as %s describes it: %w", event, data, schema, openAPIFile, err)
+	}
+	return nil
+}
+
 // checkAnswer validates an answer of a test server against the document
 // (do, in helpers_test.go, calls it for every request the package's tests
 // send): a described route's as ValidateResponse does, and the JSON 404
@@ -279,7 +302,6 @@ func (c *openAPICheck) stream(path string, send func(), until ...string) []strin
 	if send != nil {
 		send()
 	}
-	schema := c.doc.Components.Schemas["StreamEvent"].Value
 	var raw bytes.Buffer
 	var kinds []string
 	missing := slices.Clone(until)
@@ -293,12 +315,8 @@ func (c *openAPICheck) stream(path string, send func(), until ...string) []strin
 		case strings.HasPrefix(line, "event: "):
 			kind = line[len("event: "):]
 		case strings.HasPrefix(line, "data: "):
-			var v any
-			if err := json.Unmarshal([]byte(line[len("data: "):]), &v); err != nil {
-				t.Fatalf("%s: event %s data %s: %v", path, kind, line, err)
-			}
-			if err := schema.VisitJSON(v, openapi3.EnableJSONSchema2020()); err != nil {
-				t.Errorf("%s: event %s %s is not a StreamEvent as %s describes it: %v", path, kind, line, openAPIFile, err)
+			if err := checkEventData(kind, []byte(line[len("data: "):])); err != nil {
+				t.Errorf("%s: event %s: %v", path, kind, err)
 			}
 			kinds = append(kinds, kind)
 			missing = slices.DeleteFunc(missing, func(k string) bool { return k == kind })
