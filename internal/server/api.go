@@ -31,40 +31,61 @@ import (
 //	the human-in-the-loop endpoints (hitl.go) and the console at / (console.go)
 //	POST /rap/callback           the RAP callback receiver (signed URLs)
 //	     /tools/{name}/...       the in-process tool servers
+//
+// docs/openapi.yaml describes them all (TestOpenAPI checks it).
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/threads/{id}/messages", methods{http.MethodPost: s.postMessage})
-	mux.Handle("/threads/{id}/events", methods{http.MethodGet: s.threadEvents})
-	mux.Handle("/threads/{id}/choices/{call}", methods{http.MethodPost: s.answerChoice})
-	mux.Handle("/threads/{id}/views", methods{http.MethodGet: s.getViews})
-	mux.Handle("/threads/{id}/stop", methods{http.MethodPost: s.stopThread})
-	mux.Handle("/threads/{id}/close", methods{http.MethodPost: s.closeThread})
-	mux.Handle("/threads/{id}/model", methods{http.MethodPost: s.switchModel})
-	mux.Handle("/threads/{id}/agent", methods{http.MethodPost: s.switchAgent})
-	mux.Handle("/threads/{id}", methods{http.MethodGet: s.getThread})
-	mux.Handle("/threads", methods{http.MethodGet: s.listThreads})
-	mux.Handle("/events", methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {
-		s.serveEvents(w, r, "")
-	}})
-	mux.Handle("/dead_letters", methods{http.MethodGet: s.deadLetters})
-	mux.Handle("/dead_letters/{id}/redrive", methods{http.MethodPost: s.redriveDeadLetter})
-	mux.Handle("/dead_letters/{id}", methods{http.MethodDelete: s.discardDeadLetter})
-	mux.Handle("/healthz", methods{http.MethodGet: s.healthz})
-	mux.Handle("/agents", methods{http.MethodGet: s.listAgents})
-	mux.Handle("/models", methods{http.MethodGet: s.listModels})
-	mux.Handle("/markdown", methods{http.MethodPost: s.renderMarkdown})
-	mux.Handle("/readyz", methods{http.MethodGet: s.readyz})
-	mux.Handle(CallbackPath, s.receiver)
-	for _, m := range s.services {
-		mux.Handle(ToolsPrefix+m.name+"/", m.svc)
+	for _, rt := range s.apiRoutes() {
+		mux.Handle(rt.pattern, rt.handler)
 	}
-	page, assets := consoleHandler()
-	mux.Handle("/{$}", methods{http.MethodGet: page.ServeHTTP})
-	mux.Handle(consolePrefix, methods{http.MethodGet: assets.ServeHTTP})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "", "no such endpoint: %s %s (see GET /healthz, /threads, /threads/{id}, POST /threads/{id}/messages)", r.Method, r.URL.Path)
 	})
 	return mux
+}
+
+// route is one pattern of the API's mux and its handler: a methods map,
+// or a handler that routes by method itself (the RAP callback receiver,
+// the in-process tool servers, whose patterns end in "/").
+type route struct {
+	pattern string
+	handler http.Handler
+}
+
+// apiRoutes is every pattern routes serves but the JSON 404 for the rest,
+// in one list, so that the OpenAPI description (docs/openapi.yaml) is
+// checked against what the mux really serves (TestOpenAPIRoutes).
+func (s *Server) apiRoutes() []route {
+	rs := []route{
+		{"/threads/{id}/messages", methods{http.MethodPost: s.postMessage}},
+		{"/threads/{id}/events", methods{http.MethodGet: s.threadEvents}},
+		{"/threads/{id}/choices/{call}", methods{http.MethodPost: s.answerChoice}},
+		{"/threads/{id}/views", methods{http.MethodGet: s.getViews}},
+		{"/threads/{id}/stop", methods{http.MethodPost: s.stopThread}},
+		{"/threads/{id}/close", methods{http.MethodPost: s.closeThread}},
+		{"/threads/{id}/model", methods{http.MethodPost: s.switchModel}},
+		{"/threads/{id}/agent", methods{http.MethodPost: s.switchAgent}},
+		{"/threads/{id}", methods{http.MethodGet: s.getThread}},
+		{"/threads", methods{http.MethodGet: s.listThreads}},
+		{"/events", methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {
+			s.serveEvents(w, r, "")
+		}}},
+		{"/dead_letters", methods{http.MethodGet: s.deadLetters}},
+		{"/dead_letters/{id}/redrive", methods{http.MethodPost: s.redriveDeadLetter}},
+		{"/dead_letters/{id}", methods{http.MethodDelete: s.discardDeadLetter}},
+		{"/healthz", methods{http.MethodGet: s.healthz}},
+		{"/agents", methods{http.MethodGet: s.listAgents}},
+		{"/models", methods{http.MethodGet: s.listModels}},
+		{"/markdown", methods{http.MethodPost: s.renderMarkdown}},
+		{"/readyz", methods{http.MethodGet: s.readyz}},
+		{CallbackPath, s.receiver},
+	}
+	for _, m := range s.services {
+		rs = append(rs, route{ToolsPrefix + m.name + "/", m.svc})
+	}
+	page, assets := consoleHandler()
+	return append(rs, route{"/{$}", methods{http.MethodGet: page.ServeHTTP}},
+		route{consolePrefix, methods{http.MethodGet: assets.ServeHTTP}})
 }
 
 // methods routes by method and answers anything else with a JSON 405.

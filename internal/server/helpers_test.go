@@ -119,7 +119,8 @@ func testdata(t *testing.T, name string) string {
 	return p
 }
 
-// do sends one request and decodes the JSON answer into out (when not nil).
+// do sends one request, checks the answer against docs/openapi.yaml and
+// decodes it into out (when not nil).
 func do(t *testing.T, method, url, body string, out any) int {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
@@ -138,6 +139,7 @@ func do(t *testing.T, method, url, body string, out any) int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkAnswer(t, req, resp, b) // every answer is as docs/openapi.yaml describes it
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
 			t.Fatalf("%s %s: %d %s: decoding: %v", method, url, resp.StatusCode, b, err)
@@ -237,6 +239,10 @@ func openStreamWith(t *testing.T, url, lastID string) *stream {
 				if data != "" {
 					if err := json.Unmarshal([]byte(data), &ev.Data); err != nil {
 						s.err = fmt.Errorf("event data %q: %v", data, err)
+						return
+					}
+					if err := checkEventData(ev.Event, []byte(data)); err != nil { // as docs/openapi.yaml describes it
+						s.err = err
 						return
 					}
 					s.events <- ev
