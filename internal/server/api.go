@@ -255,6 +255,30 @@ func (s *Server) checkAgent(w http.ResponseWriter, agent string, st runtime.Thre
 
 // decodeBody reads a JSON object strictly within the body limit, answering
 // 4xx naming the problem when it cannot.
+// decodeOptionalBody is decodeBody for a body that may be absent: an empty
+// one (also when sent chunked, with no Content-Length) leaves v as it is.
+func (s *Server) decodeOptionalBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	if r.ContentLength == 0 {
+		return true
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.set.maxBody))
+	if err == nil && len(bytes.TrimSpace(body)) == 0 {
+		return true
+	}
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
+	return s.decodeBody(w, r, v)
+}
+
+// errReader ends a re-read body with the error the first read met.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	return 0, io.EOF
+}
+
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.set.maxBody))
 	if err != nil {

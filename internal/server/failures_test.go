@@ -89,6 +89,9 @@ func TestProviderOutageWaitsAndRecovers(t *testing.T) {
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
 	waitStatus(t, events, "waiting_for_provider", "overloaded")
+	// The first slice after the listener came back may have met the
+	// refusal once and the 503 once; the next wait's slice met only 503s.
+	waitStatus(t, events, "waiting_for_provider", "overloaded")
 	// While it waits, no thread has a goroutine: the wait is a timer.
 	waitIdle(t, srv)
 	if th := getThread(t, srv, "o1"); th.Status != "waiting_for_provider" && th.Status != "running" {

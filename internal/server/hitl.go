@@ -222,7 +222,7 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request, kind runtime.Ki
 		return
 	}
 	var req controlRequest
-	if r.ContentLength != 0 && !s.decodeBody(w, r, &req) {
+	if !s.decodeOptionalBody(w, r, &req) {
 		return
 	}
 	th, err := s.store.Load(r.Context(), thread)
