@@ -229,33 +229,31 @@ class ToolServer:
 
     def _run(self, key: tuple[str, str], tool: Optional[_Tool], call: Call, failure: Optional[str]) -> None:
         try:
-            text: Optional[str] = None
             if failure is not None:
-                text = "error: " + failure
+                res = Result(text="error: " + failure)
             else:
                 assert tool is not None
                 try:
                     out = tool.run(call)
                 except Exception as e:  # the model reads the error
                     log.debug("agentslice_tools: %s failed: %s", call.operation, traceback.format_exc())
-                    text = "error: " + (str(e) or type(e).__name__)
+                    res = Result(text="error: " + (str(e) or type(e).__name__))
                 else:
-                    if call.cancelled.is_set() or call.resulted:
-                        if out is not None and not call.cancelled.is_set():
+                    if call.resulted:
+                        if out is not None:
                             log.warning("agentslice_tools: %s returned a value after sending its result; dropped", call.operation)
                         return
                     if isinstance(out, Result):
-                        call.send_result(out)
-                        return
-                    if out is None:
-                        text = f"error: {call.operation} finished without a result"
+                        res = out
+                    elif out is None:
+                        res = Result(text=f"error: {call.operation} finished without a result")
                     elif isinstance(out, str):
-                        text = out
+                        res = Result(text=out)
                     else:
-                        text = json.dumps(out, ensure_ascii=False)
-            if call.cancelled.is_set() and failure is None:
+                        res = Result(text=json.dumps(out, ensure_ascii=False))
+            if call.cancelled.is_set():
                 return  # nothing is sent for a cancelled call
-            call.result(text)
+            call.send_result(res)
         except Exception as e:
             log.warning("agentslice_tools: could not deliver the result of %s call %s: %s", call.operation, call.id, e)
         finally:
