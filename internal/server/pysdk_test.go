@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -138,7 +139,11 @@ func TestServePythonSDK(t *testing.T) {
 	srv := startServer(t, Config{Script: path, ToolServers: []string{tools}})
 
 	const thread = "thr_py"
-	check := exec.Command(python, "-m", "unittest", "-v", "tests.serve_check")
+	// The check follows an event stream: bound it, so a result that never
+	// comes fails the test instead of hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout)
+	defer cancel()
+	check := exec.CommandContext(ctx, python, "-m", "unittest", "-v", "tests.serve_check")
 	check.Dir = filepath.Join(repoRoot(t), "sdk", "python")
 	check.Env = append(os.Environ(), "AGENTSLICE_SERVE_URL="+srv.URL(), "AGENTSLICE_THREAD="+thread, "PYTHONDONTWRITEBYTECODE=1")
 	out, err := check.CombinedOutput()

@@ -9,6 +9,7 @@ AGENTSLICE_SERVE_URL and AGENTSLICE_THREAD set."""
 from __future__ import annotations
 
 import os
+import time
 import unittest
 
 from agentslice_tools import APIError, ServeClient
@@ -31,6 +32,7 @@ class TestAgainstServe(unittest.TestCase):
         # Follow the thread from its start until the final event is in and
         # the model has answered it.
         progress, final = [], None
+        deadline = time.monotonic() + 4 * WAIT
         for ev in self.client.events(self.thread, after=0, timeout=4 * WAIT):
             if ev.kind == "subscription_event":
                 text = ev.data["text"]
@@ -40,6 +42,7 @@ class TestAgainstServe(unittest.TestCase):
                     progress.append(text)
             if final and ev.kind == "turn":
                 break
+            self.assertLess(time.monotonic(), deadline, f"no final event in time; progress so far {progress}")
         self.assertEqual(final is not None and final.endswith("returned 200 after 3 attempts"), True, final)
         self.assertEqual(len(progress), 2, progress)
         self.assertTrue(all("HTTP 503" in p for p in progress), progress)
