@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import unittest
 from typing import Optional
 
@@ -63,3 +64,29 @@ class TestParseSSE(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestValidator(unittest.TestCase):
+    def test_without_jsonschema_only_objects_are_checked(self) -> None:
+        import sys
+        from unittest import mock
+
+        from agentslice_tools.schema import Validator
+
+        Validator._warned = False
+        with mock.patch.dict(sys.modules, {"jsonschema": None}), self.assertLogs("agentslice_tools", "WARNING") as logs:
+            v = Validator({"type": "object", "required": ["x"]})
+        self.assertIn("jsonschema is not installed", logs.output[0])
+        self.assertIsNone(v.validate({}))  # the runtime checks "required" before dispatch
+        self.assertEqual(v.validate([1]), "arguments must be a JSON object")
+
+    @unittest.skipUnless(importlib.util.find_spec("jsonschema"), "jsonschema is not installed")
+    def test_with_jsonschema(self) -> None:
+        from agentslice_tools import ToolServer
+        from agentslice_tools.schema import Validator
+
+        v = Validator({"type": "object", "properties": {"n": {"type": "integer"}}})
+        self.assertIsNone(v.validate({"n": 1}))
+        self.assertEqual(v.validate({"n": "one"}), "field 'n': 'one' is not of type 'integer'")
+        with self.assertRaisesRegex(ValueError, "tool 'bad': inputSchema is not a valid JSON Schema"):
+            ToolServer("s").add_tool(lambda: "", name="bad", description="x", input_schema={"type": 7})
