@@ -141,6 +141,23 @@ class Call:
         self.post({"type": "user_choice", "group_id": self.group_id, "id": self.id, "call_id": self.call_id,
                    "prompt": prompt, "choices": list(choices), "default": default, "response_url": response_url})
 
+    def ask(self, prompt: str, choices: Sequence[str], default: int = 0, timeout: Optional[float] = None) -> Optional[int]:
+        """Asks the user to pick one of ``choices`` and waits for the answer,
+        which the server takes at its own ``/choice_response`` (the
+        ``response_url`` it sends). Returns the chosen index, or None when the
+        call is cancelled or ``timeout`` seconds pass first. The call stays
+        pending meanwhile; send its result after."""
+        assert self._server is not None, "a Call belongs to a ToolServer"
+        url, answer = self._server._await_choice(self, len(choices))
+        try:
+            self.choice(prompt, choices, default, url)
+            if self.cancelled.is_set():
+                return None
+            answer.wait(timeout)  # set by the answer, or by a cancellation
+            return answer.selected
+        finally:
+            self._server._forget_choice(self)
+
     def view(self, view_type: str, content: dict[str, Any]) -> None:
         """Replaces the thread's view of ``view_type`` with ``content``."""
         self.post({"type": "view_update", "group_id": self.group_id, "view_type": view_type, "content": content})

@@ -22,7 +22,7 @@ import traceback
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Optional
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from ._post import RetryPolicy, post_json
 from .call import Call, Result
@@ -32,12 +32,22 @@ log = logging.getLogger("agentslice_tools")
 
 TOOLSET_PATH = "/.well-known/rap-toolset"
 INVOKE_PATH = "/invoke"
+CHOICE_PATH = "/choice_response"
 MAX_BODY = 4 << 20
 MAX_ID_LEN = 256
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 
 Authorize = Callable[[Any], Optional[str]]
 """Given the request's headers, returns None to allow it or the reason to refuse (401)."""
+
+
+class _Answer(threading.Event):
+    """A user_choice waiting for its answer; ``selected`` is None until then."""
+
+    def __init__(self, n: int):
+        super().__init__()
+        self.n = n
+        self.selected: Optional[int] = None
 
 
 class _Tool:
@@ -84,6 +94,8 @@ class ToolServer:
         self._tools: dict[str, _Tool] = {}
         self._lock = threading.Lock()
         self._running: dict[tuple[str, str], tuple[Call, threading.Thread]] = {}
+        self._choices: dict[tuple[str, str], _Answer] = {}
+        self._base: Optional[str] = None  # the base of the latest toolset request
         self._done: collections.OrderedDict[tuple[str, str], None] = collections.OrderedDict()
         self._stopping = threading.Event()
         self._httpd: Optional[ThreadingHTTPServer] = None
@@ -174,8 +186,7 @@ class ToolServer:
         self._stopping.set()
         with self._lock:
             running = list(self._running.values())
-        for call, _ in running:
-            call.cancelled.set()
+        self._cancel(lambda _: True)
         for _, th in running:
             th.join(wait)
         if self._httpd is not None:
@@ -269,12 +280,44 @@ class ToolServer:
             for key, (call, _) in self._running.items():
                 if match(key):
                     call.cancelled.set()
+                    if key in self._choices:
+                        self._choices[key].set()  # Call.ask stops waiting; selected stays None
 
-    def _handle_post(self, path: str, body: Any) -> tuple[int, dict[str, Any]]:
+    def _await_choice(self, call: Call, n: int) -> tuple[str, _Answer]:
+        base = self.public_url or self._base
+        if base is None:
+            raise RuntimeError("ask: the server's URL is unknown (set public_url, or let the runtime fetch the toolset first)")
+        answer = _Answer(n)
+        with self._lock:
+            self._choices[(call.group_id, call.id)] = answer
+        q = urlencode({"thread": call.group_id, "call": call.id})
+        return f"{base}{CHOICE_PATH}?{q}", answer
+
+    def _forget_choice(self, call: Call) -> None:
+        with self._lock:
+            self._choices.pop((call.group_id, call.id), None)
+
+    def _choice_response(self, query: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        q = parse_qs(query)
+        key = ((q.get("thread") or [""])[0], (q.get("call") or [""])[0])
+        with self._lock:
+            answer = self._choices.get(key)
+        if answer is None or answer.is_set():
+            return 404, {"error": "no choice of this call is waiting"}
+        sel = body.get("selected")
+        if not isinstance(sel, int) or isinstance(sel, bool) or not 0 <= sel < answer.n:
+            return 400, {"error": f'field "selected": must be an index below {answer.n}'}
+        answer.selected = sel
+        answer.set()
+        return 200, {"status": "accepted"}
+
+    def _handle_post(self, path: str, body: Any, query: str = "") -> tuple[int, dict[str, Any]]:
         if path.endswith(INVOKE_PATH):
             return self._invoke(body)
         if not isinstance(body, dict):
             return 400, {"error": "the document must be a JSON object"}
+        if path.endswith(CHOICE_PATH):
+            return self._choice_response(query, body)
         if path.endswith("/cancel_tool_call"):
             thread, call = body.get("thread_id"), body.get("tool_call_id")
             self._cancel(lambda k: k == (thread, call))
@@ -327,12 +370,14 @@ class ToolServer:
                     scheme = proto if proto in ("http", "https") else "http"
                     host = self.headers.get("Host") or "%s:%d" % self.server.server_address[:2]
                     base = f"{scheme}://{host}{path[: -len(TOOLSET_PATH)]}"
+                    server._base = base
                 self._answer(200, server.toolset(base))
 
             do_HEAD = do_GET
 
             def do_POST(self) -> None:
-                path = urlsplit(self.path).path
+                url = urlsplit(self.path)
+                path = url.path
                 if server.authorize is not None:
                     reason = server.authorize(self.headers)
                     if reason:
@@ -356,7 +401,7 @@ class ToolServer:
                 except json.JSONDecodeError as e:
                     self._answer(400, {"error": f"malformed JSON: {e}"})
                     return
-                status, answer = server._handle_post(path, body)
+                status, answer = server._handle_post(path, body, url.query)
                 self._answer(status, answer)
 
             def _discard(self) -> None:

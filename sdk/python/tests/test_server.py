@@ -61,6 +61,11 @@ class ServerCase(unittest.TestCase):
             call.event("inline one", associative=True)
             call.event("done", associative=True, final=True)
 
+        @s.tool(description="Asks the user first")
+        def confirm(call: Call) -> Optional[str]:
+            n = call.ask("Proceed?", ["no", "yes"], default=0)
+            return None if n is None else f"chose {n}"
+
         self.base = f"http://127.0.0.1:{s.start()}"
         self.addCleanup(s.stop)
 
@@ -79,7 +84,7 @@ class TestDiscovery(ServerCase):
         self.assertEqual(ts["description"], "Demo tools")
         self.assertEqual(ts["endpoint"], self.base + "/invoke")
         tools = {t["name"]: t for t in ts["tools"]}
-        self.assertEqual(set(tools), {"echo", "boom", "silent", "edit", "picture", "block", "watch"})
+        self.assertEqual(set(tools), {"echo", "boom", "silent", "edit", "picture", "block", "watch", "confirm"})
         echo = tools["echo"]
         self.assertEqual(echo["description"], "Echoes its text")
         self.assertEqual(echo["inputSchema"]["required"], ["text"])
@@ -124,7 +129,7 @@ class TestInvocation(ServerCase):
         for op, args, want in [
             ("boom", {}, "error: boom"),
             ("silent", {}, "error: silent finished without a result"),
-            ("nope", {}, 'error: unknown operation "nope" (this server offers echo, boom, silent, edit, picture, block, watch)'),
+            ("nope", {}, 'error: unknown operation "nope" (this server offers echo, boom, silent, edit, picture, block, watch, confirm)'),
             ("echo", [1], "error: invalid arguments for echo: arguments must be a JSON object"),
         ]:
             with self.subTest(op=op):
@@ -241,6 +246,31 @@ class TestLifecycle(ServerCase):
                                   "text": "threaded one", "event_id": "call_1.1"})
         self.assertEqual((got[2].get("associative"), got[2].get("final")), (True, None))
         self.assertEqual((got[3].get("associative"), got[3].get("final"), got[3]["event_id"]), (True, True, "call_1.3"))
+
+    def test_user_choice_answered_at_the_response_url(self) -> None:
+        request("GET", self.base + "/.well-known/rap-toolset")  # the runtime fetches it before any call
+        self.invoke("confirm")
+        choice = self.rcv.next()
+        url = choice.pop("response_url")
+        self.assertEqual(choice, {"type": "user_choice", "group_id": "thr_1", "id": "call_1", "call_id": "cid_1",
+                                  "prompt": "Proceed?", "choices": ["no", "yes"], "default": 0})
+        self.assertTrue(url.startswith(self.base + "/choice_response?"), url)
+        status, body = request("POST", url, {"id": "call_1", "selected": 2})
+        self.assertEqual((status, body["error"]), (400, 'field "selected": must be an index below 2'))
+        self.assertEqual(request("POST", url, {"id": "call_1", "selected": 1})[0], 200)
+        self.assertEqual(self.rcv.next()["text"], "chose 1")
+        self.assertEqual(request("POST", url, {"id": "call_1", "selected": 1})[0], 404)  # answered already
+
+    def test_cancel_ends_a_wait_for_a_choice(self) -> None:
+        request("GET", self.base + "/.well-known/rap-toolset")
+        self.invoke("confirm")
+        url = self.rcv.next()["response_url"]
+        th = self.running_thread("thr_1", "call_1")
+        request("POST", self.base + "/cancel_tool_call", {"thread_id": "thr_1", "tool_call_id": "call_1"})
+        th.join(WAIT)
+        self.assertFalse(th.is_alive())
+        self.assertEqual(self.rcv.attempts, 1)  # the choice only; nothing after the cancellation
+        self.assertEqual(request("POST", url, {"id": "call_1", "selected": 1})[0], 404)
 
     def test_stop_refuses_new_calls(self) -> None:
         self.server.stop()
