@@ -45,12 +45,13 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// startPythonExample runs examples/python/wait_for_url.py on a free port
-// and returns its base URL once it says it listens.
-func startPythonExample(t *testing.T, python string) string {
+// startPython runs a Python tool server (args after python3, from
+// sdk/python) that prints "LISTENING <port>", and returns its base URL.
+func startPython(t *testing.T, python string, args ...string) string {
 	t.Helper()
 	root := repoRoot(t)
-	cmd := exec.Command(python, filepath.Join(root, "examples", "python", "wait_for_url.py"), "0")
+	cmd := exec.Command(python, args...)
+	cmd.Dir = filepath.Join(root, "sdk", "python")
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(root, "sdk", "python"), "PYTHONDONTWRITEBYTECODE=1")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -73,11 +74,11 @@ func startPythonExample(t *testing.T, python string) string {
 	case l := <-line:
 		port, ok := strings.CutPrefix(l, "LISTENING ")
 		if !ok {
-			t.Fatalf("the python example said %q", l)
+			t.Fatalf("the python tool server %v said %q", args, l)
 		}
 		return "http://127.0.0.1:" + port
 	case <-timeoutC():
-		t.Fatal("the python example did not start")
+		t.Fatalf("the python tool server %v did not start", args)
 	}
 	return ""
 }
@@ -104,11 +105,14 @@ func flakyService(t *testing.T) (*httptest.Server, *atomic.Int32) {
 // through the signed callback URL into the thread's history. The Python
 // serve client (sdk/python/tests/serve_check.py, under unittest) drives the
 // thread: it sends the message, follows the event stream and reads the
-// thread.
+// thread. A second Python server's tool asks the user (Call.ask); the
+// client answers through serve, which POSTs the answer to the tool's
+// response_url, and the result's display_as reaches the event stream.
 func TestServePythonSDK(t *testing.T) {
 	t.Parallel()
 	python := python3(t)
-	tools := startPythonExample(t, python)
+	tools := startPython(t, python, filepath.Join(repoRoot(t), "examples", "python", "wait_for_url.py"), "0")
+	fixture := startPython(t, python, "-m", "tests.fixture_server", "0")
 	svc, hits := flakyService(t)
 
 	// The toolset the Python server offers passes the runtime's decoder.
@@ -131,12 +135,15 @@ func TestServePythonSDK(t *testing.T) {
 	script := fmt.Sprintf(`{"default": [
 	  {"text": "Waiting for it.", "tool_call": {"name": "wait_for_url", "args": {"url": %q, "interval_seconds": 0.01, "timeout_seconds": 60}}},
 	  {"text": "Watching."}, {"text": "Noted."}, {"text": "Noted."}, {"text": "It is up."}, {"text": "Noted."}, {"text": "Noted."}
-	]}`, svc.URL+"/health")
+	], "threads": {"thr_py_choice": [
+	  {"text": "Asking first.", "tool_call": {"name": "confirm_deploy", "args": {"target": "staging"}}},
+	  {"text": "Deployed."}
+	]}}`, svc.URL+"/health")
 	path := filepath.Join(t.TempDir(), "script.json")
 	if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv := startServer(t, Config{Script: path, ToolServers: []string{tools}})
+	srv := startServer(t, Config{Script: path, ToolServers: []string{tools, fixture}})
 
 	const thread = "thr_py"
 	// The check follows an event stream: bound it, so a result that never
@@ -145,7 +152,7 @@ func TestServePythonSDK(t *testing.T) {
 	defer cancel()
 	check := exec.CommandContext(ctx, python, "-m", "unittest", "-v", "tests.serve_check")
 	check.Dir = filepath.Join(repoRoot(t), "sdk", "python")
-	check.Env = append(os.Environ(), "AGENTSLICE_SERVE_URL="+srv.URL(), "AGENTSLICE_THREAD="+thread, "PYTHONDONTWRITEBYTECODE=1")
+	check.Env = append(os.Environ(), "AGENTSLICE_SERVE_URL="+srv.URL(), "AGENTSLICE_THREAD="+thread, "AGENTSLICE_CHOICE_THREAD=thr_py_choice", "PYTHONDONTWRITEBYTECODE=1")
 	out, err := check.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "OK") || strings.Contains(string(out), "skipped") {
 		t.Fatalf("the Python serve client check failed: %v\n%s", err, out)
@@ -177,6 +184,12 @@ func TestServePythonSDK(t *testing.T) {
 	}
 	if hits.Load() != 3 || len(th.State.Subscriptions) != 0 || th.State.Pending != nil || th.Status != "idle" {
 		t.Fatalf("service hit %d times; status %q, subscriptions %+v, pending %+v", hits.Load(), th.Status, th.State.Subscriptions, th.State.Pending)
+	}
+	ch := getThread(t, srv, "thr_py_choice")
+	if !slices.ContainsFunc(ch.Items, func(it runtime.Item) bool {
+		return it.Kind == runtime.ItemToolResult && it.Name == "confirm_deploy" && it.Text == "deployed to staging"
+	}) || ch.Status != "idle" || ch.State.Pending != nil {
+		t.Fatalf("the choice thread: status %q, pending %+v, history %s", ch.Status, ch.State.Pending, kinds(ch.Items))
 	}
 	if dead, n := srv.System().DeadLetters(); n != 0 {
 		t.Fatalf("dead letters: %+v", dead)

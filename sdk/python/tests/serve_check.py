@@ -57,5 +57,34 @@ class TestAgainstServe(unittest.TestCase):
         self.assertEqual(cm.exception.status, 404)
 
 
+class TestChoiceAgainstServe(unittest.TestCase):
+    def setUp(self) -> None:
+        url, self.thread = os.environ.get("AGENTSLICE_SERVE_URL"), os.environ.get("AGENTSLICE_CHOICE_THREAD")
+        if not url or not self.thread:
+            self.skipTest("AGENTSLICE_SERVE_URL and AGENTSLICE_CHOICE_THREAD are not set (the Go test sets them)")
+        self.client = ServeClient(url)
+
+    def test_answer_a_choice(self) -> None:
+        self.client.send(self.thread, "Deploy to staging.")
+        deadline = time.monotonic() + 4 * WAIT
+        result = None
+        for ev in self.client.events(self.thread, after=0, timeout=4 * WAIT):
+            if ev.kind == "user_choice":
+                self.assertEqual(ev.data["choice"]["choices"], ["cancel", "deploy"])
+                self.assertEqual(ev.data["choice"]["prompt"], "Deploy to staging?")
+                with self.assertRaises(APIError) as cm:
+                    self.client.answer_choice(self.thread, ev.data["call_id"], 5)
+                self.assertEqual(cm.exception.status, 400)
+                self.client.answer_choice(self.thread, ev.data["call_id"], 1)
+            if ev.kind == "tool_result" and ev.data.get("tool") == "confirm_deploy":
+                result = ev.data
+            if result and ev.kind == "turn":
+                break
+            self.assertLess(time.monotonic(), deadline, "no result in time")
+        assert result is not None
+        self.assertEqual(result["text"], "deployed to staging")
+        self.assertEqual(result["display"][0]["type"], "diff", result)
+
+
 if __name__ == "__main__":
     unittest.main()
