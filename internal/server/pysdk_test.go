@@ -26,7 +26,7 @@ func python3(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("python3")
 	if err != nil {
-		msg := "python3 is not on PATH (install Python 3.9 or later to test sdk/python)"
+		msg := "python3 is not on PATH (install Python 3.10 or later to test sdk/python)"
 		if os.Getenv(testenv.RequireVar) == "1" {
 			t.Fatal(msg)
 		}
