@@ -384,15 +384,11 @@ class ToolServer:
                         self._discard()
                         self._answer(401, {"error": reason})
                         return
-                try:
-                    n = int(self.headers.get("Content-Length") or 0)
-                except ValueError:
-                    n = -1
-                if n < 0 or n > MAX_BODY:
+                raw = self._read_body()
+                if raw is None:
                     self.close_connection = True
                     self._answer(413, {"error": "body too large or unreadable"})
                     return
-                raw = self.rfile.read(n)
                 try:
                     body = json.loads(raw.decode("utf-8"))
                 except UnicodeDecodeError:
@@ -403,6 +399,41 @@ class ToolServer:
                     return
                 status, answer = server._handle_post(path, body, url.query)
                 self._answer(status, answer)
+
+            def _read_body(self) -> Optional[bytes]:
+                """The request body (Content-Length or chunked), None when it
+                is larger than MAX_BODY or malformed."""
+                if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                    out = bytearray()
+                    while True:
+                        line = self.rfile.readline(1024)
+                        try:
+                            size = int(line.split(b";")[0].strip(), 16)
+                        except ValueError:
+                            return None
+                        if size < 0 or len(out) + size > MAX_BODY:
+                            return None
+                        if size == 0:
+                            while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
+                                pass  # trailers
+                            return bytes(out)
+                        out += self.rfile.read(size)
+                        self.rfile.readline(1024)  # the CRLF after the chunk
+                try:
+                    n = int(self.headers.get("Content-Length") or 0)
+                except ValueError:
+                    return None
+                if n < 0:
+                    return None
+                if n > MAX_BODY:
+                    if n <= 2 * MAX_BODY:  # drain it, so the client reads the 413 rather than a reset
+                        while n > 0:
+                            got = len(self.rfile.read(min(n, 1 << 16)))
+                            if got == 0:
+                                break
+                            n -= got
+                    return None
+                return self.rfile.read(n)
 
             def _discard(self) -> None:
                 try:

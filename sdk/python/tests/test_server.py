@@ -180,6 +180,22 @@ class TestInvocation(ServerCase):
         self.assertIn("malformed JSON", answer["error"])
         self.assertEqual(self.rcv.attempts, 0)
 
+    def test_chunked_and_oversized_bodies(self) -> None:
+        import http.client
+        import json as _json
+
+        host, port = self.base.removeprefix("http://").split(":")
+        body = _json.dumps(invocation(self.rcv, "echo", {"text": "chunked"})).encode()
+        conn = http.client.HTTPConnection(host, int(port), timeout=WAIT)
+        self.addCleanup(conn.close)
+        conn.request("POST", "/invoke", body=iter([body[:10], body[10:]]), headers={"Content-Type": "application/json"},
+                     encode_chunked=True)
+        resp = conn.getresponse()
+        self.assertEqual((resp.status, _json.loads(resp.read())), (200, {"status": "accepted"}))
+        self.assertEqual(self.rcv.next()["text"], "chunked")
+        status, answer = request("POST", self.base + "/invoke", b" " * ((4 << 20) + 1))
+        self.assertEqual((status, answer["error"]), (413, "body too large or unreadable"))
+
     def test_redelivered_invocation_runs_once(self) -> None:
         self.invoke("echo", {"text": "once"})
         self.assertEqual(self.rcv.next()["text"], "once")
