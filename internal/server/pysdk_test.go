@@ -20,9 +20,9 @@ import (
 	"github.com/agentslice/agentslice/internal/testenv"
 )
 
-// python3 returns the path of python3 for the Python SDK's tests: skipped
+// pythonBinary returns the path of python3 for the Python SDK's tests: skipped
 // without it, failed when AGENTSLICE_REQUIRE_SERVICES=1.
-func python3(t *testing.T) string {
+func pythonBinary(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("python3")
 	if err != nil {
@@ -35,8 +35,8 @@ func python3(t *testing.T) string {
 	return p
 }
 
-// repoRoot is the module's root, two levels above this package.
-func repoRoot(t *testing.T) string {
+// pyRepoRoot is the module's root, two levels above this package.
+func pyRepoRoot(t *testing.T) string {
 	t.Helper()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
@@ -49,7 +49,7 @@ func repoRoot(t *testing.T) string {
 // sdk/python) that prints "LISTENING <port>", and returns its base URL.
 func startPython(t *testing.T, python string, args ...string) string {
 	t.Helper()
-	root := repoRoot(t)
+	root := pyRepoRoot(t)
 	cmd := exec.Command(python, args...)
 	cmd.Dir = filepath.Join(root, "sdk", "python")
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(root, "sdk", "python"), "PYTHONDONTWRITEBYTECODE=1")
@@ -83,9 +83,9 @@ func startPython(t *testing.T, python string, args ...string) string {
 	return ""
 }
 
-// flakyService answers 503 to its first two GETs and 200 after: the service
+// pyFlakyService answers 503 to its first two GETs and 200 after: the service
 // wait_for_url waits for.
-func flakyService(t *testing.T) (*httptest.Server, *atomic.Int32) {
+func pyFlakyService(t *testing.T) (*httptest.Server, *atomic.Int32) {
 	var hits atomic.Int32
 	svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if hits.Add(1) <= 2 {
@@ -110,10 +110,10 @@ func flakyService(t *testing.T) (*httptest.Server, *atomic.Int32) {
 // response_url, and the result's display_as reaches the event stream.
 func TestServePythonSDK(t *testing.T) {
 	t.Parallel()
-	python := python3(t)
-	tools := startPython(t, python, filepath.Join(repoRoot(t), "examples", "python", "wait_for_url.py"), "0")
+	python := pythonBinary(t)
+	tools := startPython(t, python, filepath.Join(pyRepoRoot(t), "examples", "python", "wait_for_url.py"), "0")
 	fixture := startPython(t, python, "-m", "tests.fixture_server", "0")
-	svc, hits := flakyService(t)
+	svc, hits := pyFlakyService(t)
 
 	// The toolset the Python server offers passes the runtime's decoder.
 	resp, err := http.Get(tools + rap.ToolsetPath)
@@ -151,7 +151,7 @@ func TestServePythonSDK(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout)
 	defer cancel()
 	check := exec.CommandContext(ctx, python, "-m", "unittest", "-v", "tests.serve_check")
-	check.Dir = filepath.Join(repoRoot(t), "sdk", "python")
+	check.Dir = filepath.Join(pyRepoRoot(t), "sdk", "python")
 	check.Env = append(os.Environ(), "AGENTSLICE_SERVE_URL="+srv.URL(), "AGENTSLICE_THREAD="+thread, "AGENTSLICE_CHOICE_THREAD=thr_py_choice", "PYTHONDONTWRITEBYTECODE=1")
 	out, err := check.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "OK") || strings.Contains(string(out), "skipped") {
