@@ -17,6 +17,11 @@ echo "== chromium (the console's browser test)"
 bash scripts/chromium.sh
 export AGENTSLICE_REQUIRE_SERVICES=1
 
+echo "== python sdk (sdk/python: unittest, standard library only)"
+# The Go test internal/server TestServePythonSDK runs the same package
+# against a real serve (the example tool server and the serve client).
+(cd sdk/python && PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s tests -t .)
+
 echo "== go vet"
 go vet ./...
 echo "== go test -race"
