@@ -63,54 +63,61 @@ export class ServeClient {
   }
 
   /**
-   * events streams a thread's events (server-sent events) as an async
-   * iterator of {kind, seq?, data}: data is the event's JSON. after replays
-   * from a cursor (an event's seq); kinds keeps only those kinds; signal
-   * ends the stream.
+   * events connects to a thread's event stream (server-sent events) and
+   * resolves, once serve has subscribed, to an async iterator of
+   * {kind, seq?, data}: data is the event's JSON. Connect before sending to
+   * see every live event. after replays history from a cursor (an event's
+   * seq; 0: from the start); kinds keeps only those kinds; signal ends the
+   * stream.
    */
-  async *events(threadId, { after, kinds, signal } = {}) {
+  async events(threadId, { after, kinds, signal } = {}) {
     const q = new URLSearchParams();
     if (after !== undefined) q.set("after", String(after));
     if (kinds) q.set("kinds", kinds.join(","));
     const path = `/threads/${encodeURIComponent(threadId)}/events${q.size ? "?" + q : ""}`;
     const resp = await this.fetch(this.base + path, { headers: { accept: "text/event-stream", ...this.headers }, signal });
     if (!resp.ok) throw new ServeError("GET", path, resp.status, await resp.json().catch(() => ({})));
-    const decoder = new TextDecoder();
-    let buf = "";
-    let ev = { kind: "message", data: [] };
-    try {
-      for await (const chunk of resp.body) {
-        buf += decoder.decode(chunk, { stream: true });
-        let nl;
-        while ((nl = buf.indexOf("\n")) >= 0) {
-          const line = buf.slice(0, nl).replace(/\r$/, "");
-          buf = buf.slice(nl + 1);
-          if (line === "") {
-            if (ev.data.length) {
-              const raw = ev.data.join("\n");
-              let data;
-              try {
-                data = JSON.parse(raw);
-              } catch {
-                data = raw;
-              }
-              yield { kind: ev.kind, seq: ev.seq, data };
+    return parseSSE(resp.body, signal);
+  }
+}
+
+// parseSSE yields the events of a text/event-stream body.
+async function* parseSSE(body, signal) {
+  const decoder = new TextDecoder();
+  let buf = "";
+  let ev = { kind: "message", data: [] };
+  try {
+    for await (const chunk of body) {
+      buf += decoder.decode(chunk, { stream: true });
+      let nl;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, nl).replace(/\r$/, "");
+        buf = buf.slice(nl + 1);
+        if (line === "") {
+          if (ev.data.length) {
+            const raw = ev.data.join("\n");
+            let data;
+            try {
+              data = JSON.parse(raw);
+            } catch {
+              data = raw;
             }
-            ev = { kind: "message", data: [] };
-            continue;
+            yield { kind: ev.kind, seq: ev.seq, data };
           }
-          if (line.startsWith(":")) continue;
-          const i = line.indexOf(":");
-          const field = i < 0 ? line : line.slice(0, i);
-          const value = i < 0 ? "" : line.slice(i + 1).replace(/^ /, "");
-          if (field === "event") ev.kind = value;
-          else if (field === "data") ev.data.push(value);
-          else if (field === "id" && /^\d+$/.test(value)) ev.seq = Number(value);
+          ev = { kind: "message", data: [] };
+          continue;
         }
+        if (line.startsWith(":")) continue;
+        const i = line.indexOf(":");
+        const field = i < 0 ? line : line.slice(0, i);
+        const value = i < 0 ? "" : line.slice(i + 1).replace(/^ /, "");
+        if (field === "event") ev.kind = value;
+        else if (field === "data") ev.data.push(value);
+        else if (field === "id" && /^\d+$/.test(value)) ev.seq = Number(value);
       }
-    } catch (err) {
-      if (signal?.aborted) return;
-      throw err;
     }
+  } catch (err) {
+    if (signal?.aborted) return;
+    throw err;
   }
 }

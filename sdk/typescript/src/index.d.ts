@@ -149,5 +149,6 @@ export class ServeClient {
   thread(threadId: string): Promise<any>;
   answerChoice(threadId: string, callId: string, selected: number): Promise<any>;
   stop(threadId: string, reason?: string): Promise<any>;
-  events(threadId: string, opts?: { after?: number; kinds?: string[]; signal?: AbortSignal }): AsyncGenerator<ServeEvent>;
+  /** Resolves once serve subscribed; iterate the events. */
+  events(threadId: string, opts?: { after?: number; kinds?: string[]; signal?: AbortSignal }): Promise<AsyncGenerator<ServeEvent>>;
 }
