@@ -43,9 +43,11 @@ server.tool("wait_for_url", {
   annotations: { readOnly: true, longRunning: true },
 }, async ({ url, interval_ms = 1000, max_attempts = 120 }, call) => {
   const start = Date.now();
+  let last;
   for (let attempt = 1; attempt <= max_attempts; attempt++) {
     const got = await status(url, call.signal);
-    await call.view("wait_for_url", { url, attempt, status: got });
+    if (got !== last) await call.view("wait_for_url", { url, attempt, status: got }); // progress, for UIs
+    last = got;
     if (got === 200) {
       const text = `${url} answered 200 after ${attempt} attempt(s), ${Date.now() - start} ms.`;
       return { text, displayAs: [display.text(`✅ ${url} is up`)] };
