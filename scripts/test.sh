@@ -17,8 +17,8 @@ echo "== chromium (the console's browser test)"
 bash scripts/chromium.sh
 export AGENTSLICE_REQUIRE_SERVICES=1
 
-echo "== TypeScript SDK (node --test in sdk/typescript)"
-(cd sdk/typescript && npm test --silent)
+echo "== TypeScript SDK (tsc --noEmit and node --test in sdk/typescript)"
+(cd sdk/typescript && npm run --silent typecheck && npm test --silent)
 echo "== go vet"
 go vet ./...
 echo "== go test -race"
