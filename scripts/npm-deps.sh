@@ -14,15 +14,17 @@ fi
 # network.
 install() {
   local dir=$1
-  local want stamp
+  local want stamp rel
   want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
   stamp="$dir/node_modules/.agentslice-lock-sha256"
   if [ -d "$dir/node_modules" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
     return 0
   fi
-  echo "npm-deps.sh: npm ci in ${dir#"$ROOT"}/" >&2
+  rel=${dir#"$ROOT"}
+  rel=${rel#/}
+  echo "npm-deps.sh: npm ci in ${rel:-.}" >&2
   (flock 9 && cd "$dir" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error >&2 && echo "$want" > "$stamp") 9>"$ROOT/.run/npm.lock"
 }
 install "$ROOT"
-# The TypeScript SDK's own runtime dependencies (sdk/typescript/package-lock.json).
+# The TypeScript SDK's packages: ajv, and tsc for its type check (sdk/typescript/package-lock.json).
 install "$ROOT/sdk/typescript"
