@@ -8,6 +8,14 @@ const quiet = { warn() {}, error() {} };
 const cb = await receiver();
 after(() => cb.close());
 
+// gate returns a deferred that is resolved when the test ends, however it
+// ends: a failed assertion never leaves a handler (and close) waiting.
+function gate_(t) {
+  const d = deferred();
+  t.after(() => d.resolve());
+  return d;
+}
+
 async function start(tools, opts = {}) {
   const srv = new RapServer({ name: "t", description: "test tools", retry: fast, logger: quiet, tools, ...opts });
   const { url } = await srv.listen(0);
@@ -52,8 +60,8 @@ test("bad tool definitions are refused naming what is wrong", () => {
   assert.throws(() => new RapServer({ name: "s", retry: { attempts: -1 } }), /retry.attempts must be a positive number/);
 });
 
-test("invocation is acknowledged before the handler works; the result echoes call_id and carries display_as", async () => {
-  const gate = deferred();
+test("invocation is acknowledged before the handler works; the result echoes call_id and carries display_as", async (t) => {
+  const gate = gate_(t);
   const started = deferred();
   const { url } = await start([defineTool("slow", async (args, call) => {
     started.resolve(call);
@@ -154,8 +162,8 @@ test("a handler that throws or returns nothing gets an error result; a bad retur
   }
 });
 
-test("tool_call_status is alive while the call runs, false before, after and for unknown calls", async () => {
-  const gate = deferred();
+test("tool_call_status is alive while the call runs, false before, after and for unknown calls", async (t) => {
+  const gate = gate_(t);
   const started = deferred();
   const { url, srv } = await start([defineTool("slow", async () => { started.resolve(); await gate.promise; return "ok"; })]);
   const inv = invocation(cb.url, "slow");
@@ -255,8 +263,8 @@ test("postJSON: StatusError on 4xx, UnavailableError when 5xx and transport erro
   await assert.rejects(postJSON(cb.url, {}, { retry: fast, signal: ctl.signal }), /caller gave up/);
 });
 
-test("authorize guards every POST; maxRunning answers 503", async () => {
-  const gate = deferred();
+test("authorize guards every POST; maxRunning answers 503", async (t) => {
+  const gate = gate_(t);
   const { url } = await start([defineTool("x", () => gate.promise.then(() => "ok"))], {
     maxRunning: 1,
     authorize: (req) => { if (req.headers.authorization !== "Bearer s3cret") throw new Error("bad token"); },
