@@ -22,6 +22,8 @@ echo "== python sdk (sdk/python: unittest, standard library only)"
 # against a real serve (the example tool server and the serve client).
 (cd sdk/python && PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s tests -t .)
 
+echo "== TypeScript SDK (tsc --noEmit and node --test in sdk/typescript)"
+(cd sdk/typescript && npm run --silent typecheck && npm test --silent)
 echo "== go vet"
 go vet ./...
 echo "== go test -race"

@@ -21,10 +21,11 @@ import (
 // written in Node from the specification's examples (not from this
 // package's types).
 type nodeToolServer struct {
-	t    *testing.T
-	node string
-	port string
-	cmd  *exec.Cmd
+	t      *testing.T
+	node   string
+	port   string
+	script string // default testdata/node/spec_tool_server.js
+	cmd    *exec.Cmd
 }
 
 func startNodeToolServer(t *testing.T, port string) *nodeToolServer {
@@ -40,6 +41,9 @@ func (s *nodeToolServer) start() {
 	script, err := filepath.Abs(filepath.Join("testdata", "node", "spec_tool_server.js"))
 	if err != nil {
 		s.t.Fatal(err)
+	}
+	if s.script != "" {
+		script = s.script
 	}
 	cmd := exec.Command(s.node, script, s.port)
 	out, err := cmd.StdoutPipe()
