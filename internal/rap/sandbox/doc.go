@@ -1,0 +1,33 @@
+// Package sandbox is the sandbox RAP toolset: the tools a coding agent uses
+// to read, change and test a git repository without touching the user's
+// working copy.
+//
+// Each thread works in its own sandbox: a git worktree on the branch
+// agentslice/<thread>, created at the thread's first tool call from the
+// user's HEAD (the commit; the user's branch is never checked out or moved).
+// A thread whose parent (the last of its thread_ancestors) has a sandbox
+// gets one stacked on the parent's: the parent's uncommitted edits are first
+// committed to the parent's branch, and the child's branch starts from that
+// commit. The base commit of each sandbox is kept as the ref
+// refs/agentslice/base/<thread>, so diff compares against the state the
+// sandbox started from, across restarts.
+//
+// The contract the package owns: the user's working copy, index and current
+// branch are never written. In the user's repository the package only runs
+// git commands that read (rev-parse) or that write the repository's object
+// store, refs under refs/heads/agentslice/ and refs/agentslice/, and its
+// worktree bookkeeping (git worktree add/prune). Every other git command
+// runs inside a sandbox.
+//
+// Tools: read_file, list_files (respects .gitignore), write_file,
+// edit_file, diff (against the base, with display_as diff segments per
+// file) and run_command. run_command is synchronous this round: the call
+// runs the command to its end (or its timeout, which kills the process
+// group) and answers with the exit status and the output's tail. Commands
+// run in the sandbox directory with an allow-listed environment (package
+// procenv). Paths outside the sandbox (absolute, "..", symlinks that leave
+// it, the .git entry) are refused.
+//
+// Like package tools, this package talks to the runtime only through the
+// kit's *rap.Call.
+package sandbox

@@ -1,0 +1,259 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// BranchPrefix prefixes the branch of every sandbox: agentslice/<thread>.
+const BranchPrefix = "agentslice/"
+
+// baseRefPrefix prefixes the ref that remembers a sandbox's base commit.
+const baseRefPrefix = "refs/agentslice/base/"
+
+// Config configures a Manager.
+type Config struct {
+	// Repo is the user's repository (any directory inside its working
+	// copy). Required.
+	Repo string
+	// Root is the directory the sandboxes' worktrees live in, one
+	// directory per thread. Default: <user cache dir>/agentslice/sandboxes/
+	// <repo name>-<hash of its path>.
+	Root string
+	// Env is the environment of run_command's commands (KEY=VALUE, already
+	// built by procenv.Build); nil gives them procenv.DefaultPass of this
+	// process's environment.
+	Env []string
+	// Timeout kills a command (its whole process group) that runs longer;
+	// a call may ask for less. Default 20 minutes.
+	Timeout time.Duration
+	// MaxOutput caps the output a run_command result carries (its tail).
+	// Default 16 KiB.
+	MaxOutput int
+	// MaxRead caps the bytes read_file returns per call. Default 64 KiB.
+	MaxRead int
+}
+
+// Manager owns the sandboxes of one repository.
+type Manager struct {
+	cfg      Config
+	repo     string // the top of the user's working copy
+	mu       sync.Mutex
+	creating sync.Mutex // git worktree add takes repository-wide locks
+	boxes    map[string]*Sandbox
+}
+
+// Sandbox is one thread's worktree.
+type Sandbox struct {
+	Thread string
+	Branch string
+	Dir    string
+	Base   string // the commit it started from
+	// mu serializes the git commands run inside the sandbox (they share
+	// its index).
+	mu sync.Mutex
+}
+
+// NewManager checks that cfg.Repo is a git working copy with a commit and
+// returns its Manager.
+func NewManager(cfg Config) (*Manager, error) {
+	if cfg.Repo == "" {
+		return nil, errors.New("sandbox: repo: missing (the repository the sandboxes are made from)")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 20 * time.Minute
+	}
+	if cfg.MaxOutput <= 0 {
+		cfg.MaxOutput = 16 << 10
+	}
+	if cfg.MaxRead <= 0 {
+		cfg.MaxRead = 64 << 10
+	}
+	abs, err := filepath.Abs(cfg.Repo)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: repo %q: %w", cfg.Repo, err)
+	}
+	top, err := git(context.Background(), abs, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: repo %q is not a git working copy: %w", cfg.Repo, err)
+	}
+	top = strings.TrimSpace(top)
+	if _, err := git(context.Background(), top, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"); err != nil {
+		return nil, fmt.Errorf("sandbox: repo %q has no commit yet (sandboxes start from HEAD): %w", cfg.Repo, err)
+	}
+	if cfg.Root == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: root: no user cache directory, set it explicitly: %w", err)
+		}
+		sum := sha256.Sum256([]byte(top))
+		cfg.Root = filepath.Join(cache, "agentslice", "sandboxes", filepath.Base(top)+"-"+hex.EncodeToString(sum[:4]))
+	}
+	if cfg.Root, err = filepath.Abs(cfg.Root); err != nil {
+		return nil, fmt.Errorf("sandbox: root %q: %w", cfg.Root, err)
+	}
+	if err := os.MkdirAll(cfg.Root, 0o755); err != nil {
+		return nil, fmt.Errorf("sandbox: creating root %s: %w", cfg.Root, err)
+	}
+	return &Manager{cfg: cfg, repo: top, boxes: map[string]*Sandbox{}}, nil
+}
+
+// Repo returns the top of the user's working copy.
+func (m *Manager) Repo() string { return m.repo }
+
+// threadName is what a thread ID must look like to name a branch and a
+// directory.
+var threadName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+
+// Lookup returns the thread's sandbox if it exists (made by this process
+// or found on disk from an earlier one), else nil.
+func (m *Manager) Lookup(ctx context.Context, thread string) (*Sandbox, error) {
+	if !threadName.MatchString(thread) {
+		return nil, fmt.Errorf("sandbox: thread %q cannot name a branch (want letters, digits, _ and -)", thread)
+	}
+	m.mu.Lock()
+	sb := m.boxes[thread]
+	m.mu.Unlock()
+	if sb != nil {
+		return sb, nil
+	}
+	dir := filepath.Join(m.cfg.Root, thread)
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
+		return nil, nil
+	}
+	base, err := git(ctx, m.repo, "rev-parse", "--verify", "--quiet", baseRefPrefix+thread)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: the worktree of thread %s at %s has no base ref %s%s: %w", thread, dir, baseRefPrefix, thread, err)
+	}
+	sb = &Sandbox{Thread: thread, Branch: BranchPrefix + thread, Dir: dir, Base: strings.TrimSpace(base)}
+	m.mu.Lock()
+	if prev := m.boxes[thread]; prev != nil {
+		sb = prev
+	} else {
+		m.boxes[thread] = sb
+	}
+	m.mu.Unlock()
+	return sb, nil
+}
+
+// Ensure returns the thread's sandbox, creating it on first use: stacked
+// on the sandbox of the thread's parent (the last of ancestors) when that
+// has one, else from the user's HEAD.
+func (m *Manager) Ensure(ctx context.Context, thread string, ancestors []string) (*Sandbox, error) {
+	if sb, err := m.Lookup(ctx, thread); sb != nil || err != nil {
+		return sb, err
+	}
+	m.creating.Lock()
+	defer m.creating.Unlock()
+	if sb, err := m.Lookup(ctx, thread); sb != nil || err != nil {
+		return sb, err
+	}
+	var base string
+	var parent *Sandbox
+	if len(ancestors) > 0 {
+		p, err := m.Lookup(ctx, ancestors[len(ancestors)-1])
+		if err != nil {
+			return nil, err
+		}
+		parent = p
+	}
+	if parent != nil {
+		commit, err := parent.snapshot(ctx, "agentslice: snapshot of "+parent.Thread+" for its child "+thread)
+		if err != nil {
+			return nil, err
+		}
+		base = commit
+	} else {
+		head, err := git(ctx, m.repo, "rev-parse", "--verify", "HEAD^{commit}")
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: reading the user's HEAD for thread %s: %w", thread, err)
+		}
+		base = strings.TrimSpace(head)
+	}
+	dir := filepath.Join(m.cfg.Root, thread)
+	branch := BranchPrefix + thread
+	// A directory left by a removed worktree would make add fail; prune
+	// forgets worktrees whose directory is gone.
+	if _, err := git(ctx, m.repo, "worktree", "prune"); err != nil {
+		return nil, fmt.Errorf("sandbox: pruning worktrees for thread %s: %w", thread, err)
+	}
+	if _, err := git(ctx, m.repo, "worktree", "add", "--quiet", "-b", branch, dir, base); err != nil {
+		return nil, fmt.Errorf("sandbox: creating the worktree of thread %s on %s: %w", thread, branch, err)
+	}
+	if _, err := git(ctx, m.repo, "update-ref", baseRefPrefix+thread, base); err != nil {
+		return nil, fmt.Errorf("sandbox: recording the base of thread %s: %w", thread, err)
+	}
+	sb := &Sandbox{Thread: thread, Branch: branch, Dir: dir, Base: base}
+	m.mu.Lock()
+	m.boxes[thread] = sb
+	m.mu.Unlock()
+	return sb, nil
+}
+
+// snapshot commits the sandbox's uncommitted changes (new files included)
+// to its branch and returns the branch's commit.
+func (sb *Sandbox) snapshot(ctx context.Context, message string) (string, error) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if _, err := git(ctx, sb.Dir, "add", "-A"); err != nil {
+		return "", fmt.Errorf("sandbox: staging the changes of thread %s: %w", sb.Thread, err)
+	}
+	if _, err := git(ctx, sb.Dir, "diff", "--cached", "--quiet"); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			return "", fmt.Errorf("sandbox: checking the changes of thread %s: %w", sb.Thread, err)
+		}
+		if _, err := git(ctx, sb.Dir, "-c", "user.name=agentslice", "-c", "user.email=agentslice@localhost",
+			"commit", "--quiet", "--no-verify", "-m", message); err != nil {
+			return "", fmt.Errorf("sandbox: committing the changes of thread %s: %w", sb.Thread, err)
+		}
+	}
+	head, err := git(ctx, sb.Dir, "rev-parse", "--verify", "HEAD")
+	if err != nil {
+		return "", fmt.Errorf("sandbox: reading the commit of thread %s: %w", sb.Thread, err)
+	}
+	return strings.TrimSpace(head), nil
+}
+
+// Diff returns the sandbox's changes against its base (committed and
+// uncommitted, new files included) as a unified diff.
+func (sb *Sandbox) Diff(ctx context.Context) (string, error) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if _, err := git(ctx, sb.Dir, "add", "-A"); err != nil {
+		return "", fmt.Errorf("sandbox: staging the changes of thread %s: %w", sb.Thread, err)
+	}
+	out, err := git(ctx, sb.Dir, "diff", "--cached", "--no-color", "--no-ext-diff", "--binary", sb.Base)
+	if err != nil {
+		return "", fmt.Errorf("sandbox: diffing thread %s against %s: %w", sb.Thread, sb.Base, err)
+	}
+	return out, nil
+}
+
+// git runs git in dir with a fixed, minimal environment (no user hooks or
+// pagers, no prompts) and returns its stdout; the error carries stderr.
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			return stdout.String(), fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+		}
+		return stdout.String(), fmt.Errorf("git %s: %s: %w", strings.Join(args, " "), msg, err)
+	}
+	return stdout.String(), nil
+}
