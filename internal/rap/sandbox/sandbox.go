@@ -112,6 +112,9 @@ func NewManager(cfg Config) (*Manager, error) {
 // Repo returns the top of the user's working copy.
 func (m *Manager) Repo() string { return m.repo }
 
+// Root returns the directory the sandboxes live in.
+func (m *Manager) Root() string { return m.cfg.Root }
+
 // threadName is what a thread ID must look like to name a branch and a
 // directory.
 var threadName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)

@@ -93,7 +93,9 @@ func (m *Manager) Tools() []rap.Tool {
 				"command":{"type":"string","minLength":1,"description":"the command line, run by sh -c"},
 				"timeout_s":{"type":"integer","minimum":1,"description":"kill the command after this many seconds; default and maximum: the server's limit"}},
 				"required":["command"],"additionalProperties":false}`),
-			Annotations: &rap.Annotations{Destructive: true},
+			// Long-running: the runtime's deadline for the call is its long
+			// one, not the default hour, so a configured timeout rules.
+			Annotations: &rap.Annotations{Destructive: true, LongRunning: true},
 			Run:         m.runCommand,
 		},
 	}

@@ -1,0 +1,98 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// TestServeSandbox: the scripted model edits, runs and diffs through the
+// sandbox toolset mounted in serve; the work lands on the thread's branch
+// and the user's working copy, index and HEAD are unchanged.
+func TestServeSandbox(t *testing.T) {
+	t.Parallel()
+	repo := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	git("init", "--quiet", "-b", "main")
+	if err := os.WriteFile(filepath.Join(repo, "calc.go"), []byte("package calc\n\nfunc Add(a, b int) int { return a - b }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("add", "-A")
+	git("commit", "--quiet", "-m", "first")
+	if err := os.WriteFile(filepath.Join(repo, "wip.txt"), []byte("the user's own work\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := func() string {
+		h := sha256.New()
+		h.Write([]byte(git("--no-optional-locks", "status", "--porcelain", "-uall", "--branch") + git("rev-parse", "HEAD")))
+		for _, f := range []string{".git/index", ".git/HEAD", "calc.go", "wip.txt"} {
+			b, err := os.ReadFile(filepath.Join(repo, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.Write(b)
+		}
+		return hex.EncodeToString(h.Sum(nil))
+	}
+	before := state()
+
+	srv := startServer(t, Config{Script: testdata(t, "sandbox_script.json"), Sandbox: &Sandbox{Repo: repo, Root: t.TempDir()}})
+	const thread = "thr_code"
+	events := openStream(t, srv.URL()+"/threads/"+thread+"/events")
+	postMessage(t, srv, thread, `{"text":"Fix Add."}`)
+	// The thread is idle while each tool runs: wait for the last reply.
+	for ev := events.nextOf(t, "reply"); ev.Data.Text != "Add is fixed in the sandbox."; ev = events.nextOf(t, "reply") {
+	}
+	waitIdle(t, srv)
+	th := getThread(t, srv, thread)
+	results := map[string]string{}
+	for _, it := range th.Items {
+		if it.Kind == runtime.ItemToolResult {
+			results[it.Name] = it.Text
+		}
+	}
+	if !strings.HasPrefix(results["edit_file"], "edited calc.go") || !strings.HasPrefix(results["run_command"], "exit code 0") ||
+		!strings.Contains(results["diff"], "+func Add(a, b int) int { return a + b }") {
+		t.Fatalf("tool results %q", results)
+	}
+	if last := th.Items[len(th.Items)-1]; last.Kind != runtime.ItemAssistant || last.Text != "Add is fixed in the sandbox." {
+		t.Fatalf("last item %+v", last)
+	}
+	if state() != before {
+		t.Fatal("the session wrote the user's working copy, index or HEAD")
+	}
+	if got := git("rev-parse", "--verify", "agentslice/"+thread); got != git("rev-parse", "main") {
+		t.Fatalf("branch agentslice/%s at %s, want the user's HEAD", thread, got)
+	}
+}
+
+// TestServeSandboxNeedsARepository: a sandbox.repo that is a directory but
+// not a git working copy stops serve at start with an error naming it.
+func TestServeSandboxNeedsARepository(t *testing.T) {
+	t.Parallel()
+	srv, err := New(context.Background(), Config{Listen: "127.0.0.1:0", Store: "memory", Sandbox: &Sandbox{Repo: t.TempDir(), Root: t.TempDir()}}, Options{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = srv.Start(context.Background())
+	srv.Stop()
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "sandbox.repo" || !strings.Contains(ce.Reason, "not a git working copy") {
+		t.Fatalf("Start = %v, want a ConfigError naming sandbox.repo", err)
+	}
+}
