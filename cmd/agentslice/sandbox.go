@@ -30,10 +30,14 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	listen := fs.String("listen", "127.0.0.1:9100", "loopback `address` to serve on")
 	publicURL := fs.String("public-url", "", "base `URL` the runtime reaches this server at (default http://<listen address>)")
 	timeout := fs.Duration("timeout", 20*time.Minute, "kill a run_command that runs longer")
+	apply := fs.String("apply", "", "instead of serving: commit this `thread`'s sandbox changes onto your current branch and update your working copy for the files they touch")
+	message := fs.String("message", "", "with -apply: the commit's message (default \"agentslice: changes of thread THREAD\")")
 	var pass listFlag
 	fs.Var(&pass, "pass-env", "a variable `name` (or prefix*) commands get besides PATH, HOME, LANG... (repeatable; never AGENTSLICE_*)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: agentslice sandbox -repo PATH [flags]\n\nServes the sandbox toolset: a git worktree per thread, on branch agentslice/<thread> (see docs/sandbox.md).\n\nflags:")
+		fmt.Fprintln(stderr, "usage: agentslice sandbox -repo PATH [flags]\n       agentslice sandbox -repo PATH -apply THREAD [-message TEXT]\n\n"+
+			"Serves the sandbox toolset: a git worktree per thread, on branch agentslice/<thread> (see docs/sandbox.md).\n"+
+			"With -apply, brings one thread's changes onto your current branch instead.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -52,6 +56,18 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err := procenv.CheckName(n); err != nil {
 			return fmt.Errorf("-pass-env: %v", err)
 		}
+	}
+	if *apply != "" {
+		mgr, err := sandbox.NewManager(sandbox.Config{Repo: *repo, Root: *root})
+		if err != nil {
+			return err
+		}
+		done, err := mgr.Apply(ctx, *apply, *message)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "applied thread %s as %s: %s\n", *apply, done.Commit, strings.Join(done.Files, ", "))
+		return nil
 	}
 	host, _, err := net.SplitHostPort(*listen)
 	if err != nil {

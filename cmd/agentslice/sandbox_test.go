@@ -67,6 +67,19 @@ func TestSandboxServerStandalone(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("runSandbox did not return after cancel")
 	}
+
+	// A person applies the thread's work.
+	var out strings.Builder
+	if err := runSandbox(context.Background(), []string{"-repo", repo, "-root", root, "-apply", "thr_alone", "-message", "hello"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(repo, "hello.txt")); err != nil || string(b) != "hi\n" || !strings.Contains(out.String(), "applied thread thr_alone as ") {
+		t.Fatalf("after -apply: %q %v (output %q)", b, err, out.String())
+	}
+	if err := runSandbox(context.Background(), []string{"-repo", repo, "-root", root, "-apply", "thr_alone"}, io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "nothing to apply") {
+		t.Fatalf("a second -apply: %v", err)
+	}
 }
 
 func TestSandboxServerRefusals(t *testing.T) {

@@ -13,11 +13,17 @@
 // sandbox started from, across restarts.
 //
 // The contract the package owns: the user's working copy, index and current
-// branch are never written. In the user's repository the package only runs
-// git commands that read (rev-parse) or that write the repository's object
-// store, refs under refs/heads/agentslice/ and refs/agentslice/, and its
-// worktree bookkeeping (git worktree add/prune). Every other git command
-// runs inside a sandbox.
+// branch are never written by the tools. In the user's repository the tools
+// only run git commands that read (rev-parse) or that write the
+// repository's object store, refs under refs/heads/agentslice/ and
+// refs/agentslice/, and its worktree bookkeeping (git worktree add/prune).
+// Every other git command runs inside a sandbox. The one exception is
+// Manager.Apply, which is no tool (a person asks for it: `agentslice
+// sandbox -apply`): it commits a sandbox's changes onto the user's branch
+// as one commit, composed in a scratch worktree, and updates the user's
+// index and working copy for the touched files only; it refuses, changing
+// nothing, when a touched file has uncommitted changes or the changes
+// conflict.
 //
 // Tools: read_file, list_files (respects .gitignore), write_file,
 // edit_file, diff (against the base, with display_as diff segments per
