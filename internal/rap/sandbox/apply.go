@@ -121,20 +121,8 @@ func (m *Manager) composeCommit(ctx context.Context, thread, base, tip, head, me
 	if _, err := git(ctx, m.repo, "worktree", "add", "--quiet", "--detach", scratch, head); err != nil {
 		return "", fmt.Errorf("sandbox: making a scratch worktree for thread %s: %w", thread, err)
 	}
-	patch, err := git(ctx, m.repo, "diff", "--binary", "--no-color", "--no-ext-diff", base, tip)
-	if err != nil {
-		return "", fmt.Errorf("sandbox: diffing thread %s: %w", thread, err)
-	}
-	cmd := exec.CommandContext(ctx, "git", "-C", scratch, "apply", "--3way", "--index", "--whitespace=nowarn", "-")
-	cmd.Stdin = strings.NewReader(patch)
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		conflicted, _ := git(ctx, scratch, "diff", "--name-only", "--diff-filter=U", "-z")
-		files := splitZ(conflicted)
-		if len(files) == 0 {
-			files = []string{strings.TrimSpace(string(out))}
-		}
-		return "", &ApplyError{Thread: thread, Reason: "the changes conflict with your branch", Files: files}
+	if err := m.applyRange(ctx, scratch, thread, base, tip, "the changes conflict with your branch"); err != nil {
+		return "", err
 	}
 	if message == "" {
 		message = "agentslice: changes of thread " + thread
@@ -151,6 +139,28 @@ func (m *Manager) composeCommit(ctx context.Context, thread, base, tip, head, me
 		return "", fmt.Errorf("sandbox: reading the commit of thread %s: %w", thread, err)
 	}
 	return strings.TrimSpace(commit), nil
+}
+
+// applyRange applies the changes base..tip to the worktree dir (index and
+// files) with a three-way apply. A conflict is an *ApplyError naming the
+// files, with reason; dir is then left for the caller to reset.
+func (m *Manager) applyRange(ctx context.Context, dir, thread, base, tip, reason string) error {
+	patch, err := git(ctx, m.repo, "diff", "--binary", "--no-color", "--no-ext-diff", base, tip)
+	if err != nil {
+		return fmt.Errorf("sandbox: diffing thread %s: %w", thread, err)
+	}
+	cmd := exec.CommandContext(ctx, "git", "-C", dir, "apply", "--3way", "--index", "--whitespace=nowarn", "-")
+	cmd.Stdin = strings.NewReader(patch)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		conflicted, _ := git(ctx, dir, "diff", "--name-only", "--diff-filter=U", "-z")
+		files := splitZ(conflicted)
+		if len(files) == 0 {
+			files = []string{strings.TrimSpace(string(out))}
+		}
+		return &ApplyError{Thread: thread, Reason: reason, Files: files}
+	}
+	return nil
 }
 
 func splitZ(s string) []string {

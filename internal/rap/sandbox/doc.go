@@ -26,8 +26,11 @@
 // conflict.
 //
 // Tools: read_file, list_files (respects .gitignore), write_file,
-// edit_file, diff (against the base, with display_as diff segments per
-// file) and run_command. run_command is synchronous this round: the call
+// edit_file, diff (against the base, with the whole diff as one display_as
+// diff segment), run_command and squash_child (a child's changes into the
+// caller's sandbox as one commit; the child must be stacked on the caller,
+// which refs/agentslice/stack/<child> records; a conflict names the files
+// and resets the caller's sandbox to its state before the squash). run_command is synchronous this round: the call
 // runs the command to its end (or its timeout, which kills the process
 // group) and answers with the exit status and the output's tail. Commands
 // run in the sandbox directory with an allow-listed environment (package

@@ -19,8 +19,13 @@ import (
 // BranchPrefix prefixes the branch of every sandbox: agentslice/<thread>.
 const BranchPrefix = "agentslice/"
 
-// baseRefPrefix prefixes the ref that remembers a sandbox's base commit.
+// baseRefPrefix prefixes the ref that remembers a sandbox's base commit
+// (what diff compares against; moved by Apply and Squash).
 const baseRefPrefix = "refs/agentslice/base/"
+
+// stackRefPrefix prefixes the ref that remembers the parent's commit a
+// stacked sandbox started from (it never moves).
+const stackRefPrefix = "refs/agentslice/stack/"
 
 // Config configures a Manager.
 type Config struct {
@@ -196,6 +201,11 @@ func (m *Manager) Ensure(ctx context.Context, thread string, ancestors []string)
 	}
 	if _, err := git(ctx, m.repo, "update-ref", baseRefPrefix+thread, base); err != nil {
 		return nil, fmt.Errorf("sandbox: recording the base of thread %s: %w", thread, err)
+	}
+	if parent != nil {
+		if _, err := git(ctx, m.repo, "update-ref", stackRefPrefix+thread, base); err != nil {
+			return nil, fmt.Errorf("sandbox: recording the stack point of thread %s: %w", thread, err)
+		}
 	}
 	sb := &Sandbox{Thread: thread, Branch: branch, Dir: dir, Base: base}
 	m.mu.Lock()

@@ -439,3 +439,12 @@ func TestNewManagerRefusesWhatIsNotARepository(t *testing.T) {
 		t.Fatalf("no commit: %v", err)
 	}
 }
+
+func (r *rig) mustBox(t *testing.T, thread string) *Sandbox {
+	t.Helper()
+	sb, err := r.m.Lookup(context.Background(), thread)
+	if err != nil || sb == nil {
+		t.Fatalf("sandbox of %s: %v %v", thread, sb, err)
+	}
+	return sb
+}
