@@ -2,7 +2,6 @@ package sandbox
 
 import "testing"
 
-
 // TestSquashChild: a parent squashes its stacked child's work into its own
 // sandbox as one commit; a conflict names the files and leaves both
 // sandboxes' files as they were; a sandbox not stacked on the caller is
