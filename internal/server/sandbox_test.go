@@ -81,6 +81,51 @@ func TestServeSandbox(t *testing.T) {
 	}
 }
 
+// TestServeSandboxStacksChildren: through serve's engine, a child spawned
+// by a coding thread reads its parent's uncommitted file (its sandbox is
+// stacked on the parent's, thread_ancestors carried by the dispatch), and
+// the parent squashes the child's work into its own sandbox.
+func TestServeSandboxStacksChildren(t *testing.T) {
+	t.Parallel()
+	repo := t.TempDir()
+	for _, args := range [][]string{{"init", "--quiet", "-b", "main"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "--allow-empty", "-m", "first"}} {
+		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	srv := startServer(t, Config{Script: testdata(t, "sandbox_stack_script.json"), Sandbox: &Sandbox{Repo: repo, Root: t.TempDir()}})
+	const thread = "thr_stack"
+	events := openStream(t, srv.URL()+"/threads/"+thread+"/events")
+	postMessage(t, srv, thread, `{"text":"Build it with a child."}`)
+	for ev := events.nextOf(t, "reply"); ev.Data.Text != "All squashed."; ev = events.nextOf(t, "reply") {
+	}
+	th := getThread(t, srv, thread)
+	var child string
+	results := map[string]string{}
+	for _, it := range th.Items {
+		if it.Kind == runtime.ItemToolResult {
+			results[it.Name] = it.Text
+		}
+		if it.Kind == runtime.ItemToolCall && it.Name == "spawn_thread" {
+			child = runtime.ChildThreadID(thread, it.CallID)
+		}
+	}
+	if !strings.HasPrefix(results["squash_child"], "squashed thread "+child) || !strings.Contains(results["diff"], "2 files changed") ||
+		!strings.Contains(results["diff"], "parent.txt, child.txt") && !strings.Contains(results["diff"], "child.txt, parent.txt") {
+		t.Fatalf("the parent's results %q", results)
+	}
+	ch := getThread(t, srv, child)
+	var read string
+	for _, it := range ch.Items {
+		if it.Kind == runtime.ItemToolResult && it.Name == "read_file" {
+			read = it.Text
+		}
+	}
+	if read != "     1\tfrom the parent\n" {
+		t.Fatalf("the child read %q, want the parent's uncommitted file", read)
+	}
+}
+
 // TestServeSandboxNeedsARepository: a sandbox.repo that is a directory but
 // not a git working copy stops serve at start with an error naming it.
 func TestServeSandboxNeedsARepository(t *testing.T) {
