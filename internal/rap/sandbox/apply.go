@@ -96,7 +96,7 @@ func (m *Manager) Apply(ctx context.Context, thread, message string) (*Applied, 
 	if _, err := git(ctx, m.repo, "update-ref", "-m", "agentslice: apply "+thread, "HEAD", commit, head); err != nil {
 		return nil, fmt.Errorf("sandbox: moving your branch to %s (your working copy already has it; `git reset --soft %s` finishes): %w", short(commit), short(commit), err)
 	}
-	if _, err := git(ctx, m.repo, "update-ref", baseRefPrefix+thread, tip); err != nil {
+	if _, err := git(ctx, m.repo, "update-ref", baseRefPrefix+sb.Name, tip); err != nil {
 		return nil, fmt.Errorf("sandbox: recording the new base of thread %s: %w", thread, err)
 	}
 	sb.mu.Lock()
@@ -109,7 +109,7 @@ func (m *Manager) Apply(ctx context.Context, thread, message string) (*Applied, 
 // applies base..tip to head (a three-way apply), and returns it. Nothing
 // the user owns is touched; a conflict is an *ApplyError naming the files.
 func (m *Manager) composeCommit(ctx context.Context, thread, base, tip, head, message string) (string, error) {
-	scratch, err := os.MkdirTemp(m.cfg.Root, ".apply-"+thread+"-")
+	scratch, err := os.MkdirTemp(m.cfg.Root, ".apply-"+Name(thread)+"-")
 	if err != nil {
 		return "", fmt.Errorf("sandbox: making a scratch directory for thread %s: %w", thread, err)
 	}

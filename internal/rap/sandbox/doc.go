@@ -3,7 +3,8 @@
 // working copy.
 //
 // Each thread works in its own sandbox: a git worktree on the branch
-// agentslice/<thread>, created at the thread's first tool call from the
+// agentslice/<thread> (a thread ID that is not a plain name is made one,
+// see Name), created at the thread's first tool call from the
 // user's HEAD (the commit; the user's branch is never checked out or moved).
 // A thread whose parent (the last of its thread_ancestors) has a sandbox
 // gets one stacked on the parent's: the parent's uncommitted edits are first

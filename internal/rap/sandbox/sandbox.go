@@ -62,6 +62,7 @@ type Manager struct {
 // Sandbox is one thread's worktree.
 type Sandbox struct {
 	Thread string
+	Name   string // see Name
 	Branch string
 	Dir    string
 	Base   string // the commit it started from
@@ -120,31 +121,56 @@ func (m *Manager) Repo() string { return m.repo }
 // Root returns the directory the sandboxes live in.
 func (m *Manager) Root() string { return m.cfg.Root }
 
-// threadName is what a thread ID must look like to name a branch and a
-// directory.
-var threadName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+// plainName is a thread ID that names a branch and a directory as it is.
+var plainName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$`)
+
+// Name returns the name of a thread's sandbox: its branch is
+// BranchPrefix+Name, its directory Root/Name. A thread ID of letters,
+// digits, _ and - (starting with a letter or digit, at most 100 bytes) is
+// its own name; any other ID has every other character replaced by -, is
+// cut to 80 bytes and gets 8 hex digits of its SHA-256, so distinct IDs
+// keep distinct names and every name is a valid ref.
+func Name(thread string) string {
+	if plainName.MatchString(thread) {
+		return thread
+	}
+	var b strings.Builder
+	for _, r := range thread {
+		if r < 0x80 && (r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+		if b.Len() >= 80 {
+			break
+		}
+	}
+	sum := sha256.Sum256([]byte(thread))
+	return "x" + b.String() + "-" + hex.EncodeToString(sum[:4])
+}
 
 // Lookup returns the thread's sandbox if it exists (made by this process
 // or found on disk from an earlier one), else nil.
 func (m *Manager) Lookup(ctx context.Context, thread string) (*Sandbox, error) {
-	if !threadName.MatchString(thread) {
-		return nil, fmt.Errorf("sandbox: thread %q cannot name a branch (want letters, digits, _ and -)", thread)
+	if thread == "" {
+		return nil, errors.New("sandbox: thread: missing")
 	}
+	name := Name(thread)
 	m.mu.Lock()
 	sb := m.boxes[thread]
 	m.mu.Unlock()
 	if sb != nil {
 		return sb, nil
 	}
-	dir := filepath.Join(m.cfg.Root, thread)
+	dir := filepath.Join(m.cfg.Root, name)
 	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
 		return nil, nil
 	}
-	base, err := git(ctx, m.repo, "rev-parse", "--verify", "--quiet", baseRefPrefix+thread)
+	base, err := git(ctx, m.repo, "rev-parse", "--verify", "--quiet", baseRefPrefix+name)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: the worktree of thread %s at %s has no base ref %s%s: %w", thread, dir, baseRefPrefix, thread, err)
+		return nil, fmt.Errorf("sandbox: the worktree of thread %s at %s has no base ref %s%s: %w", thread, dir, baseRefPrefix, name, err)
 	}
-	sb = &Sandbox{Thread: thread, Branch: BranchPrefix + thread, Dir: dir, Base: strings.TrimSpace(base)}
+	sb = &Sandbox{Thread: thread, Name: name, Branch: BranchPrefix + name, Dir: dir, Base: strings.TrimSpace(base)}
 	m.mu.Lock()
 	if prev := m.boxes[thread]; prev != nil {
 		sb = prev
@@ -189,8 +215,9 @@ func (m *Manager) Ensure(ctx context.Context, thread string, ancestors []string)
 		}
 		base = strings.TrimSpace(head)
 	}
-	dir := filepath.Join(m.cfg.Root, thread)
-	branch := BranchPrefix + thread
+	name := Name(thread)
+	dir := filepath.Join(m.cfg.Root, name)
+	branch := BranchPrefix + name
 	// A directory left by a removed worktree would make add fail; prune
 	// forgets worktrees whose directory is gone.
 	if _, err := git(ctx, m.repo, "worktree", "prune"); err != nil {
@@ -199,15 +226,15 @@ func (m *Manager) Ensure(ctx context.Context, thread string, ancestors []string)
 	if _, err := git(ctx, m.repo, "worktree", "add", "--quiet", "-b", branch, dir, base); err != nil {
 		return nil, fmt.Errorf("sandbox: creating the worktree of thread %s on %s: %w", thread, branch, err)
 	}
-	if _, err := git(ctx, m.repo, "update-ref", baseRefPrefix+thread, base); err != nil {
+	if _, err := git(ctx, m.repo, "update-ref", baseRefPrefix+name, base); err != nil {
 		return nil, fmt.Errorf("sandbox: recording the base of thread %s: %w", thread, err)
 	}
 	if parent != nil {
-		if _, err := git(ctx, m.repo, "update-ref", stackRefPrefix+thread, base); err != nil {
+		if _, err := git(ctx, m.repo, "update-ref", stackRefPrefix+name, base); err != nil {
 			return nil, fmt.Errorf("sandbox: recording the stack point of thread %s: %w", thread, err)
 		}
 	}
-	sb := &Sandbox{Thread: thread, Branch: branch, Dir: dir, Base: base}
+	sb := &Sandbox{Thread: thread, Name: name, Branch: branch, Dir: dir, Base: base}
 	m.mu.Lock()
 	m.boxes[thread] = sb
 	m.mu.Unlock()

@@ -420,8 +420,26 @@ func TestSandboxIsFoundAfterARestart(t *testing.T) {
 	r.call(t, "thr_s", nil, "write_file", map[string]any{"path": "kept.txt", "content": "kept\n"})
 	r2 := newRig(t, repo, Config{Root: root})
 	mustContain(t, "diff after restart", r2.call(t, "thr_s", nil, "diff", map[string]any{}).Text, "1 file changed", "kept.txt")
-	if _, err := r2.m.Lookup(context.Background(), "bad/thread"); err == nil || !strings.Contains(err.Error(), "cannot name a branch") {
-		t.Fatalf("a thread ID that cannot name a branch: %v", err)
+}
+
+// TestThreadIDsThatCannotNameABranch: any thread ID the runtime accepts
+// gets a sandbox, under a name that is a valid ref and a plain directory,
+// distinct from the name of a similar ID.
+func TestThreadIDsThatCannotNameABranch(t *testing.T) {
+	t.Parallel()
+	repo := testRepo(t)
+	r := newRig(t, repo, Config{})
+	for _, th := range []string{"user:42/é..lock", "user-42-é--lock"} {
+		mustContain(t, th, r.call(t, th, nil, "write_file", map[string]any{"path": "f.txt", "content": th}).Text, "wrote f.txt")
+	}
+	a, b := r.mustBox(t, "user:42/é..lock"), r.mustBox(t, "user-42-é--lock")
+	if a.Name == b.Name || a.Dir == b.Dir || strings.ContainsAny(a.Name, ":/.") || filepath.Dir(a.Dir) != r.m.Root() {
+		t.Fatalf("names %q and %q (dirs %s, %s)", a.Name, b.Name, a.Dir, b.Dir)
+	}
+	gitOut(t, repo, "check-ref-format", "refs/heads/"+a.Branch)
+	gitOut(t, repo, "rev-parse", "--verify", a.Branch)
+	if Name("thr_plain-1") != "thr_plain-1" {
+		t.Fatalf("a plain ID is renamed: %q", Name("thr_plain-1"))
 	}
 }
 

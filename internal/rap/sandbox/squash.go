@@ -43,7 +43,7 @@ func (m *Manager) Squash(ctx context.Context, parent, child string) (*Applied, e
 	if err != nil {
 		return nil, err
 	}
-	stack, err := git(ctx, m.repo, "rev-parse", "--verify", "--quiet", stackRefPrefix+child)
+	stack, err := git(ctx, m.repo, "rev-parse", "--verify", "--quiet", stackRefPrefix+c.Name)
 	if err == nil {
 		_, err = git(ctx, m.repo, "merge-base", "--is-ancestor", strings.TrimSpace(stack), ptip)
 	}
@@ -78,7 +78,7 @@ func (m *Manager) Squash(ctx context.Context, parent, child string) (*Applied, e
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: reading the squash commit of thread %s: %w", child, err)
 	}
-	if _, err := git(ctx, m.repo, "update-ref", baseRefPrefix+child, ctip); err != nil {
+	if _, err := git(ctx, m.repo, "update-ref", baseRefPrefix+c.Name, ctip); err != nil {
 		return nil, fmt.Errorf("sandbox: recording the new base of thread %s: %w", child, err)
 	}
 	c.mu.Lock()
