@@ -41,6 +41,9 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/threads/{id}/close", methods{http.MethodPost: s.closeThread})
 	mux.Handle("/threads/{id}/model", methods{http.MethodPost: s.switchModel})
 	mux.Handle("/threads/{id}/agent", methods{http.MethodPost: s.switchAgent})
+	mux.Handle("/threads/{id}/sandbox", methods{http.MethodGet: s.getSandbox})
+	mux.Handle("/threads/{id}/sandbox/diff", methods{http.MethodGet: s.getSandboxDiff})
+	mux.Handle("/threads/{id}/sandbox/apply", methods{http.MethodPost: s.applySandbox})
 	mux.Handle("/threads/{id}", methods{http.MethodGet: s.getThread})
 	mux.Handle("/threads", methods{http.MethodGet: s.listThreads})
 	mux.Handle("/events", methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,6 +80,62 @@ func TestServeSandbox(t *testing.T) {
 	}
 	if got := git("rev-parse", "--verify", "agentslice/"+thread); got != git("rev-parse", "main") {
 		t.Fatalf("branch agentslice/%s at %s, want the user's HEAD", thread, got)
+	}
+
+	// Review: the sandbox and its diff.
+	var sb SandboxResponse
+	if code := do(t, http.MethodGet, srv.URL()+"/threads/"+thread+"/sandbox", "", &sb); code != http.StatusOK ||
+		sb.Branch != "agentslice/"+thread || strings.Join(sb.Files, " ") != "calc.go" || sb.Base+"\n" != git("rev-parse", "main") {
+		t.Fatalf("GET sandbox: %d %+v", code, sb)
+	}
+	resp, err := http.Get(srv.URL() + "/threads/" + thread + "/sandbox/diff")
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(diff), "+func Add(a, b int) int { return a + b }") {
+		t.Fatalf("GET diff: %d\n%s", resp.StatusCode, diff)
+	}
+	var apiErr map[string]any
+	if code := do(t, http.MethodGet, srv.URL()+"/threads/thr_none/sandbox", "", &apiErr); code != http.StatusNotFound {
+		t.Fatalf("GET the sandbox of a thread without one: %d %v", code, apiErr)
+	}
+	if state() != before {
+		t.Fatal("reviewing wrote the user's working copy, index or HEAD")
+	}
+
+	// Apply: refused while the user has calc.go changed, then done.
+	if err := os.WriteFile(filepath.Join(repo, "calc.go"), []byte("package calc // mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dirty := state()
+	var conflict struct {
+		Reason string   `json:"reason"`
+		Files  []string `json:"files"`
+	}
+	if code := do(t, http.MethodPost, srv.URL()+"/threads/"+thread+"/sandbox/apply", "", &conflict); code != http.StatusConflict ||
+		strings.Join(conflict.Files, " ") != "calc.go" || !strings.Contains(conflict.Reason, "uncommitted changes") {
+		t.Fatalf("apply over a dirty calc.go: %d %+v", code, conflict)
+	}
+	if state() != dirty {
+		t.Fatal("a refused apply changed the user's state")
+	}
+	git("checkout", "--", "calc.go")
+	var applied ApplyResponse
+	if code := do(t, http.MethodPost, srv.URL()+"/threads/"+thread+"/sandbox/apply", `{"message":"Fix Add"}`, &applied); code != http.StatusOK ||
+		strings.Join(applied.Files, " ") != "calc.go" {
+		t.Fatalf("apply: %d %+v", code, applied)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "calc.go")); !strings.Contains(string(b), "a + b") ||
+		strings.TrimSpace(git("log", "-1", "--format=%s")) != "Fix Add" || strings.TrimSpace(git("rev-parse", "HEAD")) != applied.Commit {
+		t.Fatalf("after apply: calc.go %q, HEAD %s", b, git("log", "-1", "--format=%H %s"))
+	}
+	if b, err := os.ReadFile(filepath.Join(repo, "wip.txt")); err != nil || string(b) != "the user's own work\n" {
+		t.Fatalf("the user's untracked file after apply: %q %v", b, err)
+	}
+	if code := do(t, http.MethodPost, srv.URL()+"/threads/"+thread+"/sandbox/apply", "", &apiErr); code != http.StatusConflict {
+		t.Fatalf("a second apply: %d %v", code, apiErr)
 	}
 }
 

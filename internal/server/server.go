@@ -93,7 +93,8 @@ type Server struct {
 	receiver  *rap.Receiver
 	events    *Broadcaster
 	services  []mounted
-	proxies   []*mcp.Proxy // also in services; checked at start
+	proxies   []*mcp.Proxy     // also in services; checked at start
+	sandbox   *sandbox.Manager // the sandbox toolset's, else nil (sandbox.go)
 	// inflight and running serve the event stream and the
 	// human-in-the-loop endpoints (stream.go, hitl.go); choices, views and
 	// display segments are in history.
@@ -390,6 +391,7 @@ func (s *Server) buildServices(retry rap.RetryPolicy) error {
 			return fmt.Errorf("server: building the sandbox tools: %w", err)
 		}
 		s.services = append(s.services, mounted{sandboxToolset, kit})
+		s.sandbox = mgr
 		s.log.Info("sandbox toolset: a git worktree per thread", "repo", mgr.Repo(), "root", mgr.Root())
 	}
 	for _, m := range s.cfg.MCPServers {

@@ -281,6 +281,21 @@ func (sb *Sandbox) Diff(ctx context.Context) (string, error) {
 	return out, nil
 }
 
+// Files returns the files the sandbox changed against its base (committed
+// and uncommitted, new files included), sorted.
+func (sb *Sandbox) Files(ctx context.Context) ([]string, error) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if _, err := git(ctx, sb.Dir, "add", "-A"); err != nil {
+		return nil, fmt.Errorf("sandbox: staging the changes of thread %s: %w", sb.Thread, err)
+	}
+	out, err := git(ctx, sb.Dir, "diff", "--cached", "--name-only", "--no-renames", "-z", sb.Base)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: listing the changes of thread %s: %w", sb.Thread, err)
+	}
+	return splitZ(out), nil
+}
+
 // git runs git in dir with a fixed, minimal environment (no user hooks or
 // pagers, no prompts) and returns its stdout; the error carries stderr.
 func git(ctx context.Context, dir string, args ...string) (string, error) {
