@@ -300,7 +300,7 @@ func (sb *Sandbox) Files(ctx context.Context) ([]string, error) {
 // pagers, no prompts) and returns its stdout; the error carries stderr.
 func git(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0")
+	cmd.Env = gitEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -311,4 +311,10 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 		return stdout.String(), fmt.Errorf("git %s: %s: %w", strings.Join(args, " "), msg, err)
 	}
 	return stdout.String(), nil
+}
+
+// gitEnv is the environment of the package's git commands: no prompts or
+// pagers, plain messages, no optional locks.
+func gitEnv() []string {
+	return append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0")
 }

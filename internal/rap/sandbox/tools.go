@@ -98,6 +98,7 @@ func (m *Manager) Tools() []rap.Tool {
 			Annotations: &rap.Annotations{Destructive: true, LongRunning: true},
 			Run:         m.runCommand,
 		},
+		m.searchTool(),
 		m.squashTool(),
 	}
 }
