@@ -39,6 +39,15 @@
 // procenv). Paths outside the sandbox (absolute, "..", symlinks that leave
 // it, the .git entry) are refused.
 //
+// Errors: a tool's failure is an "error: ..." result the model reads,
+// saying what to do. Manager.Apply and Manager.Squash return
+// ErrNothingToApply when there are no changes, and an *ApplyError (the
+// reason and the files) when they refuse; the user's state, or the
+// parent's sandbox, is then as it was.
+//
+// run_command is not jailed in this version: the path checks cover the
+// file tools, not what a command does.
+//
 // Like package tools, this package talks to the runtime only through the
 // kit's *rap.Call.
 package sandbox

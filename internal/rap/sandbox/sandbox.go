@@ -50,6 +50,28 @@ type Config struct {
 	MaxRead int
 }
 
+// Defaults of Config.
+const (
+	DefaultTimeout   = 20 * time.Minute
+	DefaultMaxOutput = 16 << 10
+	DefaultMaxRead   = 64 << 10
+)
+
+// WithDefaults returns a copy of c with the defaults filled in (Root is
+// derived from the repository by NewManager).
+func (c Config) WithDefaults() Config {
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.MaxOutput <= 0 {
+		c.MaxOutput = DefaultMaxOutput
+	}
+	if c.MaxRead <= 0 {
+		c.MaxRead = DefaultMaxRead
+	}
+	return c
+}
+
 // Manager owns the sandboxes of one repository.
 type Manager struct {
 	cfg      Config
@@ -77,15 +99,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.Repo == "" {
 		return nil, errors.New("sandbox: repo: missing (the repository the sandboxes are made from)")
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 20 * time.Minute
-	}
-	if cfg.MaxOutput <= 0 {
-		cfg.MaxOutput = 16 << 10
-	}
-	if cfg.MaxRead <= 0 {
-		cfg.MaxRead = 64 << 10
-	}
+	cfg = cfg.WithDefaults()
 	abs, err := filepath.Abs(cfg.Repo)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: repo %q: %w", cfg.Repo, err)

@@ -177,15 +177,14 @@ func (m *Manager) readFile(_ context.Context, sb *Sandbox, c *rap.Call) (string,
 	if err != nil {
 		return "", err
 	}
+	if fi, err := os.Stat(full); err == nil && fi.IsDir() {
+		return "", fmt.Errorf("%s is a directory (use list_files)", a.Path)
+	}
 	b, err := os.ReadFile(full)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return "", fmt.Errorf("%s does not exist (list_files shows what does)", a.Path)
 	case err != nil:
-		var pe *fs.PathError
-		if errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "directory") {
-			return "", fmt.Errorf("%s is a directory (use list_files)", a.Path)
-		}
 		return "", fmt.Errorf("reading %s: %v", a.Path, err)
 	}
 	return numberLines(a.Path, string(b), a.Offset, a.Limit, m.cfg.MaxRead), nil
