@@ -31,13 +31,14 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	publicURL := fs.String("public-url", "", "base `URL` the runtime reaches this server at (default http://<listen address>)")
 	timeout := fs.Duration("timeout", 20*time.Minute, "kill a run_command that runs longer")
 	apply := fs.String("apply", "", "instead of serving: commit this `thread`'s sandbox changes onto your current branch and update your working copy for the files they touch")
+	discard := fs.String("discard", "", "instead of serving: remove this `thread`'s sandbox (worktree, branch, refs); its changes are lost")
 	message := fs.String("message", "", "with -apply: the commit's message (default \"agentslice: changes of thread THREAD\")")
 	var pass listFlag
 	fs.Var(&pass, "pass-env", "a variable `name` (or prefix*) commands get besides PATH, HOME, LANG... (repeatable; never AGENTSLICE_*)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: agentslice sandbox -repo PATH [flags]\n       agentslice sandbox -repo PATH -apply THREAD [-message TEXT]\n\n"+
+		fmt.Fprintln(stderr, "usage: agentslice sandbox -repo PATH [flags]\n       agentslice sandbox -repo PATH -apply THREAD [-message TEXT]\n       agentslice sandbox -repo PATH -discard THREAD\n\n"+
 			"Serves the sandbox toolset: a git worktree per thread, on branch agentslice/<thread> (see docs/sandbox.md).\n"+
-			"With -apply, brings one thread's changes onto your current branch instead.\n\nflags:")
+			"With -apply, brings one thread's changes onto your current branch instead; with -discard, removes its sandbox.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -57,10 +58,17 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return fmt.Errorf("-pass-env: %v", err)
 		}
 	}
-	if *apply != "" {
+	if *apply != "" || *discard != "" {
 		mgr, err := sandbox.NewManager(sandbox.Config{Repo: *repo, Root: *root})
 		if err != nil {
 			return err
+		}
+		if *discard != "" {
+			if err := mgr.Discard(ctx, *discard); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "discarded the sandbox of thread %s\n", *discard)
+			return nil
 		}
 		done, err := mgr.Apply(ctx, *apply, *message)
 		if err != nil {

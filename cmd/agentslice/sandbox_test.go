@@ -80,6 +80,14 @@ func TestSandboxServerStandalone(t *testing.T) {
 		!strings.Contains(err.Error(), "nothing to apply") {
 		t.Fatalf("a second -apply: %v", err)
 	}
+	out.Reset()
+	if err := runSandbox(context.Background(), []string{"-repo", repo, "-root", root, "-discard", "thr_alone"}, &out, io.Discard); err != nil ||
+		!strings.Contains(out.String(), "discarded the sandbox of thread thr_alone") {
+		t.Fatalf("-discard: %v (output %q)", err, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(root, "thr_alone")); err == nil {
+		t.Fatal("the worktree is left after -discard")
+	}
 }
 
 func TestSandboxServerRefusals(t *testing.T) {

@@ -44,6 +44,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/threads/{id}/sandbox", methods{http.MethodGet: s.getSandbox})
 	mux.Handle("/threads/{id}/sandbox/diff", methods{http.MethodGet: s.getSandboxDiff})
 	mux.Handle("/threads/{id}/sandbox/apply", methods{http.MethodPost: s.applySandbox})
+	mux.Handle("/threads/{id}/sandbox/discard", methods{http.MethodPost: s.discardSandbox})
 	mux.Handle("/threads/{id}", methods{http.MethodGet: s.getThread})
 	mux.Handle("/threads", methods{http.MethodGet: s.listThreads})
 	mux.Handle("/events", methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {

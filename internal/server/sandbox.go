@@ -115,3 +115,16 @@ func (s *Server) applySandbox(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, ApplyResponse{Commit: done.Commit, Files: done.Files})
 	}
 }
+
+// discardSandbox removes the thread's sandbox (worktree, branch, refs).
+func (s *Server) discardSandbox(w http.ResponseWriter, r *http.Request) {
+	sb, ok := s.threadSandbox(w, r)
+	if !ok {
+		return
+	}
+	if err := s.sandbox.Discard(r.Context(), sb.Thread); err != nil {
+		writeError(w, http.StatusInternalServerError, "", "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"discarded": sb.Branch})
+}

@@ -137,6 +137,17 @@ func TestServeSandbox(t *testing.T) {
 	if code := do(t, http.MethodPost, srv.URL()+"/threads/"+thread+"/sandbox/apply", "", &apiErr); code != http.StatusConflict {
 		t.Fatalf("a second apply: %d %v", code, apiErr)
 	}
+	var discarded map[string]string
+	if code := do(t, http.MethodPost, srv.URL()+"/threads/"+thread+"/sandbox/discard", "", &discarded); code != http.StatusOK ||
+		discarded["discarded"] != "agentslice/"+thread {
+		t.Fatalf("discard: %d %v", code, discarded)
+	}
+	if code := do(t, http.MethodGet, srv.URL()+"/threads/"+thread+"/sandbox", "", &apiErr); code != http.StatusNotFound {
+		t.Fatalf("GET the sandbox after discard: %d %v", code, apiErr)
+	}
+	if strings.Contains(git("branch", "--list", "agentslice/*"), "agentslice/") {
+		t.Fatal("the sandbox branch is left after discard")
+	}
 }
 
 // TestServeSandboxStacksChildren: through serve's engine, a child spawned

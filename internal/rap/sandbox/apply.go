@@ -172,3 +172,36 @@ func splitZ(s string) []string {
 	}
 	return out
 }
+
+// Discard removes a thread's sandbox: its worktree, its branch and its
+// refs. Its changes are lost (apply them first to keep them). The user's
+// working copy, index and branch are not touched. A later tool call of the
+// thread makes a fresh sandbox from the user's HEAD.
+func (m *Manager) Discard(ctx context.Context, thread string) error {
+	sb, err := m.Lookup(ctx, thread)
+	if err != nil {
+		return err
+	}
+	if sb == nil {
+		return fmt.Errorf("sandbox: thread %s has no sandbox", thread)
+	}
+	m.creating.Lock()
+	defer m.creating.Unlock()
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if _, err := git(ctx, m.repo, "worktree", "remove", "--force", "--force", sb.Dir); err != nil {
+		return fmt.Errorf("sandbox: removing the worktree of thread %s: %w", thread, err)
+	}
+	m.mu.Lock()
+	delete(m.boxes, thread)
+	m.mu.Unlock()
+	if _, err := git(ctx, m.repo, "branch", "--quiet", "-D", sb.Branch); err != nil {
+		return fmt.Errorf("sandbox: deleting the branch %s of thread %s: %w", sb.Branch, thread, err)
+	}
+	for _, ref := range []string{baseRefPrefix + sb.Name, stackRefPrefix + sb.Name} {
+		if _, err := git(ctx, m.repo, "update-ref", "-d", ref); err != nil {
+			return fmt.Errorf("sandbox: deleting %s of thread %s: %w", ref, thread, err)
+		}
+	}
+	return nil
+}

@@ -92,3 +92,30 @@ func TestApplyRefusesAndChangesNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestDiscard: the worktree, branch and refs go; the user's state stays;
+// the thread's next call starts afresh from HEAD.
+func TestDiscard(t *testing.T) {
+	t.Parallel()
+	repo := testRepo(t)
+	before := fingerprint(t, repo)
+	r := newRig(t, repo, Config{})
+	r.call(t, "thr_gone", nil, "write_file", map[string]any{"path": "junk.txt", "content": "junk\n"})
+	dir := r.mustBox(t, "thr_gone").Dir
+	if err := r.m.Discard(context.Background(), "thr_gone"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the worktree is still there: %v", err)
+	}
+	if refs := gitOut(t, repo, "for-each-ref", "refs/heads/agentslice/", "refs/agentslice/"); refs != "" {
+		t.Fatalf("refs left behind:\n%s", refs)
+	}
+	if fingerprint(t, repo) != before {
+		t.Fatal("discard changed the user's state")
+	}
+	mustContain(t, "afresh", r.call(t, "thr_gone", nil, "diff", map[string]any{}).Text, "no changes against the base")
+	if err := r.m.Discard(context.Background(), "thr_never"); err == nil || !strings.Contains(err.Error(), "has no sandbox") {
+		t.Fatalf("discarding a thread without a sandbox: %v", err)
+	}
+}
