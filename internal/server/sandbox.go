@@ -60,7 +60,7 @@ func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	files, err := sb.Files(r.Context())
+	files, base, err := sb.Files(r.Context())
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "", "%v", err)
 		return
@@ -68,7 +68,7 @@ func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) {
 	if files == nil {
 		files = []string{}
 	}
-	writeJSON(w, http.StatusOK, SandboxResponse{Thread: sb.Thread, Branch: sb.Branch, Dir: sb.Dir, Base: sb.Base, Files: files})
+	writeJSON(w, http.StatusOK, SandboxResponse{Thread: sb.Thread, Branch: sb.Branch, Dir: sb.Dir, Base: base, Files: files})
 }
 
 func (s *Server) getSandboxDiff(w http.ResponseWriter, r *http.Request) {
@@ -76,7 +76,7 @@ func (s *Server) getSandboxDiff(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d, err := sb.Diff(r.Context())
+	d, _, err := sb.Diff(r.Context())
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "", "%v", err)
 		return

@@ -54,7 +54,7 @@ func (m *Manager) Apply(ctx context.Context, thread, message string) (*Applied, 
 	if err != nil {
 		return nil, err
 	}
-	names, err := git(ctx, m.repo, "diff", "--name-only", "--no-renames", "-z", sb.Base, tip)
+	names, err := git(ctx, m.repo, "diff", "--name-only", "--no-renames", "-z", sb.base, tip)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: listing the changes of thread %s: %w", thread, err)
 	}
@@ -84,7 +84,7 @@ func (m *Manager) Apply(ctx context.Context, thread, message string) (*Applied, 
 	if len(busy) > 0 {
 		return nil, &ApplyError{Thread: thread, Reason: "these files have uncommitted changes in your working copy or index (commit or stash them first)", Files: busy}
 	}
-	commit, err := m.composeCommit(ctx, thread, sb.Base, tip, head, message)
+	commit, err := m.composeCommit(ctx, thread, sb.base, tip, head, message)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (m *Manager) Apply(ctx context.Context, thread, message string) (*Applied, 
 		return nil, fmt.Errorf("sandbox: recording the new base of thread %s: %w", thread, err)
 	}
 	sb.mu.Lock()
-	sb.Base = tip
+	sb.base = tip
 	sb.mu.Unlock()
 	return &Applied{Commit: commit, Files: files}, nil
 }

@@ -87,7 +87,9 @@ type Sandbox struct {
 	Name   string // see Name
 	Branch string
 	Dir    string
-	Base   string // the commit it started from
+	// base is the commit diff compares against: where the sandbox started,
+	// moved by Apply and Squash (under Manager.creating and mu).
+	base string
 	// mu serializes the git commands run inside the sandbox (they share
 	// its index).
 	mu sync.Mutex
@@ -184,7 +186,7 @@ func (m *Manager) Lookup(ctx context.Context, thread string) (*Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: the worktree of thread %s at %s has no base ref %s%s: %w", thread, dir, baseRefPrefix, name, err)
 	}
-	sb = &Sandbox{Thread: thread, Name: name, Branch: BranchPrefix + name, Dir: dir, Base: strings.TrimSpace(base)}
+	sb = &Sandbox{Thread: thread, Name: name, Branch: BranchPrefix + name, Dir: dir, base: strings.TrimSpace(base)}
 	m.mu.Lock()
 	if prev := m.boxes[thread]; prev != nil {
 		sb = prev
@@ -248,7 +250,7 @@ func (m *Manager) Ensure(ctx context.Context, thread string, ancestors []string)
 			return nil, fmt.Errorf("sandbox: recording the stack point of thread %s: %w", thread, err)
 		}
 	}
-	sb := &Sandbox{Thread: thread, Name: name, Branch: branch, Dir: dir, Base: base}
+	sb := &Sandbox{Thread: thread, Name: name, Branch: branch, Dir: dir, base: base}
 	m.mu.Lock()
 	m.boxes[thread] = sb
 	m.mu.Unlock()
@@ -281,33 +283,33 @@ func (sb *Sandbox) snapshot(ctx context.Context, message string) (string, error)
 }
 
 // Diff returns the sandbox's changes against its base (committed and
-// uncommitted, new files included) as a unified diff.
-func (sb *Sandbox) Diff(ctx context.Context) (string, error) {
+// uncommitted, new files included) as a unified diff, and the base.
+func (sb *Sandbox) Diff(ctx context.Context) (diff, base string, err error) {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	if _, err := git(ctx, sb.Dir, "add", "-A"); err != nil {
-		return "", fmt.Errorf("sandbox: staging the changes of thread %s: %w", sb.Thread, err)
+		return "", "", fmt.Errorf("sandbox: staging the changes of thread %s: %w", sb.Thread, err)
 	}
-	out, err := git(ctx, sb.Dir, "diff", "--cached", "--no-color", "--no-ext-diff", "--binary", sb.Base)
+	out, err := git(ctx, sb.Dir, "diff", "--cached", "--no-color", "--no-ext-diff", "--binary", sb.base)
 	if err != nil {
-		return "", fmt.Errorf("sandbox: diffing thread %s against %s: %w", sb.Thread, sb.Base, err)
+		return "", "", fmt.Errorf("sandbox: diffing thread %s against %s: %w", sb.Thread, sb.base, err)
 	}
-	return out, nil
+	return out, sb.base, nil
 }
 
 // Files returns the files the sandbox changed against its base (committed
-// and uncommitted, new files included), sorted.
-func (sb *Sandbox) Files(ctx context.Context) ([]string, error) {
+// and uncommitted, new files included), sorted, and the base.
+func (sb *Sandbox) Files(ctx context.Context) (files []string, base string, err error) {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	if _, err := git(ctx, sb.Dir, "add", "-A"); err != nil {
-		return nil, fmt.Errorf("sandbox: staging the changes of thread %s: %w", sb.Thread, err)
+		return nil, "", fmt.Errorf("sandbox: staging the changes of thread %s: %w", sb.Thread, err)
 	}
-	out, err := git(ctx, sb.Dir, "diff", "--cached", "--name-only", "--no-renames", "-z", sb.Base)
+	out, err := git(ctx, sb.Dir, "diff", "--cached", "--name-only", "--no-renames", "-z", sb.base)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: listing the changes of thread %s: %w", sb.Thread, err)
+		return nil, "", fmt.Errorf("sandbox: listing the changes of thread %s: %w", sb.Thread, err)
 	}
-	return splitZ(out), nil
+	return splitZ(out), sb.base, nil
 }
 
 // git runs git in dir with a fixed, minimal environment (no user hooks or

@@ -54,7 +54,7 @@ func (m *Manager) Squash(ctx context.Context, parent, child string) (*Applied, e
 	if err != nil {
 		return nil, err
 	}
-	names, err := git(ctx, m.repo, "diff", "--name-only", "--no-renames", "-z", c.Base, ctip)
+	names, err := git(ctx, m.repo, "diff", "--name-only", "--no-renames", "-z", c.base, ctip)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: listing the changes of thread %s: %w", child, err)
 	}
@@ -64,7 +64,7 @@ func (m *Manager) Squash(ctx context.Context, parent, child string) (*Applied, e
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err := m.applyRange(ctx, p.Dir, child, c.Base, ctip, "its changes conflict with "+parent+"'s"); err != nil {
+	if err := m.applyRange(ctx, p.Dir, child, c.base, ctip, "its changes conflict with "+parent+"'s"); err != nil {
 		if _, rerr := git(context.WithoutCancel(ctx), p.Dir, "reset", "--hard", "--quiet", ptip); rerr != nil {
 			return nil, errors.Join(err, fmt.Errorf("sandbox: restoring thread %s's sandbox: %w", parent, rerr))
 		}
@@ -82,7 +82,7 @@ func (m *Manager) Squash(ctx context.Context, parent, child string) (*Applied, e
 		return nil, fmt.Errorf("sandbox: recording the new base of thread %s: %w", child, err)
 	}
 	c.mu.Lock()
-	c.Base = ctip
+	c.base = ctip
 	c.mu.Unlock()
 	return &Applied{Commit: strings.TrimSpace(commit), Files: files}, nil
 }

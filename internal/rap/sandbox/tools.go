@@ -356,12 +356,12 @@ func (m *Manager) runDiff(ctx context.Context, c *rap.Call) error {
 	if err != nil {
 		return c.Result(ctx, "error: "+err.Error())
 	}
-	d, err := sb.Diff(ctx)
+	d, base, err := sb.Diff(ctx)
 	if err != nil {
 		return c.Result(ctx, "error: "+err.Error())
 	}
 	if d == "" {
-		return c.Result(ctx, fmt.Sprintf("no changes against the base %s", short(sb.Base)))
+		return c.Result(ctx, fmt.Sprintf("no changes against the base %s", short(base)))
 	}
 	files := SplitDiff(d)
 	names := make([]string, 0, len(files))
@@ -375,7 +375,7 @@ func (m *Manager) runDiff(ctx context.Context, c *rap.Call) error {
 		patch = strings.ToValidUTF8(patch[:max], "")
 	}
 	seg := rap.DiffSegment(strings.Join(names, ", "), patch)
-	text := fmt.Sprintf("%d file%s changed against the base %s: %s\n\n%s", len(files), plural(len(files)), short(sb.Base), strings.Join(names, ", "), d)
+	text := fmt.Sprintf("%d file%s changed against the base %s: %s\n\n%s", len(files), plural(len(files)), short(base), strings.Join(names, ", "), d)
 	if max := m.cfg.MaxRead; len(text) > max {
 		text = strings.ToValidUTF8(text[:max], "") + fmt.Sprintf("\n[diff cut at %d bytes; read the files for the rest]", max)
 	}
