@@ -466,3 +466,35 @@ func (r *rig) mustBox(t *testing.T, thread string) *Sandbox {
 	}
 	return sb
 }
+
+// TestConcurrentFirstCalls: first tool calls arriving together, for one
+// thread and for several, make one sandbox per thread and no error.
+func TestConcurrentFirstCalls(t *testing.T) {
+	t.Parallel()
+	repo := testRepo(t)
+	m, err := NewManager(Config{Repo: repo, Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	threads := []string{"thr_1", "thr_1", "thr_1", "thr_2", "thr_3", "thr_2"}
+	got := make([]*Sandbox, len(threads))
+	errs := make(chan error, len(threads))
+	for i, th := range threads {
+		go func() { // waited for below through errs
+			sb, err := m.Ensure(context.Background(), th, nil)
+			got[i] = sb
+			errs <- err
+		}()
+	}
+	for range threads {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got[0] != got[1] || got[0] != got[2] || got[3] != got[5] || got[0] == got[3] || got[3] == got[4] {
+		t.Fatalf("sandboxes %v: want one per thread", got)
+	}
+	if wt := gitOut(t, repo, "worktree", "list", "--porcelain"); strings.Count(wt, "worktree ") != 4 {
+		t.Fatalf("worktrees:\n%s\nwant the user's and three sandboxes", wt)
+	}
+}
