@@ -209,6 +209,17 @@ func (m *Manager) Ensure(ctx context.Context, thread string, ancestors []string)
 	if sb, err := m.Lookup(ctx, thread); sb != nil || err != nil {
 		return sb, err
 	}
+	name := Name(thread)
+	dir := filepath.Join(m.cfg.Root, name)
+	branch := BranchPrefix + name
+	// A directory left by a removed worktree would make add fail; prune
+	// forgets worktrees whose directory is gone.
+	if _, err := git(ctx, m.repo, "worktree", "prune"); err != nil {
+		return nil, fmt.Errorf("sandbox: pruning worktrees for thread %s: %w", thread, err)
+	}
+	if _, err := git(ctx, m.repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch); err == nil {
+		return m.reattach(ctx, thread, name, dir, branch)
+	}
 	var base string
 	var parent *Sandbox
 	if len(ancestors) > 0 {
@@ -231,14 +242,6 @@ func (m *Manager) Ensure(ctx context.Context, thread string, ancestors []string)
 		}
 		base = strings.TrimSpace(head)
 	}
-	name := Name(thread)
-	dir := filepath.Join(m.cfg.Root, name)
-	branch := BranchPrefix + name
-	// A directory left by a removed worktree would make add fail; prune
-	// forgets worktrees whose directory is gone.
-	if _, err := git(ctx, m.repo, "worktree", "prune"); err != nil {
-		return nil, fmt.Errorf("sandbox: pruning worktrees for thread %s: %w", thread, err)
-	}
 	if _, err := git(ctx, m.repo, "worktree", "add", "--quiet", "-b", branch, dir, base); err != nil {
 		return nil, fmt.Errorf("sandbox: creating the worktree of thread %s on %s: %w", thread, branch, err)
 	}
@@ -251,6 +254,26 @@ func (m *Manager) Ensure(ctx context.Context, thread string, ancestors []string)
 		}
 	}
 	sb := &Sandbox{Thread: thread, Name: name, Branch: branch, Dir: dir, base: base}
+	m.mu.Lock()
+	m.boxes[thread] = sb
+	m.mu.Unlock()
+	return sb, nil
+}
+
+// reattach makes a worktree again for a thread whose branch and base ref
+// outlived its worktree directory (removed by hand, or a crash): the
+// committed work is back, what was uncommitted in the lost directory is
+// not.
+func (m *Manager) reattach(ctx context.Context, thread, name, dir, branch string) (*Sandbox, error) {
+	base, err := git(ctx, m.repo, "rev-parse", "--verify", "--quiet", baseRefPrefix+name)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: branch %s of thread %s exists without its base ref %s%s (delete the branch with git branch -D %s to start afresh): %w",
+			branch, thread, baseRefPrefix, name, branch, err)
+	}
+	if _, err := git(ctx, m.repo, "worktree", "add", "--quiet", dir, branch); err != nil {
+		return nil, fmt.Errorf("sandbox: making the worktree of thread %s again on %s: %w", thread, branch, err)
+	}
+	sb := &Sandbox{Thread: thread, Name: name, Branch: branch, Dir: dir, base: strings.TrimSpace(base)}
 	m.mu.Lock()
 	m.boxes[thread] = sb
 	m.mu.Unlock()

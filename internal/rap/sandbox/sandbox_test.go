@@ -498,3 +498,21 @@ func TestConcurrentFirstCalls(t *testing.T) {
 		t.Fatalf("worktrees:\n%s\nwant the user's and three sandboxes", wt)
 	}
 }
+
+// TestLostWorktreeIsMadeAgain: a worktree directory removed by hand is
+// made again on the thread's branch, with its committed work and base.
+func TestLostWorktreeIsMadeAgain(t *testing.T) {
+	t.Parallel()
+	repo := testRepo(t)
+	root := t.TempDir()
+	r := newRig(t, repo, Config{Root: root})
+	r.call(t, "thr_p2", nil, "write_file", map[string]any{"path": "p.txt", "content": "p\n"})
+	r.call(t, "thr_lost", []string{"thr_p2"}, "write_file", map[string]any{"path": "kept.txt", "content": "kept\n"})
+	if err := os.RemoveAll(filepath.Join(root, "thr_lost")); err != nil {
+		t.Fatal(err)
+	}
+	r2 := newRig(t, repo, Config{Root: root})
+	d := r2.call(t, "thr_lost", []string{"thr_p2"}, "diff", map[string]any{}).Text
+	mustContain(t, "after the loss", d, "no changes against the base")
+	mustContain(t, "committed work", r2.call(t, "thr_lost", []string{"thr_p2"}, "read_file", map[string]any{"path": "p.txt"}).Text, "     1\tp\n")
+}
