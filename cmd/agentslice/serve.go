@@ -26,7 +26,7 @@ type serveFlags struct {
 	config, listen, publicURL, model, script, logLevel string
 	getTime                                            bool
 	data, store, dsn                                   string
-	memoryLimit                                        string
+	memoryLimit, sandboxRepo                           string
 	toolServers, allowCommands, mcpServers             listFlag
 }
 
@@ -45,6 +45,7 @@ func newServeFlags(stderr io.Writer) *serveFlags {
 	fs.StringVar(&f.dsn, "dsn", "", "postgres://… `URL`: keep history in PostgreSQL through the DSQL store (implies -store postgres)")
 	fs.BoolVar(&f.getTime, "get-time", false, "serve the example get_time tool in-process")
 	fs.StringVar(&f.memoryLimit, "memory-limit", "auto", "soft memory `limit` of the process: auto (GOMEMLIMIT if set, else 3/4 of the cgroup's or the machine's memory), off, or a size such as 4GiB")
+	fs.StringVar(&f.sandboxRepo, "sandbox-repo", "", "serve the sandbox toolset in-process: a git worktree of this `repository` per thread (docs/sandbox.md)")
 	fs.Var(&f.toolServers, "tool-server", "base `URL` of a RAP tool server (repeatable)")
 	fs.Var(&f.allowCommands, "allow-command", "serve the example run_command tool, allowed to run this `program` (repeatable)")
 	fs.Var(&f.mcpServers, "mcp", "proxy an MCP server: `name=command args...` (stdio) or name=http(s)://url (repeatable)")
@@ -92,6 +93,11 @@ func (f *serveFlags) apply() (server.Config, error) {
 				cfg.ExampleTools = &server.ExampleTools{}
 			}
 			cfg.ExampleTools.GetTime = f.getTime
+		case "sandbox-repo":
+			if cfg.Sandbox == nil {
+				cfg.Sandbox = &server.Sandbox{}
+			}
+			cfg.Sandbox.Repo = f.sandboxRepo
 		case "tool-server":
 			cfg.ToolServers = f.toolServers
 		case "allow-command":
@@ -124,7 +130,7 @@ var flagFields = map[string][]string{
 	"listen": {"listen"}, "public-url": {"public_url"}, "model": {"model"}, "script": {"script"},
 	"log-level": {"log_level"}, "tool-server": {"tool_servers"}, "get-time": {"example_tools"},
 	"allow-command": {"example_tools.run_command"}, "mcp": {"mcp_servers"},
-	"data": {"data"}, "store": {"store"}, "dsn": {"dsn"},
+	"data": {"data"}, "store": {"store"}, "dsn": {"dsn"}, "sandbox-repo": {"sandbox.repo"},
 }
 
 // attribute says where a configuration error's value came from: a flag
@@ -192,7 +198,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return f.attribute(err)
 	}
 	if err := srv.Start(ctx); err != nil {
-		return err
+		return f.attribute(err) // a sandbox.repo that is no repository is found only here
 	}
 	if dir, ok := daemonDir(cfg); ok { // the command line finds this server through it (daemon.go)
 		if err := writeDaemonFile(dir, daemonInfo{PID: os.Getpid(), URL: srv.URL()}); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentslice/agentslice/internal/model"
+	"github.com/agentslice/agentslice/internal/rap/sandbox"
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
@@ -40,6 +41,9 @@ func (c *Config) resolveAgents(s *settings) error {
 	}
 	for _, m := range c.MCPServers {
 		local[m.Name] = true
+	}
+	if c.Sandbox != nil {
+		local[sandboxToolset] = true
 	}
 	s.remoteToolsets = map[string]string{}
 	for i, a := range defs {
@@ -87,6 +91,9 @@ func knownToolsets(local map[string]bool) string {
 
 // exampleToolset is the toolset name of the in-process example tools.
 const exampleToolset = "examples"
+
+// sandboxToolset is the toolset name of the in-process sandbox tools.
+const sandboxToolset = sandbox.ToolsetName
 
 // checkRemoteToolsets fails when an agent allows a toolset that no tool
 // server announced (a typo, or a server that is down at start).

@@ -65,6 +65,10 @@ func (s *Server) apiRoutes() []route {
 		{"/threads/{id}/close", methods{http.MethodPost: s.closeThread}},
 		{"/threads/{id}/model", methods{http.MethodPost: s.switchModel}},
 		{"/threads/{id}/agent", methods{http.MethodPost: s.switchAgent}},
+		{"/threads/{id}/sandbox", methods{http.MethodGet: s.getSandbox}},
+		{"/threads/{id}/sandbox/diff", methods{http.MethodGet: s.getSandboxDiff}},
+		{"/threads/{id}/sandbox/apply", methods{http.MethodPost: s.applySandbox}},
+		{"/threads/{id}/sandbox/discard", methods{http.MethodPost: s.discardSandbox}},
 		{"/threads/{id}", methods{http.MethodGet: s.getThread}},
 		{"/threads", methods{http.MethodGet: s.listThreads}},
 		{"/events", methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {

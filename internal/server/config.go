@@ -56,8 +56,11 @@ type Config struct {
 	// MCPServers are MCP servers proxied as RAP toolsets, mounted in-process
 	// under /tools/mcp/{name}.
 	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
+	// Sandbox serves the sandbox toolset (package internal/rap/sandbox)
+	// in-process under /tools/sandbox: a git worktree of Repo per thread.
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
 	// PassEnv names variables of serve's environment that MCP subprocesses
-	// and run_command's commands get besides procenv.DefaultPass (PATH,
+	// and run_command's commands (the example's and the sandbox's) get besides procenv.DefaultPass (PATH,
 	// HOME, LANG, LC_*, TZ, TMPDIR, USER, LOGNAME, SHELL, TERM); a name
 	// ending in * passes a prefix. Nothing else is inherited, and no
 	// AGENTSLICE_* variable can be named.
@@ -121,6 +124,19 @@ type RunCommand struct {
 	// Dir is the working directory of the commands. Default: the server's.
 	Dir string `json:"dir,omitempty"`
 	// Timeout kills a command that runs longer. Default 10m.
+	Timeout string `json:"timeout,omitempty"`
+}
+
+// Sandbox configures the sandbox toolset.
+type Sandbox struct {
+	// Repo is the user's git repository the sandboxes are made from (its
+	// working copy, index and branch are never written); in a file,
+	// relative to the file's directory.
+	Repo string `json:"repo"`
+	// Root is where the sandboxes' worktrees live. Default: under the
+	// user's cache directory (see sandbox.Config).
+	Root string `json:"root,omitempty"`
+	// Timeout kills a run_command that runs longer. Default 20m.
 	Timeout string `json:"timeout,omitempty"`
 }
 
@@ -244,6 +260,9 @@ func LoadConfig(path string) (Config, error) {
 	var ce *ConfigError
 	if errors.As(err, &ce) {
 		ce.Source = path
+	}
+	if sb := cfg.Sandbox; err == nil && sb != nil && sb.Repo != "" && !filepath.IsAbs(sb.Repo) {
+		sb.Repo = filepath.Join(filepath.Dir(path), sb.Repo)
 	}
 	if err == nil && cfg.Script != "" && !filepath.IsAbs(cfg.Script) {
 		cfg.Script = filepath.Join(filepath.Dir(path), cfg.Script)
@@ -453,6 +472,7 @@ type settings struct {
 	freezeEvery       time.Duration
 	freezeIdle        time.Duration
 	commandTimeout    time.Duration
+	sandboxTimeout    time.Duration
 	logLevel          slog.Level
 	maxBody           int64
 	eventBuffer       int
@@ -514,6 +534,9 @@ func (c *Config) resolve() (*settings, error) {
 		if s.commandTimeout, err = duration("example_tools.run_command.timeout", rc.Timeout, 10*time.Minute); err != nil {
 			return nil, err
 		}
+	}
+	if err := c.resolveSandbox(s); err != nil {
+		return nil, err
 	}
 	for i, n := range c.PassEnv {
 		if err := procenv.CheckName(n); err != nil {
@@ -706,4 +729,30 @@ func checkBaseURL(s string) error {
 		return fmt.Errorf("%q must not carry a query or fragment", s)
 	}
 	return nil
+}
+
+// resolveSandbox checks the sandbox section: a repository directory, a
+// timeout, and no other toolset offering its names.
+func (c *Config) resolveSandbox(s *settings) error {
+	sb := c.Sandbox
+	if sb == nil {
+		return nil
+	}
+	if sb.Repo == "" {
+		return &ConfigError{Field: "sandbox.repo", Reason: "missing: the git repository the sandboxes are made from"}
+	}
+	if fi, err := os.Stat(sb.Repo); err != nil || !fi.IsDir() {
+		return &ConfigError{Field: "sandbox.repo", Reason: fmt.Sprintf("%q is not a directory", sb.Repo)}
+	}
+	if e := c.ExampleTools; e != nil && e.RunCommand != nil {
+		return &ConfigError{Field: "sandbox", Reason: "the sandbox offers run_command, so example_tools.run_command cannot be on too (tool names are unique across toolsets)"}
+	}
+	for i, m := range c.MCPServers {
+		if m.Name == sandboxToolset {
+			return &ConfigError{Field: fmt.Sprintf("mcp_servers[%d].name", i), Reason: fmt.Sprintf("%q is the sandbox toolset's name", m.Name)}
+		}
+	}
+	var err error
+	s.sandboxTimeout, err = duration("sandbox.timeout", sb.Timeout, 20*time.Minute)
+	return err
 }

@@ -14,10 +14,10 @@
 //     naming the problem; failures (failures.go): a thread's failed and
 //     waiting_for_provider statuses, redrive and discard of dead letters;
 //     health (health.go): /healthz (liveness, each part's status) and
-//     /readyz (503 while a required part is down). Every route is in one
-//     list (apiRoutes), which docs/openapi.yaml describes: openapi_test.go
-//     checks the two against each other and a real server's answers
-//     against the document;
+//     /readyz (503 while a required part is down); the sandbox review
+//     endpoints (sandbox.go): a thread's sandbox, its diff, apply (the one
+//     path by which a thread's changes reach the user's working copy, 409
+//     when it cannot) and discard;
 //   - the event stream (events.go, stream.go): a Broadcaster that fans
 //     events out to Server-Sent Events subscribers without ever blocking a
 //     slice. History events come from a wrapper of the history store that

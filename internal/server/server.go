@@ -21,6 +21,7 @@ import (
 	"github.com/agentslice/agentslice/internal/model"
 	"github.com/agentslice/agentslice/internal/procenv"
 	"github.com/agentslice/agentslice/internal/rap"
+	"github.com/agentslice/agentslice/internal/rap/sandbox"
 	"github.com/agentslice/agentslice/internal/rap/tools"
 	"github.com/agentslice/agentslice/internal/runtime"
 )
@@ -92,7 +93,8 @@ type Server struct {
 	receiver  *rap.Receiver
 	events    *Broadcaster
 	services  []mounted
-	proxies   []*mcp.Proxy // also in services; checked at start
+	proxies   []*mcp.Proxy     // also in services; checked at start
+	sandbox   *sandbox.Manager // the sandbox toolset's, else nil (sandbox.go)
 	// inflight and running serve the event stream and the
 	// human-in-the-loop endpoints (stream.go, hitl.go); choices, views and
 	// display segments are in history.
@@ -359,8 +361,8 @@ func (i incarnations) Incarnation(ctx context.Context, threadID string) (string,
 	return th.State.Incarnation, nil
 }
 
-// buildServices builds the in-process tool servers (example tools, MCP
-// proxies); Start starts them.
+// buildServices builds the in-process tool servers (example tools, the
+// sandbox, MCP proxies); Start starts them.
 func (s *Server) buildServices(retry rap.RetryPolicy) error {
 	if e := s.cfg.ExampleTools; e != nil && (e.GetTime || e.RunCommand != nil) {
 		var list []rap.Tool
@@ -377,6 +379,20 @@ func (s *Server) buildServices(retry rap.RetryPolicy) error {
 			return fmt.Errorf("server: building the example tools: %w", err)
 		}
 		s.services = append(s.services, mounted{"examples", kit})
+	}
+	if sb := s.cfg.Sandbox; sb != nil {
+		mgr, err := sandbox.NewManager(sandbox.Config{Repo: sb.Repo, Root: sb.Root, Timeout: s.set.sandboxTimeout,
+			Env: procenv.Build(os.Environ(), s.cfg.PassEnv, nil)})
+		if err != nil {
+			return &ConfigError{Field: "sandbox.repo", Reason: err.Error()}
+		}
+		kit, err := sandbox.NewServer(mgr, rap.ServerConfig{PublicURL: s.url + ToolsPrefix + sandboxToolset, Client: s.client, Retry: retry, Logger: s.log})
+		if err != nil {
+			return fmt.Errorf("server: building the sandbox tools: %w", err)
+		}
+		s.services = append(s.services, mounted{sandboxToolset, kit})
+		s.sandbox = mgr
+		s.log.Info("sandbox toolset: a git worktree per thread", "repo", mgr.Repo(), "root", mgr.Root())
 	}
 	for _, m := range s.cfg.MCPServers {
 		name := "mcp/" + m.Name

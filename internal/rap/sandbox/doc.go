@@ -1,0 +1,53 @@
+// Package sandbox is the sandbox RAP toolset: the tools a coding agent uses
+// to read, change and test a git repository without touching the user's
+// working copy.
+//
+// Each thread works in its own sandbox: a git worktree on the branch
+// agentslice/<thread> (a thread ID that is not a plain name is made one,
+// see Name), created at the thread's first tool call from the
+// user's HEAD (the commit; the user's branch is never checked out or moved).
+// A thread whose parent (the last of its thread_ancestors) has a sandbox
+// gets one stacked on the parent's: the parent's uncommitted edits are first
+// committed to the parent's branch, and the child's branch starts from that
+// commit. The base commit of each sandbox is kept as the ref
+// refs/agentslice/base/<thread>, so diff compares against the state the
+// sandbox started from, across restarts.
+//
+// The contract the package owns: the user's working copy, index and current
+// branch are never written by the tools. In the user's repository the tools
+// only run git commands that read (rev-parse) or that write the
+// repository's object store, refs under refs/heads/agentslice/ and
+// refs/agentslice/, and its worktree bookkeeping (git worktree add/prune).
+// Every other git command runs inside a sandbox. The one exception is
+// Manager.Apply, which is no tool (a person asks for it: `agentslice
+// sandbox -apply`): it commits a sandbox's changes onto the user's branch
+// as one commit, composed in a scratch worktree, and updates the user's
+// index and working copy for the touched files only; it refuses, changing
+// nothing, when a touched file has uncommitted changes or the changes
+// conflict.
+//
+// Tools: read_file, list_files (respects .gitignore), search (git grep,
+// so the same on every host that has git), write_file,
+// edit_file, diff (against the base, with the whole diff as one display_as
+// diff segment), run_command and squash_child (a child's changes into the
+// caller's sandbox as one commit; the child must be stacked on the caller,
+// which refs/agentslice/stack/<child> records; a conflict names the files
+// and resets the caller's sandbox to its state before the squash). run_command is synchronous this round: the call
+// runs the command to its end (or its timeout, which kills the process
+// group) and answers with the exit status and the output's tail. Commands
+// run in the sandbox directory with an allow-listed environment (package
+// procenv). Paths outside the sandbox (absolute, "..", symlinks that leave
+// it, the .git entry) are refused.
+//
+// Errors: a tool's failure is an "error: ..." result the model reads,
+// saying what to do. Manager.Apply and Manager.Squash return
+// ErrNothingToApply when there are no changes, and an *ApplyError (the
+// reason and the files) when they refuse; the user's state, or the
+// parent's sandbox, is then as it was.
+//
+// run_command is not jailed in this version: the path checks cover the
+// file tools, not what a command does.
+//
+// Like package tools, this package talks to the runtime only through the
+// kit's *rap.Call.
+package sandbox

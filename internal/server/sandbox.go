@@ -1,0 +1,130 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/agentslice/agentslice/internal/rap/sandbox"
+)
+
+// The review endpoints of the sandbox toolset (docs/sandbox.md): a
+// thread's sandbox, its diff, and apply, the one path by which a person
+// brings a thread's changes into their working copy.
+
+// SandboxResponse is the body of GET /threads/{id}/sandbox.
+type SandboxResponse struct {
+	Thread string   `json:"thread"`
+	Branch string   `json:"branch"`
+	Dir    string   `json:"dir"`
+	Base   string   `json:"base"`
+	Files  []string `json:"files"`
+}
+
+// ApplyRequest is the (optional) body of POST /threads/{id}/sandbox/apply.
+type ApplyRequest struct {
+	Message string `json:"message,omitempty"`
+}
+
+// ApplyResponse is the body of a successful apply.
+type ApplyResponse struct {
+	Commit string   `json:"commit"`
+	Files  []string `json:"files"`
+}
+
+// threadSandbox finds the sandbox of the path's thread, or answers 404.
+func (s *Server) threadSandbox(w http.ResponseWriter, r *http.Request) (*sandbox.Sandbox, bool) {
+	id, ok := threadID(w, r)
+	if !ok {
+		return nil, false
+	}
+	if s.sandbox == nil {
+		writeError(w, http.StatusNotFound, "", "this server has no sandbox toolset (configure sandbox.repo)")
+		return nil, false
+	}
+	sb, err := s.sandbox.Lookup(r.Context(), id)
+	switch {
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "", "%v", err)
+		return nil, false
+	case sb == nil:
+		writeError(w, http.StatusNotFound, "thread_id", "thread %s has no sandbox (it has not used a sandbox tool)", id)
+		return nil, false
+	}
+	return sb, true
+}
+
+func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) {
+	sb, ok := s.threadSandbox(w, r)
+	if !ok {
+		return
+	}
+	files, base, err := sb.Files(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "", "%v", err)
+		return
+	}
+	if files == nil {
+		files = []string{}
+	}
+	writeJSON(w, http.StatusOK, SandboxResponse{Thread: sb.Thread, Branch: sb.Branch, Dir: sb.Dir, Base: base, Files: files})
+}
+
+func (s *Server) getSandboxDiff(w http.ResponseWriter, r *http.Request) {
+	sb, ok := s.threadSandbox(w, r)
+	if !ok {
+		return
+	}
+	d, _, err := sb.Diff(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "", "%v", err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/x-diff; charset=utf-8")
+	_, _ = io.WriteString(w, d)
+}
+
+// applySandbox commits the thread's changes onto the user's branch; 409
+// with the reason (and the files) when it cannot, nothing changed.
+func (s *Server) applySandbox(w http.ResponseWriter, r *http.Request) {
+	sb, ok := s.threadSandbox(w, r)
+	if !ok {
+		return
+	}
+	var req ApplyRequest
+	if b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10)); err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, "", "body too large or unreadable")
+		return
+	} else if len(b) > 0 {
+		if err := json.Unmarshal(b, &req); err != nil {
+			writeError(w, http.StatusBadRequest, "", "body: %v (want {\"message\": \"...\"} or nothing)", err)
+			return
+		}
+	}
+	done, err := s.sandbox.Apply(r.Context(), sb.Thread, req.Message)
+	var ae *sandbox.ApplyError
+	switch {
+	case errors.Is(err, sandbox.ErrNothingToApply):
+		writeError(w, http.StatusConflict, "", "thread %s has no changes to apply", sb.Thread)
+	case errors.As(err, &ae):
+		writeJSON(w, http.StatusConflict, map[string]any{"error": ae.Error(), "reason": ae.Reason, "files": ae.Files})
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "", "%v", err)
+	default:
+		writeJSON(w, http.StatusOK, ApplyResponse{Commit: done.Commit, Files: done.Files})
+	}
+}
+
+// discardSandbox removes the thread's sandbox (worktree, branch, refs).
+func (s *Server) discardSandbox(w http.ResponseWriter, r *http.Request) {
+	sb, ok := s.threadSandbox(w, r)
+	if !ok {
+		return
+	}
+	if err := s.sandbox.Discard(r.Context(), sb.Thread); err != nil {
+		writeError(w, http.StatusInternalServerError, "", "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"discarded": sb.Branch})
+}
