@@ -258,13 +258,29 @@ func (d *DB) copyWAL(ctx context.Context) error {
 
 // lockDir takes an exclusive, non-blocking flock on dir/LOCK and writes the
 // holder's pid into it.
-func lockDir(dir string) (*os.File, error) {
+func lockDir(dir string) (*os.File, error) { return lockDirWaiting(dir, time.Sleep) }
+
+// lockDirWaiting is lockDir with the pause between tries given.
+func lockDirWaiting(dir string, sleep func(time.Duration)) (*os.File, error) {
 	path := filepath.Join(dir, LockName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("disk: data directory %s is not writable: %w", dir, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	// The holder may be this very process: an earlier DB on dir closed
+	// its lock an instant ago, but a child this process is starting
+	// (between fork and exec, before close-on-exec takes effect) still
+	// holds a copy of that descriptor, and with it the lock. That copy
+	// is gone within moments; another process's lock is not waited for.
+	for wait := 5 * time.Millisecond; errors.Is(err, syscall.EWOULDBLOCK) && wait <= 640*time.Millisecond; wait *= 2 {
+		if holder, _ := os.ReadFile(path); strings.TrimSpace(string(holder)) != strconv.Itoa(os.Getpid()) {
+			break
+		}
+		sleep(wait)
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	}
+	if err != nil {
 		holder, _ := os.ReadFile(path)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
