@@ -88,7 +88,7 @@ func runChooseSQS(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
-	if _, err := rap.AnswerChoice(ctx, hc, store, q, thread, *call, n, rap.RetryPolicy{}); err != nil {
+	if _, err := rap.AnswerLoaded(ctx, hc, th, q, *call, n, rap.RetryPolicy{}); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "chose [%d] %s\n", n, ch.Choices[n])

@@ -80,6 +80,15 @@ func AnswerChoice(ctx context.Context, client *http.Client, threads ChoiceThread
 	if err != nil {
 		return nil, fmt.Errorf("rap: loading thread %s: %w", thread, err)
 	}
+	return AnswerLoaded(ctx, client, th, queue, call, selected, policy)
+}
+
+// AnswerLoaded is AnswerChoice for a thread the caller has loaded already
+// (it reads the same history to show the choice first), so the thread is
+// not loaded twice.
+func AnswerLoaded(ctx context.Context, client *http.Client, th *runtime.Thread, queue runtime.Queue, call string,
+	selected int, policy RetryPolicy) (*UserChoice, error) {
+	thread := th.ID
 	if th.State.Version == 0 {
 		return nil, &AnswerError{Field: "thread_id", Reason: fmt.Sprintf("thread %s has no history", thread)}
 	}
