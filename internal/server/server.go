@@ -305,7 +305,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	// Choices, views and display segments travel in messages into the
 	// threads' history (runtime/human.go), stamped with the engine's clock.
 	if s.receiver, err = rap.NewReceiver(rap.ReceiverConfig{Keys: s.keys, Queue: s.sys, Output: s.events, Logger: s.log,
-		HistoryViews: true, Choices: historyChoices{}, Now: s.sys.Engine().Clock, Incarnations: incarnations{s.store}}); err != nil {
+		HistoryViews: true, Choices: historyChoices{}, Now: s.sys.Engine().Clock, Incarnations: &incarnations{store: s.store}}); err != nil {
 		return fmt.Errorf("server: building the callback receiver: %w", err)
 	}
 
@@ -351,14 +351,42 @@ func (s *Server) Start(ctx context.Context) (err error) {
 // incarnations reads a thread's incarnation from the store, so the
 // receiver refuses callback URLs issued to an earlier thread of the same
 // ID (a data directory wiped, a memory store restarted) with 403.
-type incarnations struct{ store runtime.HistoryStore }
+// incarnations tells the callback receiver a thread's incarnation. It is
+// fixed when the thread is created, and serve deletes no thread (starting
+// over is a new data directory, so a new process), so a known incarnation
+// is remembered: a tool streaming output posts a callback per chunk, and
+// each would otherwise load the thread's whole history. A thread not yet
+// created (no incarnation) is asked again next time.
+type incarnations struct {
+	store runtime.HistoryStore
+	mu    sync.Mutex
+	known map[string]string
+}
 
-func (i incarnations) Incarnation(ctx context.Context, threadID string) (string, error) {
+// maxKnownIncarnations bounds the memory of incarnations: past it the map
+// starts over (the next callback of each thread loads it once more).
+const maxKnownIncarnations = 100_000
+
+func (i *incarnations) Incarnation(ctx context.Context, threadID string) (string, error) {
+	i.mu.Lock()
+	inc, ok := i.known[threadID]
+	i.mu.Unlock()
+	if ok {
+		return inc, nil
+	}
 	th, err := i.store.Load(ctx, threadID)
 	if err != nil {
 		return "", err
 	}
-	return th.State.Incarnation, nil
+	if inc = th.State.Incarnation; inc != "" {
+		i.mu.Lock()
+		if i.known == nil || len(i.known) >= maxKnownIncarnations {
+			i.known = make(map[string]string)
+		}
+		i.known[threadID] = inc
+		i.mu.Unlock()
+	}
+	return inc, nil
 }
 
 // buildServices builds the in-process tool servers (example tools, the
