@@ -30,11 +30,46 @@ type component struct {
 	Required bool `json:"required"`
 }
 
-// components probes every part at once, each bounded by
+// healthReportTTL is how long one probe of the parts answers /healthz and
+// /readyz: the endpoints take no token, and each probe reaches every tool
+// and MCP server, so a poller (or a flood) costs them at most one probe
+// per TTL, not one per request.
+const healthReportTTL = 2 * time.Second
+
+// healthReport is the latest probe of the parts; mu also makes requests
+// that arrive during a probe wait for it rather than probe again.
+type healthReport struct {
+	mu  sync.Mutex
+	at  time.Time
+	cs  []component
+	now func() time.Time // nil: the engine's clock (tests fix it)
+}
+
+// components returns the parts' status, probed at most once per
+// healthReportTTL (see probeComponents).
+func (s *Server) components(ctx context.Context) []component {
+	h := &s.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := s.sys.Engine().Clock
+	if h.now != nil {
+		now = h.now
+	}
+	at := now()
+	if h.cs != nil && at.Sub(h.at) < healthReportTTL && !at.Before(h.at) {
+		return h.cs
+	}
+	// One probe serves every waiting request: the first requester going
+	// away must not cut it short (each part is bounded by its timeout).
+	h.cs, h.at = s.probeComponents(context.WithoutCancel(ctx)), at
+	return h.cs
+}
+
+// probeComponents probes every part at once, each bounded by
 // healthProbeTimeout: the store with a load, a tool server with a fetch of
 // its toolset, an MCP server with a ping (connecting, or starting its
 // subprocess, if needed).
-func (s *Server) components(ctx context.Context) []component {
+func (s *Server) probeComponents(ctx context.Context) []component {
 	out := make([]component, 1+len(s.cfg.ToolServers)+len(s.proxies))
 	var wg sync.WaitGroup
 	probe := func(i int, c component, f func(ctx context.Context) error) {

@@ -86,6 +86,7 @@ type Server struct {
 	// deadStore keeps the dead letters (disk store), else nil.
 	deadStore local.DeadLetterStore
 	recent    recentMessages // the text of recently accepted messages (failures.go)
+	health    healthReport   // the latest probe of the parts (health.go)
 	sys       *local.System
 	timers    serveTimers
 	disp      *rap.Dispatcher
