@@ -96,15 +96,7 @@ func TestTypeScriptSDKExample(t *testing.T) {
 	t.Cleanup(func() { close(testDone); target.Close() })
 
 	rig := newCallbackRig(t, nil)
-	disp, err := NewDispatcher(DispatcherConfig{Signer: rig.signer, Retry: fastRetry(3), Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(disp.Close)
-	loader, err := NewLoader(LoaderConfig{Servers: []string{ts.url()}, Dispatcher: disp, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	loader := loaderFor(t, rig, ts.url())
 	out := &eventLog{notify: make(chan struct{}, 1)}
 	store := local.NewHistoryStore()
 	sys, err := local.New(local.Config{Model: argsModel{}, Tools: loader, History: store, Output: out, Logger: quietLogger()})

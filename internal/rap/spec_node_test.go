@@ -186,15 +186,7 @@ func (d dispatchSignal) Observe(_ context.Context, ev runtime.Event) {
 func TestSpecNodeToolServer(t *testing.T) {
 	node := startNodeToolServer(t, "0")
 	rig := newCallbackRig(t, nil)
-	disp, err := NewDispatcher(DispatcherConfig{Signer: rig.signer, Retry: fastRetry(3), Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(disp.Close)
-	loader, err := NewLoader(LoaderConfig{Servers: []string{node.url()}, Dispatcher: disp, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	loader := loaderFor(t, rig, node.url())
 	out := &eventLog{notify: make(chan struct{}, 1)}
 	dispatched := dispatchSignal{ch: make(chan string, 64)}
 	store := local.NewHistoryStore()
@@ -344,4 +336,20 @@ func waitDispatched(t *testing.T, ch chan string, tool string) {
 			t.Fatalf("%s was not dispatched", tool)
 		}
 	}
+}
+
+// loaderFor is a dispatcher signing with rig's keys and a loader of the
+// toolset at base, both closed with the test (the node servers' tests).
+func loaderFor(t *testing.T, rig *callbackRig, base string) *Loader {
+	t.Helper()
+	disp, err := NewDispatcher(DispatcherConfig{Signer: rig.signer, Retry: fastRetry(3), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(disp.Close)
+	loader, err := NewLoader(LoaderConfig{Servers: []string{base}, Dispatcher: disp, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loader
 }
