@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -92,15 +91,9 @@ func (s *Server) applySandbox(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req ApplyRequest
-	if b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10)); err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, "", "body too large or unreadable")
+	var req ApplyRequest // optional: {"message": "..."} or nothing
+	if !s.decodeOptionalBody(w, r, &req) {
 		return
-	} else if len(b) > 0 {
-		if err := json.Unmarshal(b, &req); err != nil {
-			writeError(w, http.StatusBadRequest, "", "body: %v (want {\"message\": \"...\"} or nothing)", err)
-			return
-		}
 	}
 	done, err := s.sandbox.Apply(r.Context(), sb.Thread, req.Message)
 	var ae *sandbox.ApplyError
