@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/agentslice/agentslice/internal/dsql"
 	"github.com/agentslice/agentslice/internal/rap"
 	"github.com/agentslice/agentslice/internal/runtime"
 	"github.com/agentslice/agentslice/internal/sqsq"
@@ -48,20 +47,11 @@ func runChooseSQS(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	defer done()
-	cfg := dsql.Config{Dialect: dsql.Postgres, DSN: *dsn}
-	if *endpoint != "" {
-		awsCfg, err := loadAWS(ctx, a.region)
-		if err != nil {
-			return err
-		}
-		cfg = dsql.Config{Dialect: dsql.DSQL, Endpoint: *endpoint, Region: awsCfg.Region, User: *user, Credentials: awsCfg.Credentials}
-	}
-	pool, err := dsql.NewPool(ctx, cfg)
+	store, closeDB, err := openHistory(ctx, a, *dsn, *endpoint, *user)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	store := dsql.New(pool, dsql.Options{})
+	defer closeDB()
 
 	th, err := store.Load(ctx, thread)
 	if err != nil {

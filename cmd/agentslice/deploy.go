@@ -91,7 +91,7 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 // runSendSQS sends one user message to a thread on a deployment's FIFO input
 // queue and prints the message ID.
 func runSendSQS(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("send", "send --queue-url URL --thread ID [--agent NAME] [--id ID] [--user ID] [--class background --background-queue-url URL] TEXT...", stderr)
+	fs := newFlagSet("send", "send --queue-url URL --thread ID [--agent NAME] [--id ID] [--user ID] [--background-queue-url URL [--class background | --dsql-endpoint HOST [--user-role ROLE] | --dsn DSN]] TEXT...", stderr)
 	var a awsFlags
 	a.register(fs)
 	queueURL := fs.String("queue-url", "", "URL of the deployment's FIFO input queue (required)")
@@ -101,6 +101,9 @@ func runSendSQS(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	class := fs.String("class", "", "priority class of a new thread: interactive (default) or background")
 	bgURL := fs.String("background-queue-url", "", "URL of the background FIFO input queue (output BackgroundQueueUrl; needed with --class background)")
 	agent := fs.String("agent", "", "agent a new thread runs as (default: the deployment's default agent); on an existing thread, the one it runs as")
+	dsn := fs.String("dsn", "", "PostgreSQL connection string of the history database (local stand-ins): look an existing thread's class up when --class is not given")
+	endpoint := fs.String("dsql-endpoint", "", "Aurora DSQL endpoint (output DsqlEndpoint): look an existing thread's class up when --class is not given, so a message to a background thread keeps its order")
+	role := fs.String("user-role", "admin", "DSQL database role to look the class up as")
 	if err := parseFlags(fs, args); err != nil {
 		return ignoreHelp(err)
 	}
@@ -137,11 +140,44 @@ func runSendSQS(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	switch {
+	case *class != "" || *bgURL == "":
+	case *dsn != "" || *endpoint != "":
+		store, closeDB, err := openHistory(ctx, a, *dsn, *endpoint, *role)
+		if err != nil {
+			return err
+		}
+		defer closeDB()
+		q.WithClassLookup(store, 1)
+	default:
+		fmt.Fprintln(stderr, "note: no --class and no --dsql-endpoint: the message goes to the interactive queue; to an existing background thread it would leave the order of the thread's other messages")
+	}
 	if err := q.Send(ctx, msg); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, msg.ID)
 	return nil
+}
+
+// openHistory connects to a deployment's history database: PostgreSQL
+// (dsn) or DSQL (endpoint, as role, IAM authentication).
+func openHistory(ctx context.Context, a awsFlags, dsn, endpoint, role string) (*dsql.Store, func(), error) {
+	if (dsn == "") == (endpoint == "") {
+		return nil, nil, errors.New("set exactly one of --dsql-endpoint (the stack's history database) and --dsn (PostgreSQL)")
+	}
+	cfg := dsql.Config{Dialect: dsql.Postgres, DSN: dsn}
+	if endpoint != "" {
+		awsCfg, err := loadAWS(ctx, a.region)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg = dsql.Config{Dialect: dsql.DSQL, Endpoint: endpoint, Region: awsCfg.Region, User: role, Credentials: awsCfg.Credentials}
+	}
+	pool, err := dsql.NewPool(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return dsql.New(pool, dsql.Options{}), pool.Close, nil
 }
 
 func newMessageID() string {
@@ -294,13 +330,15 @@ func (r *recent) add(id string) bool {
 
 // runMigrate creates or upgrades the history schema.
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("migrate", "migrate (--dsn DSN | --dsql-endpoint HOST [--region R] [--user ROLE] [--app-role-arn ARN])", stderr)
+	fs := newFlagSet("migrate", "migrate (--dsn DSN | --dsql-endpoint HOST [--region R] [--user ROLE] [--app-role-arn ARN] [--receiver-role-arn ARN])", stderr)
 	dsn := fs.String("dsn", "", "PostgreSQL connection string (local development and tests)")
 	endpoint := fs.String("dsql-endpoint", "", "Aurora DSQL cluster endpoint host name (IAM authentication)")
 	region := fs.String("region", "", "the DSQL cluster's region (default: AWS_REGION or the shared config)")
 	user := fs.String("user", "admin", "DSQL database role")
 	appARN := fs.String("app-role-arn", "", "the slice function's IAM role (stack output SliceRoleArn): create the least-privilege database role "+dsql.AppRole+" and let that IAM role connect as it (DSQL); with --dsn, only the database role and its grants")
 	appRole := fs.String("app-role", "", "create the least-privilege database role even without --app-role-arn (PostgreSQL); default "+dsql.AppRole+" when --app-role-arn is set")
+	readerARN := fs.String("receiver-role-arn", "", "the callback receiver's IAM role (stack output ReceiverRoleArn): create the database role "+dsql.ReaderRole+" (SELECT on the thread rows only, to look up thread classes) and let that IAM role connect as it (DSQL)")
+	readerRole := fs.String("receiver-role", "", "create the receiver's database role even without --receiver-role-arn (PostgreSQL); default "+dsql.ReaderRole+" when --receiver-role-arn is set")
 	if err := parseFlags(fs, args); err != nil {
 		return ignoreHelp(err)
 	}
@@ -329,20 +367,29 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	fmt.Fprintf(stdout, "schema is at version %d (%s)\n", dsql.SchemaVersion(), cfg.Dialect)
-	if *appARN == "" && *appRole == "" {
-		return nil
+	roles := []struct {
+		arn, role, def, what string
+		grant                func(context.Context, dsql.DB, dsql.Dialect, string, string) error
+	}{
+		{*appARN, *appRole, dsql.AppRole, "may run the store's DML", dsql.GrantAppRole},
+		{*readerARN, *readerRole, dsql.ReaderRole, "may read the thread rows", dsql.GrantReaderRole},
 	}
-	role := *appRole
-	if role == "" {
-		role = dsql.AppRole
+	for _, r := range roles {
+		if r.arn == "" && r.role == "" {
+			continue
+		}
+		role := r.role
+		if role == "" {
+			role = r.def
+		}
+		if err := r.grant(ctx, pool, cfg.Dialect, role, r.arn); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "database role %s %s", role, r.what)
+		if cfg.Dialect == dsql.DSQL {
+			fmt.Fprintf(stdout, "; %s connects as it", r.arn)
+		}
+		fmt.Fprintln(stdout)
 	}
-	if err := dsql.GrantAppRole(ctx, pool, cfg.Dialect, role, *appARN); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "database role %s may run the store's DML", role)
-	if cfg.Dialect == dsql.DSQL {
-		fmt.Fprintf(stdout, "; %s connects as it", *appARN)
-	}
-	fmt.Fprintln(stdout)
 	return nil
 }

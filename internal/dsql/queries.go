@@ -102,4 +102,5 @@ var dmlStatements = map[string]string{
 	"applied":      appliedSQL,
 	"record":       recordSQL,
 	"waitForJob":   waitForJobSQL,
+	"threadClass":  threadClassSQL,
 }

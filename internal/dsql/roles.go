@@ -18,11 +18,24 @@ const AppRole = "agentslice_app"
 // appGrants is exactly the DML the store runs (queries.go), table by
 // table. A test runs the whole history-store conformance suite as a role
 // with only these privileges.
-var appGrants = []struct{ table, privileges string }{
+var appGrants = []grant{
 	{"threads", "SELECT, INSERT, UPDATE"},
 	{"items", "SELECT, INSERT"},
 	{"thread_ancestors", "SELECT, INSERT"},
 }
+
+// ReaderRole is the database role the callback receiver connects as, to
+// look up the priority class of a thread whose callback URL does not carry
+// it (Store.ThreadClass). It may read the thread rows and nothing else.
+const ReaderRole = "agentslice_reader"
+
+// readerGrants is exactly what Store.ThreadClass reads.
+var readerGrants = []grant{
+	{"threads", "SELECT"},
+}
+
+// grant is one GRANT of a role's: privileges on a table.
+type grant struct{ table, privileges string }
 
 var roleName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
@@ -34,6 +47,17 @@ var roleName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 // allows one DDL statement per transaction); running it again is harmless.
 // Run it after Migrate, as the schema's owner (admin on DSQL).
 func GrantAppRole(ctx context.Context, db DB, dialect Dialect, role, iamARN string) error {
+	return grantRole(ctx, db, dialect, role, iamARN, appGrants)
+}
+
+// GrantReaderRole is GrantAppRole for the callback receiver's role
+// (ReaderRole): SELECT on the thread rows only; iamARN is the receiver's
+// IAM role (stack output ReceiverRoleArn).
+func GrantReaderRole(ctx context.Context, db DB, dialect Dialect, role, iamARN string) error {
+	return grantRole(ctx, db, dialect, role, iamARN, readerGrants)
+}
+
+func grantRole(ctx context.Context, db DB, dialect Dialect, role, iamARN string, grants []grant) error {
 	if !dialect.Valid() {
 		return &ConfigError{Field: "Dialect", Reason: fmt.Sprintf("%q is unknown: use %q or %q", dialect, DSQL, Postgres)}
 	}
@@ -58,7 +82,7 @@ func GrantAppRole(ctx context.Context, db DB, dialect Dialect, role, iamARN stri
 			return fmt.Errorf("dsql: granting %s: reading sys.iam_pg_role_mappings: %w", role, err)
 		}
 	}
-	for _, stmt := range grantStatements(dialect, schema, role, iamARN, exists, mapped) {
+	for _, stmt := range grantStatements(dialect, schema, role, iamARN, exists, mapped, grants) {
 		if err := execDDL(ctx, db, dialect, RetryPolicy{}, stmt); err != nil {
 			return fmt.Errorf("dsql: granting %s: %s: %w", role, stmt, err)
 		}
@@ -66,15 +90,15 @@ func GrantAppRole(ctx context.Context, db DB, dialect Dialect, role, iamARN stri
 	return nil
 }
 
-// grantStatements lists what GrantAppRole runs.
-func grantStatements(dialect Dialect, schema, role, iamARN string, exists, mapped bool) []string {
+// grantStatements lists what grantRole runs.
+func grantStatements(dialect Dialect, schema, role, iamARN string, exists, mapped bool, grants []grant) []string {
 	r := pgx.Identifier{role}.Sanitize()
 	var out []string
 	if !exists {
 		out = append(out, "CREATE ROLE "+r+" WITH LOGIN")
 	}
 	out = append(out, "GRANT USAGE ON SCHEMA "+pgx.Identifier{schema}.Sanitize()+" TO "+r)
-	for _, g := range appGrants {
+	for _, g := range grants {
 		out = append(out, "GRANT "+g.privileges+" ON "+g.table+" TO "+r)
 	}
 	if dialect == DSQL && !mapped {

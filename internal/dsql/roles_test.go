@@ -19,7 +19,7 @@ import (
 func TestGrantStatements(t *testing.T) {
 	t.Parallel()
 	const arn = "arn:aws:iam::123456789012:role/Agentslice-SliceFunctionRole'x"
-	dsql := grantStatements(DSQL, "public", "agentslice_app", arn, false, false)
+	dsql := grantStatements(DSQL, "public", "agentslice_app", arn, false, false, appGrants)
 	want := []string{
 		`CREATE ROLE "agentslice_app" WITH LOGIN`,
 		`GRANT USAGE ON SCHEMA "public" TO "agentslice_app"`,
@@ -33,12 +33,12 @@ func TestGrantStatements(t *testing.T) {
 	}
 	// The DSQL-only statement never reaches PostgreSQL; an existing role
 	// and mapping are not created again.
-	for _, s := range grantStatements(Postgres, "public", "agentslice_app", arn, false, false) {
+	for _, s := range grantStatements(Postgres, "public", "agentslice_app", arn, false, false, appGrants) {
 		if strings.Contains(s, "AWS IAM") {
 			t.Fatalf("PostgreSQL statement %q", s)
 		}
 	}
-	again := grantStatements(DSQL, "public", "agentslice_app", arn, true, true)
+	again := grantStatements(DSQL, "public", "agentslice_app", arn, true, true, appGrants)
 	if len(again) != len(want)-2 || strings.Contains(strings.Join(again, ";"), "CREATE ROLE") {
 		t.Fatalf("rerun statements: %q", again)
 	}
@@ -77,8 +77,16 @@ func TestGrantAppRoleRefusesBadInput(t *testing.T) {
 // that role.
 func appRolePool(t *testing.T) *pgxpool.Pool {
 	t.Helper()
+	_, pool := rolePool(t, "as_app_", GrantAppRole)
+	return pool
+}
+
+// rolePool is appRolePool for any of the grant functions; it returns the
+// schema owner's pool too.
+func rolePool(t *testing.T, prefix string, grantFn func(context.Context, DB, Dialect, string, string) error) (owner, pool *pgxpool.Pool) {
+	t.Helper()
 	ctx := context.Background()
-	owner := newSchemaPool(t)
+	owner = newSchemaPool(t)
 	var can bool
 	if err := collectOne(ctx, owner, `SELECT rolcreaterole OR rolsuper FROM pg_roles WHERE rolname = current_user`, &can); err != nil {
 		t.Fatal(err)
@@ -90,14 +98,14 @@ func appRolePool(t *testing.T) *pgxpool.Pool {
 	}
 	var rnd [5]byte
 	_, _ = rand.Read(rnd[:])
-	role := "as_app_" + hex.EncodeToString(rnd[:])
+	role := prefix + hex.EncodeToString(rnd[:])
 	t.Cleanup(func() {
 		// Before the schema goes (cleanups run last first).
 		_, _ = owner.Exec(context.Background(), `DROP OWNED BY "`+role+`"`)
 		_, _ = owner.Exec(context.Background(), `DROP ROLE IF EXISTS "`+role+`"`)
 	})
 	for range 2 {
-		if err := GrantAppRole(ctx, owner, Postgres, role, ""); err != nil {
+		if err := grantFn(ctx, owner, Postgres, role, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -113,12 +121,13 @@ func appRolePool(t *testing.T) *pgxpool.Pool {
 	pc := owner.Config().Copy()
 	pc.ConnConfig.User, pc.ConnConfig.Password = role, "app-test"
 	pc.ConnConfig.RuntimeParams["search_path"] = schema
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	var err error
+	pool, err = pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return pool
+	return owner, pool
 }
 
 // The whole history-store conformance suite passes as the app role: the

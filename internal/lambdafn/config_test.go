@@ -29,6 +29,36 @@ func TestLoadReceiverAndRelayConfig(t *testing.T) {
 	}
 }
 
+// The receiver's class database is optional: DSQL connects as the reader
+// role unless told otherwise and needs the region; PostgreSQL is for local
+// runs; both at once is an error naming the variable.
+func TestReceiverClassDB(t *testing.T) {
+	t.Parallel()
+	base := func(extra map[string]string) map[string]string {
+		m := map[string]string{lambdafn.EnvInputQueueURL: "https://sqs/1/in.fifo", lambdafn.EnvCallbackKeys: "k1:AAAA"}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	c, err := lambdafn.LoadReceiverConfig(getenv(base(nil)))
+	if err != nil || c.Classes.Set() {
+		t.Fatalf("no class database configured: %+v, %v", c.Classes, err)
+	}
+	c, err = lambdafn.LoadReceiverConfig(getenv(base(map[string]string{lambdafn.EnvDSQLEndpoint: "abc.dsql.us-east-1.on.aws", lambdafn.EnvRegion: "us-east-1"})))
+	if err != nil || !c.Classes.Set() || c.Classes.DSQLUser != lambdafn.DefaultReaderUser || c.Classes.Region != "us-east-1" {
+		t.Fatalf("DSQL class database: %+v, %v", c.Classes, err)
+	}
+	var ee *lambdafn.EnvError
+	if _, err := lambdafn.LoadReceiverConfig(getenv(base(map[string]string{lambdafn.EnvDSQLEndpoint: "abc.dsql.us-east-1.on.aws"}))); !errors.As(err, &ee) || ee.Var != lambdafn.EnvRegion {
+		t.Fatalf("DSQL without a region: %v", err)
+	}
+	if _, err := lambdafn.LoadReceiverConfig(getenv(base(map[string]string{lambdafn.EnvDSQLEndpoint: "abc", lambdafn.EnvRegion: "us-east-1",
+		lambdafn.EnvPGDSN: "postgres://x"}))); !errors.As(err, &ee) || ee.Var != lambdafn.EnvPGDSN {
+		t.Fatalf("both databases: %v", err)
+	}
+}
+
 // The functions' default HTTP clients: the tool client has a timeout
 // covering the body, the model client none (the slice's context bounds a
 // stream; TestBedrockStreamOutlivesTheOldTimeout in internal/serverless

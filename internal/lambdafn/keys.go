@@ -86,8 +86,18 @@ func (c *KeyringCache) Refresh(ctx context.Context) {
 
 // refreshingAccepter refreshes the keyring before each callback.
 type refreshingAccepter struct {
-	rc   Accepter
-	keys *KeyringCache
+	rc    Accepter
+	keys  *KeyringCache
+	close func() // closes the class database's pool; nil without one
+}
+
+// Close releases the receiver's connections (the class database's pool).
+// A Lambda environment never calls it; tests and embedders do.
+func (r refreshingAccepter) Close() error {
+	if r.close != nil {
+		r.close()
+	}
+	return nil
 }
 
 func (r refreshingAccepter) Accept(ctx context.Context, query map[string][]string, body []byte) error {

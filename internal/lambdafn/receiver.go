@@ -25,8 +25,11 @@ type ReceiverConfig struct {
 	// BackgroundQueueURL is the background threads' input queue ("": one
 	// queue for both classes).
 	BackgroundQueueURL string
-	Keys               KeySource
-	LogLevel           slog.Level
+	// Classes is where the class of a thread whose callback URL does not
+	// carry it is looked up (optional; see ClassDB).
+	Classes  ClassDB
+	Keys     KeySource
+	LogLevel slog.Level
 }
 
 // LoadReceiverConfig reads the callback receiver's configuration.
@@ -35,6 +38,7 @@ func LoadReceiverConfig(getenv func(string) string) (ReceiverConfig, error) {
 	c := ReceiverConfig{
 		InputQueueURL:      r.QueueURL(EnvInputQueueURL, "the FIFO input queue URL", true),
 		BackgroundQueueURL: r.BackgroundQueueURL(),
+		Classes:            r.ClassDB(),
 		Keys:               r.Keys(),
 		LogLevel:           r.LogLevel(),
 	}
@@ -49,7 +53,11 @@ func LoadReceiverConfig(getenv func(string) string) (ReceiverConfig, error) {
 // logger to give FunctionURLHandler. Its configuration is ReceiverFor's.
 //
 // The returned Accepter re-reads the keyring secret once its TTL has passed
-// (KeyringCache), so a rotated key reaches warm environments too.
+// (KeyringCache), so a rotated key reaches warm environments too. With a
+// class database (cfg.Classes) and a background queue, a callback whose URL
+// carries no class is routed by its thread's class, looked up and cached
+// (sqsq.Router.WithClassLookup); a failed lookup answers 503, so the tool
+// retries. The Accepter is an io.Closer that closes that database's pool.
 func BuildReceiver(ctx context.Context, cfg ReceiverConfig, opts Options) (Accepter, *slog.Logger, error) {
 	opts.Defaults(cfg.LogLevel)
 	awsCfg, err := opts.AWSConfig(ctx)
@@ -64,11 +72,23 @@ func BuildReceiver(ctx context.Context, cfg ReceiverConfig, opts Options) (Accep
 	if err != nil {
 		return nil, nil, err
 	}
+	var closeDB func()
+	if cfg.Classes.Set() && cfg.BackgroundQueueURL != "" {
+		lookup, done, err := NewClassLookup(ctx, cfg.Classes, awsCfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		queue.WithClassLookup(lookup, 0)
+		closeDB = done
+	}
 	rc, err := rap.NewReceiver(ReceiverFor(keys.Keys, queue, opts))
 	if err != nil {
+		if closeDB != nil {
+			closeDB()
+		}
 		return nil, nil, err
 	}
-	return refreshingAccepter{rc: rc, keys: keys}, opts.Logger, nil
+	return refreshingAccepter{rc: rc, keys: keys, close: closeDB}, opts.Logger, nil
 }
 
 // ReceiverFor is the AWS receiver's rap.ReceiverConfig. view_update and

@@ -1,6 +1,7 @@
 package rap
 
 import (
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/url"
@@ -11,9 +12,11 @@ import (
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
-// A background thread's callback URL carries its class, signed: the
-// receiver stamps it on the message (so the result reaches the background
-// queue), and a URL whose class was added, removed or changed is refused.
+// Every callback URL carries its thread's class, signed: the receiver
+// stamps it on the message (so the result reaches the class's queue), and a
+// URL whose class was added, removed or changed is refused. A URL minted
+// before every URL carried the class (p only for background threads) still
+// verifies, with no class: the receiver's class lookup routes it.
 func TestCallbackURLCarriesTheClass(t *testing.T) {
 	t.Parallel()
 	rig := newCallbackRig(t, nil)
@@ -25,17 +28,18 @@ func TestCallbackURLCarriesTheClass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plain, _ := rig.signer.CallbackURL("thr_1", "call_1"); strings.Contains(in, "p=") || !strings.Contains(bg, "p=background") ||
+	if plain, _ := rig.signer.CallbackURL("thr_1", "call_1"); !strings.Contains(in, "p=interactive") || !strings.Contains(bg, "p=background") ||
 		len(plain) != len(in) {
-		t.Fatalf("interactive URLs must stay as they were; background ones carry p=background:\n%s\n%s", in, bg)
+		t.Fatalf("interactive URLs carry p=interactive, background ones p=background:\n%s\n%s", in, bg)
 	}
+	legacy := legacyURL(t, rig.signer, in)
 	body := string(readTestdata(t, "callbacks", "tool_result_text.json"))
-	for u, want := range map[string]runtime.Class{bg: runtime.ClassBackground, in: ""} {
+	for u, want := range map[string]runtime.Class{bg: runtime.ClassBackground, in: runtime.ClassInteractive, legacy: ""} {
 		if status, msg := post(t, u, body); status != http.StatusOK {
 			t.Fatalf("status %d (%s)", status, msg)
 		}
 		if m := rig.q.next(t); m.Class != want {
-			t.Fatalf("message for %s has class %q, want %q", m.ThreadID, m.Class, want)
+			t.Fatalf("message for %s has class %q, want %q", u, m.Class, want)
 		}
 	}
 	tamper := func(raw string, f func(q url.Values)) url.Values {
@@ -46,7 +50,7 @@ func TestCallbackURLCarriesTheClass(t *testing.T) {
 	}
 	for name, q := range map[string]url.Values{
 		"class removed":  tamper(bg, func(q url.Values) { q.Del(paramClass) }),
-		"class added":    tamper(in, func(q url.Values) { q.Set(paramClass, "background") }),
+		"class added":    tamper(legacy, func(q url.Values) { q.Set(paramClass, "background") }),
 		"class changed":  tamper(bg, func(q url.Values) { q.Set(paramClass, "interactive") }),
 		"class repeated": tamper(bg, func(q url.Values) { q.Add(paramClass, "background") }),
 	} {
@@ -54,4 +58,20 @@ func TestCallbackURLCarriesTheClass(t *testing.T) {
 			t.Errorf("%s: %v, want ErrBadSignature", name, err)
 		}
 	}
+}
+
+// legacyURL re-signs u as URLs were minted for interactive threads before
+// every URL carried the class: without p.
+func legacyURL(t *testing.T, s *Signer, u string) string {
+	t.Helper()
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := pu.Query()
+	q.Del(paramClass)
+	cur := s.Keys.load().current
+	q.Set(paramSig, base64.RawURLEncoding.EncodeToString(mac(cur.Secret, q.Get(paramKey), q.Get(paramThread), q.Get(paramCall), q.Get(paramExpires), "", "")))
+	pu.RawQuery = q.Encode()
+	return pu.String()
 }

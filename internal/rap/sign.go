@@ -20,11 +20,14 @@ import (
 //	t = thread ID, c = tool call ID, e = expiry (Unix seconds),
 //	k = key ID, s = base64url(HMAC-SHA256(key, "rapcb1", k, t, c, e))
 //
-// as query parameters on the receiver's base URL, and, for a background
-// thread, p = its priority class, then also signed (appended to the MAC
-// input as "p", class), so the receiver queues the result in the thread's
-// class's queue and a tool cannot move it to another (each part length-prefixed
-// in the MAC input, so no two tuples share a MAC input). Only the runtime
+// as query parameters on the receiver's base URL, and p = the thread's
+// priority class, then also signed (appended to the MAC input as "p",
+// class), so the receiver queues the result in the thread's class's queue
+// and a tool cannot move it to another (each part length-prefixed in the
+// MAC input, so no two tuples share a MAC input). URLs minted before every
+// URL carried p have p only for a background thread; one without p says
+// nothing about the class, and a receiver given a class lookup
+// (sqsq.Router.WithClassLookup) routes its results by the thread's class. Only the runtime
 // holds the keys. The Keyring has a current key that signs and older keys
 // that still verify, so keys rotate without breaking URLs already handed out:
 // add a new current key, keep the old one until the longest TTL has passed,
@@ -59,7 +62,7 @@ const (
 	paramExpires = "e"
 	paramKey     = "k"
 	paramSig     = "s"
-	paramClass   = "p" // optional: the thread's priority class, when background
+	paramClass   = "p" // the thread's priority class; absent in URLs minted before it was always set
 	paramInc     = "i" // optional: the thread's incarnation, when it has one
 )
 
@@ -179,7 +182,9 @@ type Capability struct {
 	ThreadID string
 	CallID   string
 	// Class is the thread's priority class as signed into the URL ("" for
-	// URLs minted without one: interactive).
+	// URLs minted without one, which says nothing: such URLs were minted
+	// for interactive threads without p and, earlier still, for every
+	// thread).
 	Class runtime.Class
 	// Incarnation is the thread's incarnation as signed into the URL (""
 	// for URLs minted without one).
@@ -278,9 +283,8 @@ func (s *Signer) CallbackURL(threadID, callID string) (string, error) {
 }
 
 // ClassCallbackURL returns the signed callback URL for one tool call of a
-// thread of the given class. A background class is signed into the URL so
-// the receiver queues the results in the background queue; interactive
-// (or "") leaves the URL as CallbackURL makes it.
+// thread of the given class ("" is interactive). The class is signed into
+// the URL so the receiver queues the results in the class's queue.
 func (s *Signer) ClassCallbackURL(threadID, callID string, class runtime.Class) (string, error) {
 	return s.InvocationCallbackURL(runtime.Invocation{ThreadID: threadID, CallID: callID, Class: class})
 }
@@ -313,11 +317,8 @@ func (s *Signer) InvocationCallbackURL(inv runtime.Invocation) (string, error) {
 	q.Set(paramCall, callID)
 	q.Set(paramExpires, exp)
 	q.Set(paramKey, kid)
-	var p string
-	if class.OrDefault() == runtime.ClassBackground {
-		p = string(runtime.ClassBackground)
-		q.Set(paramClass, p)
-	}
+	p := string(class.OrDefault())
+	q.Set(paramClass, p)
 	if inv.Incarnation != "" {
 		q.Set(paramInc, inv.Incarnation)
 	}

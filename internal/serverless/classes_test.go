@@ -2,6 +2,7 @@ package serverless_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -78,8 +79,30 @@ func TestSliceFunctionRoutesByClass(t *testing.T) {
 			t.Errorf("thread %s recorded class %q, want %q", thread, th.State.Class, class)
 		}
 	}
+	// A message without a class (an old callback URL, send without
+	// --class) to the existing background thread: a router that looks the
+	// class up in the history database, as the receiver's and `agentslice
+	// send`'s do, sends it to the background queue, ordered with the
+	// thread's other messages; without the lookup it would go to the
+	// interactive queue.
+	lookup, closeDB, err := lambdafn.NewClassLookup(context.Background(), lambdafn.ClassDB{PGDSN: p.stack.PGDSN}, awstest.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeDB)
+	router.WithClassLookup(lookup, 0)
+	bgThread := threads[runtime.ClassBackground]
+	if err := router.Send(context.Background(), runtime.Message{V: 1, ID: "m2", ThreadID: bgThread, Kind: runtime.KindUser, Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.replies(t, bgThread, 2); len(got) != 2 {
+		t.Fatalf("background thread replied %q, want two replies", got)
+	}
 	mu.Lock()
 	defer mu.Unlock()
+	if n := slices.Index(seen["background"][1:], bgThread); n < 0 {
+		t.Fatalf("background queue delivered %v: the unclassed message went elsewhere", seen["background"])
+	}
 	if bg := seen["background"]; len(bg) == 0 || bg[0] != threads[runtime.ClassBackground] {
 		t.Fatalf("background queue delivered %v, want the background thread only", bg)
 	}

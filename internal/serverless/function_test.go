@@ -2,6 +2,7 @@ package serverless_test
 
 import (
 	"context"
+	"io"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -64,6 +65,7 @@ func startInProcess(t *testing.T) *inProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = rc.(io.Closer).Close() })
 	front := httptest.NewServer(lambdatest.FunctionURLFront(lambdafn.FunctionURLHandler(rc, rlog)))
 	t.Cleanup(front.Close)
 

@@ -15,6 +15,7 @@ import (
 // implements runtime.Queue.
 type Router struct {
 	interactive, background *Queue
+	lookup                  *classCache // nil: no lookup (WithClassLookup)
 }
 
 var _ runtime.Queue = (*Router)(nil)
@@ -64,7 +65,15 @@ func (r *Router) Send(ctx context.Context, msgs ...runtime.Message) error {
 		if !m.Class.Valid() {
 			return runtime.Permanent(fmt.Errorf("sqsq: not sending message %s: unknown priority class %q", m.ID, m.Class))
 		}
-		if r.QueueFor(m.Class) == r.background {
+		class := m.Class
+		if class == "" && r.lookup != nil && r.background != nil {
+			c, err := r.lookup.class(ctx, m.ThreadID)
+			if err != nil {
+				return err
+			}
+			class = c
+		}
+		if r.QueueFor(class) == r.background {
 			bg = append(bg, m)
 		} else {
 			in = append(in, m)

@@ -11,8 +11,12 @@
 //
 // A deployment has one FIFO input queue per priority class (interactive,
 // background); Router (NewClassQueues) sends each message to its
-// runtime.Message.Class's queue. All messages of a thread carry its class,
-// so a thread's messages share one queue and keep their order.
+// runtime.Message.Class's queue. The runtime's messages carry their
+// thread's class; a message that carries none (a callback URL signed before
+// every URL carried the class, `agentslice send` without --class) is routed
+// by its thread's class when the Router has a ClassLookup (the history
+// database; a class never changes, so it is cached). So a thread's messages
+// share one queue and keep their order.
 //
 // Each message goes out with
 //

@@ -9,8 +9,8 @@ package stack
 //	AGENTSLICE_OUTPUT_QUEUE_URL         x
 //	AGENTSLICE_DELAY_QUEUE_URL          x
 //	AGENTSLICE_DEDUP_TABLE              x
-//	AGENTSLICE_DSQL_ENDPOINT            x
-//	AGENTSLICE_DSQL_USER                x
+//	AGENTSLICE_DSQL_ENDPOINT            x         x
+//	AGENTSLICE_DSQL_USER                x         x   (DSQLAppRole; DSQLReaderRole)
 //	AGENTSLICE_SCHEDULER_ROLE_ARN       x
 //	AGENTSLICE_SCHEDULE_GROUP           x
 //	AGENTSLICE_SCHEDULE_DLQ_ARN         x
@@ -47,6 +47,13 @@ const (
 // maps the slice function's IAM role to it; the function's policy allows
 // dsql:DbConnect (not DbConnectAdmin).
 const DSQLAppRole = "agentslice_app"
+
+// DSQLReaderRole is the database role the callback receiver connects as
+// (dsql.ReaderRole; a test checks they agree) to look up a thread's
+// priority class: SELECT on the thread rows only. `agentslice migrate
+// --receiver-role-arn <ReceiverRoleArn>` creates it and maps the receiver's
+// IAM role to it.
+const DSQLReaderRole = "agentslice_reader"
 
 // CallbackPath is the path of the receiver's Function URL that callback URLs
 // point at (the Function URL ends with "/", so the callback URL is

@@ -21,6 +21,7 @@ const (
 	OutKeyringSecretID = "CallbackKeyringSecretArn"
 	OutCallbackPolicy  = "CallbackInvokePolicyArn"
 	OutSliceRoleARN    = "SliceRoleArn"
+	OutReceiverRoleARN = "ReceiverRoleArn"
 	OutSchedulerRole   = "SchedulerRoleArn" // for a hand-made schedule (docs/aws.md, first-deploy checklist)
 	OutWakeupDLQARN    = "WakeupDlqArn"
 )
@@ -45,6 +46,7 @@ func (s *Stack) addOutputs() {
 	}
 	out(OutDSQLEndpoint, s.Cluster.AttrEndpoint(), "Aurora DSQL endpoint (agentslice migrate)")
 	out(OutSliceRoleARN, s.Slice.Role().RoleArn(), "slice function role (agentslice migrate --app-role-arn): connects to DSQL as "+DSQLAppRole)
+	out(OutReceiverRoleARN, s.Receiver.Role().RoleArn(), "callback receiver role (agentslice migrate --receiver-role-arn): connects to DSQL as "+DSQLReaderRole+" to look up thread classes")
 	out(OutDedupTable, s.Table.TableName(), "DynamoDB table of processed message IDs")
 	out(OutScheduleGroup, s.Scheduler.Group.ScheduleGroupName(), "EventBridge Scheduler group of long sleeps")
 	out(OutSchedulerRole, s.Scheduler.Role.RoleArn(), "role the long sleeps' schedules run as")

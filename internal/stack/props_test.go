@@ -157,6 +157,9 @@ func TestConstantsAgree(t *testing.T) {
 	if DSQLAppRole != dsql.AppRole {
 		t.Errorf("the slice function connects as %q, migrate creates %q", DSQLAppRole, dsql.AppRole)
 	}
+	if DSQLReaderRole != dsql.ReaderRole {
+		t.Errorf("the receiver connects as %q, migrate creates %q", DSQLReaderRole, dsql.ReaderRole)
+	}
 	if DedupKeyAttr != dedup.KeyAttr || DedupExpiryAttr != dedup.ExpiryAttr {
 		t.Errorf("table attributes %q/%q, dedup uses %q/%q", DedupKeyAttr, DedupExpiryAttr, dedup.KeyAttr, dedup.ExpiryAttr)
 	}

@@ -101,6 +101,11 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 		env: map[string]*string{
 			EnvInputQueueURL:      q.Input.QueueUrl(),
 			EnvCallbackKeysSecret: s.Keyring.SecretArn(),
+			// The class of a thread whose callback URL does not carry it
+			// (URLs minted before every URL did) is read from DSQL as
+			// DSQLReaderRole, which may read the thread rows only.
+			EnvDSQLEndpoint: s.Cluster.AttrEndpoint(),
+			EnvDSQLUser:     jsii.String(DSQLReaderRole),
 		},
 	}, removal)
 	auth := awslambda.FunctionUrlAuthType_AWS_IAM
@@ -110,6 +115,9 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 	s.ReceiverURL = s.Receiver.AddFunctionUrl(&awslambda.FunctionUrlOptions{AuthType: auth})
 	q.Input.GrantSendMessages(s.Receiver)
 	grantReadSecret(s.Receiver, s.Keyring)
+	s.Receiver.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions: jsii.Strings("dsql:DbConnect"), Resources: &[]*string{s.Cluster.AttrResourceArn()},
+	}))
 	// GrantInvokeUrl grants both lambda:InvokeFunctionUrl and
 	// lambda:InvokeFunction (InvokedViaFunctionUrl); see callbacks.go.
 	for _, arn := range props.CallbackPrincipals {

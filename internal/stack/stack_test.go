@@ -580,6 +580,8 @@ func TestEnvironment(t *testing.T) {
 		EnvInputQueueURL:      s.Resolve(q.Input.QueueUrl()),
 		EnvBackgroundQueueURL: s.Resolve(q.InputBackground.QueueUrl()),
 		EnvCallbackKeysSecret: s.Resolve(s.Keyring.SecretArn()),
+		EnvDSQLEndpoint:       s.Resolve(s.Cluster.AttrEndpoint()),
+		EnvDSQLUser:           DSQLReaderRole,
 	}, nil)
 	checkEnv(t, "delayrelay", envOf(t, f.defJSON, s.Resolve(s.Relay.FunctionArn())), obj{
 		EnvInputQueueURL:      s.Resolve(q.Input.QueueUrl()),
@@ -677,7 +679,8 @@ func TestLeastPrivilege(t *testing.T) {
 				{[]string{"iam:PassRole"}, r(s.Scheduler.Role.RoleArn())},
 				{[]string{"bedrock:InvokeModelWithResponseStream"}, bedrock},
 			},
-			"rapreceiver": {logs(s.Receiver), {send, r(q.Input.QueueArn())}, {send, r(q.InputBackground.QueueArn())}, secret},
+			"rapreceiver": {logs(s.Receiver), {send, r(q.Input.QueueArn())}, {send, r(q.InputBackground.QueueArn())}, secret,
+				{[]string{"dsql:DbConnect"}, r(s.Cluster.AttrResourceArn())}},
 			"delayrelay": {logs(s.Relay), {consume, r(q.Delay.QueueArn())}, {consume, r(q.WakeupDLQ.QueueArn())}, {send, r(q.Input.QueueArn())},
 				{send, r(q.InputBackground.QueueArn())}},
 			"scheduler": {{[]string{"sqs:SendMessage"}, []any{r(q.Input.QueueArn()), r(q.WakeupDLQ.QueueArn())}},
@@ -738,6 +741,7 @@ func TestOutputs(t *testing.T) {
 		OutKeyringSecretID: s.Keyring.SecretArn(),
 		OutCallbackPolicy:  s.CallbackInvokePolicy.ManagedPolicyArn(),
 		OutSliceRoleARN:    s.Slice.Role().RoleArn(),
+		OutReceiverRoleARN: s.Receiver.Role().RoleArn(),
 		OutSchedulerRole:   s.Scheduler.Role.RoleArn(),
 		OutWakeupDLQARN:    s.Queues.WakeupDLQ.QueueArn(),
 	} {
@@ -745,7 +749,7 @@ func TestOutputs(t *testing.T) {
 			f.defT.HasOutput(jsii.String(name), obj{"Value": s.Resolve(value)})
 		})
 	}
-	if outs := *f.defT.FindOutputs(jsii.String("*"), obj{}); len(outs) != 15 {
-		t.Errorf("%d outputs, want 15", len(outs))
+	if outs := *f.defT.FindOutputs(jsii.String("*"), obj{}); len(outs) != 16 {
+		t.Errorf("%d outputs, want 16", len(outs))
 	}
 }
