@@ -126,6 +126,9 @@ func runSendSQS(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *id == "" {
 		*id = newMessageID()
 	}
+	if *class == "" {
+		cls = "" // unnamed: the thread's own class (looked up below), interactive for a new thread
+	}
 	msg := runtime.Message{V: runtime.MessageVersion, ID: *id, ThreadID: *thread, Kind: runtime.KindUser, Text: text, UserID: *user,
 		Agent: *agent, Class: cls}
 	if err := msg.Validate(); err != nil {
