@@ -101,6 +101,30 @@ func TestLoaderDuplicateNamesDisableBoth(t *testing.T) {
 	}
 }
 
+// A tool whose name is longer than model providers accept (RAP allows 128,
+// Bedrock and OpenAI 64) is left out with a problem naming it; the rest of
+// its toolset is offered, and a name of exactly 64 characters is kept.
+func TestLoaderLeavesOutNamesModelsRefuse(t *testing.T) {
+	t.Parallel()
+	long, edge := strings.Repeat("x", MaxModelToolNameLen+1), strings.Repeat("y", MaxModelToolNameLen)
+	a := newToolsetServer(t, toolsetDoc("alpha", long, edge, "search"))
+	set, err := newTestLoader(t, LoaderConfig{}, a).SetFor(context.Background(), "root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := specNames(set), "search,"+edge; got != want {
+		t.Fatalf("offered %s, want %s", got, want)
+	}
+	if _, ok := set.Lookup(long); ok {
+		t.Fatal("a name longer than models accept is still offered")
+	}
+	var le *LongToolNameError
+	if len(set.Problems()) != 1 || !errors.As(set.Problems()[0], &le) || le.Name != long ||
+		!strings.Contains(le.Error(), `toolset "alpha"`) || !strings.Contains(le.Error(), "at most 64") {
+		t.Fatalf("problems = %v", set.Problems())
+	}
+}
+
 func TestLoaderBuiltinWinsOverRAP(t *testing.T) {
 	t.Parallel()
 	base := runtime.NewToolbox().MustAdd(runtime.ToolEntry{Spec: runtime.ToolSpec{Name: "spawn_thread"}, Sync: nopSync{}})

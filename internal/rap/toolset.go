@@ -238,8 +238,8 @@ func (s *Set) Lookup(name string) (runtime.ToolEntry, bool) {
 // Specs returns the offered tools' specs sorted by name.
 func (s *Set) Specs() []runtime.ToolSpec { return s.specs }
 
-// Problems returns why toolsets or tools were left out: *ToolsetError and
-// *DuplicateToolError values.
+// Problems returns why toolsets or tools were left out: *ToolsetError,
+// *DuplicateToolError and *LongToolNameError values.
 func (s *Set) Problems() []error { return s.problems }
 
 // buildSet merges base and the loaded toolsets. A name offered twice disables
@@ -257,8 +257,16 @@ func buildSet(base runtime.Toolset, d *Dispatcher, servers []string, sets []*loa
 			owners[sp.Name] = append(owners[sp.Name], "built-in")
 		}
 	}
+	long := map[string]bool{}
 	for _, ls := range sets {
 		for _, td := range ls.doc.Tools {
+			if len(td.Name) > MaxModelToolNameLen {
+				if !long[td.Name] {
+					s.problems = append(s.problems, &LongToolNameError{Name: td.Name, Source: ls.source()})
+				}
+				long[td.Name] = true
+				continue
+			}
 			owners[td.Name] = append(owners[td.Name], ls.source())
 		}
 	}
@@ -285,7 +293,7 @@ func buildSet(base runtime.Toolset, d *Dispatcher, servers []string, sets []*loa
 	for _, ls := range sets {
 		for i := range ls.doc.Tools {
 			td := &ls.doc.Tools[i]
-			if dup[td.Name] {
+			if dup[td.Name] || long[td.Name] {
 				continue
 			}
 			spec := runtime.ToolSpec{Name: td.Name, Description: td.Description, InputSchema: td.InputSchema}
