@@ -36,8 +36,8 @@ func runCost(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "usage: agentslice cost [flags]\n\nWhat a workload costs on the AWS deployment, per component, per 1,000 turns,\nper idle agent per month, and against keeping the agents in memory always on.\n"+cost.PricesNote+".\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
+	if err := parseFlags(fs, args); err != nil {
+		return ignoreHelp(err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (every input is a flag)", fs.Arg(0))

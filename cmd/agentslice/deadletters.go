@@ -32,8 +32,8 @@ func runDeadLetters(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintln(stderr, "usage: agentslice dead-letters [flags] list | redrive ID | delete ID")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
+	if err := parseFlags(fs, args); err != nil {
+		return ignoreHelp(err)
 	}
 	if *token == "" {
 		*token = os.Getenv(server.TokenEnv)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -12,10 +11,9 @@ import (
 // the VCS revision and time (go build records them when it builds inside
 // a git checkout), whether the tree was modified, and the Go version.
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		return err
+	fs := newFlagSet("version", "version", stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return ignoreHelp(err)
 	}
 	fmt.Fprintln(stdout, versionLine())
 	return nil
