@@ -35,6 +35,7 @@ func runRapCheck(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	var probes listFlag
 	fs.Var(&probes, "probe", "a call to make as `TOOL=JSON` (arguments), besides the read-only tools that take {} (repeatable)")
 	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for each answer and callback")
+	wait := fs.Duration("wait", 0, "keep trying this long to reach a server that was just started")
 	host := fs.String("callback-host", "127.0.0.1", "`address` the tool server reaches this checker's callback receiver at")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: agentslice rap check [flags] URL\n\n"+
@@ -54,7 +55,7 @@ func runRapCheck(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fs.Usage()
 		return fmt.Errorf("want one URL, got %d arguments", fs.NArg())
 	}
-	cfg := rapcheck.Config{Base: fs.Arg(0), Timeout: *timeout, CallbackHost: *host, Probes: map[string]json.RawMessage{}}
+	cfg := rapcheck.Config{Base: fs.Arg(0), Timeout: *timeout, Wait: *wait, CallbackHost: *host, Probes: map[string]json.RawMessage{}}
 	for _, p := range probes {
 		name, raw, ok := strings.Cut(p, "=")
 		if !ok || name == "" {

@@ -43,6 +43,9 @@ type Config struct {
 	CallbackHost string
 	// Client makes the requests; default a client with Timeout.
 	Client *http.Client
+	// Wait is how long to keep asking for the toolset while the server
+	// cannot be reached (it was just started). Zero: ask once.
+	Wait time.Duration
 }
 
 // Status is a check's outcome.
@@ -152,6 +155,14 @@ func (c *checker) add(check string, s Status, format string, args ...any) {
 // discovery fetches and validates the toolset.
 func (c *checker) discovery(ctx context.Context) bool {
 	status, body, ctype, err := c.do(ctx, http.MethodGet, c.cfg.Base+rapkit.ToolsetPath, nil)
+	for deadline := time.Now().Add(c.cfg.Wait); err != nil && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+		status, body, ctype, err = c.do(ctx, http.MethodGet, c.cfg.Base+rapkit.ToolsetPath, nil)
+	}
 	switch {
 	case err != nil:
 		c.add("discovery", Fail, "GET %s: %v", rapkit.ToolsetPath, err)

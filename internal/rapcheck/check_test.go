@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -289,5 +290,46 @@ func TestResultWithoutCallIDFails(t *testing.T) {
 	if !rep.Failed() || !strings.Contains(table, "FAIL  call_id_echo           3 result(s) did not echo the invocation's call_id") ||
 		!strings.Contains(table, "PASS  callback_signature") || !strings.Contains(table, "PASS  probe echo") {
 		t.Errorf("want call_id_echo to fail for the 3 results, the signature and the probe to pass:\n%s", table)
+	}
+}
+
+// TestWaitsForAServerJustStarted: with Wait, a server that is not
+// listening yet is asked again until it is; without it, discovery fails at
+// once, saying why.
+func TestWaitsForAServerJustStarted(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	rep, err := Run(context.Background(), Config{Base: "http://" + addr, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Results[0]; r.Status != Fail || !strings.Contains(r.Detail, "connection refused") {
+		t.Errorf("without Wait: %+v", r)
+	}
+	srv, _ := rapkit.NewServer(rapkit.ServerConfig{Name: "late", Tools: []rapkit.Tool{tools.GetTime(nil)}})
+	_ = srv.Start(context.Background())
+	t.Cleanup(srv.Stop)
+	done := make(chan *Report)
+	go func() {
+		rep, _ := Run(context.Background(), Config{Base: "http://" + addr, Timeout: 10 * time.Second, Wait: time.Minute})
+		done <- rep
+	}()
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	hs := &http.Server{Handler: srv}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	rep = <-done
+	if rep.Failed() {
+		var out bytes.Buffer
+		rep.Print(&out)
+		t.Errorf("with Wait, the server started late failed:\n%s", out.String())
 	}
 }
