@@ -89,10 +89,12 @@ func contains(xs []string, x string) bool {
 
 // Script joins a page's runnable blocks into one bash script: each block
 // announces itself on stderr (page:line) before it runs, so a failure
-// names the block; set -e stops at the first failing command.
+// names the block; set -e stops at the first failing command, and the
+// processes a block started in the background are killed when the script
+// ends.
 func Script(page string, blocks []Block) string {
 	var b strings.Builder
-	b.WriteString("set -euo pipefail\n")
+	b.WriteString("set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n")
 	for _, bl := range blocks {
 		if bl.Skip != "" {
 			fmt.Fprintf(&b, "echo '### %s:%d skipped (%s)' >&2\n", page, bl.Line, bl.Skip)

@@ -3,9 +3,11 @@ package doctest
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,9 +38,10 @@ func workTree(t *testing.T) string {
 }
 
 // runPage runs the page's shell blocks as one bash script in a fresh work
-// tree with its own data directory, and returns what it printed. Whatever
-// happens, a daemon the page started is stopped.
-func runPage(t *testing.T, page string) (stdout, stderr string) {
+// tree with its own data directory, after prelude, with each key of subst
+// replaced by its value (free ports for the page's fixed ones), and returns
+// what it printed. Whatever happens, a daemon the page started is stopped.
+func runPage(t *testing.T, page, prelude string, subst map[string]string) (stdout, stderr string) {
 	t.Helper()
 	md, err := os.ReadFile(filepath.Join(repoRoot(t), page))
 	if err != nil {
@@ -72,7 +75,11 @@ func runPage(t *testing.T, page string) (stdout, stderr string) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-c", Script(page, blocks))
+	script := prelude + Script(page, blocks)
+	for k, v := range subst {
+		script = strings.ReplaceAll(script, k, v)
+	}
+	cmd := exec.CommandContext(ctx, "bash", "-c", script)
 	cmd.Dir, cmd.Env = w, env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -94,7 +101,7 @@ func TestGettingStarted(t *testing.T) {
 		t.Skip("builds the command and runs a server; not in -short")
 	}
 	t.Parallel()
-	out, _ := runPage(t, "docs/getting-started.md")
+	out, _ := runPage(t, "docs/getting-started.md", "", nil)
 	for _, want := range []string{
 		"daemon started at http://127.0.0.1:",
 		"Let me look at the clock.\nI asked the get_time tool; its answer is in the history.\n",
@@ -133,4 +140,56 @@ func TestShellBlocks(t *testing.T) {
 		!strings.Contains(s, "### p.md:16 skipped (needs an AWS account)") {
 		t.Errorf("script:\n%s", s)
 	}
+}
+
+// freePort returns a port of 127.0.0.1 nothing listens on just now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// TestRapkitGuide runs the shell blocks of docs/rapkit.md: the example tool
+// in Go, TypeScript and Python, each started and passed by `agentslice rap
+// check` (on free ports instead of 9101-9103).
+func TestRapkitGuide(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command and runs three tool servers; not in -short")
+	}
+	t.Parallel()
+	if _, err := exec.LookPath("node"); err != nil {
+		need(t, "node is not on PATH")
+	}
+	if _, err := os.Stat(filepath.Join(repoRoot(t), "sdk", "typescript", "node_modules", "ajv")); err != nil {
+		need(t, "sdk/typescript's npm packages are not installed (scripts/npm-deps.sh)")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		need(t, "python3 is not on PATH")
+	}
+	subst := map[string]string{}
+	for _, p := range []string{"9101", "9102", "9103"} {
+		subst["127.0.0.1:"+p] = "127.0.0.1:" + freePort(t)
+		subst[" "+p+" &"] = " " + strings.TrimPrefix(subst["127.0.0.1:"+p], "127.0.0.1:") + " &"
+	}
+	out, _ := runPage(t, "docs/rapkit.md", "go build -o bin/agentslice ./cmd/agentslice\n", subst)
+	if n := strings.Count(out, "\n14 passed, 0 failed, 0 warnings, 0 skipped\n"); n != 3 {
+		t.Errorf("want three clean reports, got %d:\n%s", n, out)
+	}
+	if !strings.Contains(out, "PASS  probe wait_for_url     200, a subscription, 1 event(s), the last final") {
+		t.Errorf("the probe's line differs from the page's:\n%s", out)
+	}
+}
+
+// need skips a test for a missing tool, or fails it when
+// AGENTSLICE_REQUIRE_SERVICES=1 (make test).
+func need(t *testing.T, msg string) {
+	t.Helper()
+	if os.Getenv("AGENTSLICE_REQUIRE_SERVICES") == "1" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
 }
