@@ -28,6 +28,8 @@ func callbacks(n int) (*httptest.Server, chan struct{}) {
 		case cb.SubscriptionEvent != nil:
 			fmt.Printf("event %s (final %v): %s\n", cb.SubscriptionEvent.ToolCallID, cb.SubscriptionEvent.Final, *cb.SubscriptionEvent.Text)
 		}
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush() // answered before the example may end
 		if seen++; seen == n {
 			close(done)
 		}
