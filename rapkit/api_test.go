@@ -167,3 +167,22 @@ func exportedAPIPackages(t *testing.T, dir string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestImportsOnlyRetryFromTheModule: a tool server importing rapkit pulls
+// in none of agentslice's runtime, stores or cloud SDKs; of this module it
+// uses only the backoff schedule.
+func TestImportsOnlyRetryFromTheModule(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if strings.HasPrefix(p, "github.com/agentslice/agentslice/") && p != "github.com/agentslice/agentslice/rapkit" &&
+			p != "github.com/agentslice/agentslice/internal/retry" {
+			t.Errorf("rapkit depends on %s", p)
+		}
+		if strings.HasPrefix(p, "github.com/aws/") || strings.HasPrefix(p, "github.com/jackc/") {
+			t.Errorf("rapkit depends on %s", p)
+		}
+	}
+}
