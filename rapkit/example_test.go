@@ -8,32 +8,44 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 
 	"github.com/agentslice/agentslice/rapkit"
 )
 
-// callbacks stands in for the runtime's callback endpoint: it prints each
-// body a tool posts and answers 200.
-func callbacks(n int) (*httptest.Server, chan struct{}) {
-	done := make(chan struct{})
-	seen := 0
+// callbacks stands in for the runtime's callback endpoint: it keeps a line
+// for each body a tool posts, answers 200, and hands the lines over once n
+// arrived.
+func callbacks(n int) (*httptest.Server, chan []string) {
+	done := make(chan []string, 1)
+	var lines []string
+	var mu sync.Mutex
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		cb, err := rapkit.DecodeCallback(b)
+		mu.Lock()
+		defer mu.Unlock()
 		switch {
 		case err != nil:
-			fmt.Println("bad callback:", err)
+			lines = append(lines, "bad callback: "+err.Error())
 		case cb.ToolResult != nil:
-			fmt.Printf("result %s: %s\n", cb.ToolResult.ID, *cb.ToolResult.Text)
+			lines = append(lines, fmt.Sprintf("result %s: %s", cb.ToolResult.ID, *cb.ToolResult.Text))
 		case cb.SubscriptionEvent != nil:
-			fmt.Printf("event %s (final %v): %s\n", cb.SubscriptionEvent.ToolCallID, cb.SubscriptionEvent.Final, *cb.SubscriptionEvent.Text)
+			lines = append(lines, fmt.Sprintf("event %s (final %v): %s", cb.SubscriptionEvent.ToolCallID, cb.SubscriptionEvent.Final, *cb.SubscriptionEvent.Text))
 		}
 		w.WriteHeader(http.StatusOK)
 		w.(http.Flusher).Flush() // answered before the example may end
-		if seen++; seen == n {
-			close(done)
+		if len(lines) == n {
+			done <- lines
 		}
 	})), done
+}
+
+// show prints the callbacks once they all arrived.
+func show(done chan []string) {
+	for _, l := range <-done {
+		fmt.Println(l)
+	}
 }
 
 // invoke posts an invocation the way a runtime does and prints the answer.
@@ -77,7 +89,7 @@ func ExampleNewServer() {
 	defer cb.Close()
 
 	invoke(tools.URL, "greet", `{"who":"Ada"}`, cb.URL)
-	<-done
+	show(done)
 	// Output:
 	// invoke: 200
 	// result call_1: hello, Ada
@@ -110,7 +122,7 @@ func ExampleCall_Event() {
 	defer cb.Close()
 
 	invoke(tools.URL, "count", `{}`, cb.URL)
-	<-done
+	show(done)
 	// Output:
 	// invoke: 200
 	// result call_1: counting
@@ -136,7 +148,7 @@ func ExampleServer_invalidArguments() {
 	defer cb.Close()
 
 	invoke(tools.URL, "greet", `{"who":7}`, cb.URL)
-	<-done
+	show(done)
 	// Output:
 	// invoke: 200
 	// result call_1: error: invalid arguments for greet: at /who: got number, want string
