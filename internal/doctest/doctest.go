@@ -192,24 +192,33 @@ type link struct {
 	line   int
 }
 
-// links returns the Markdown links of a page outside code.
-func links(md []byte) []link {
-	var out []link
+// proseLines returns the page's lines outside fenced code blocks, with
+// their 1-based numbers.
+func proseLines(md []byte) (lines []string, numbers []int) {
 	inFence := ""
 	for n, line := range strings.Split(string(md), "\n") {
 		trim := strings.TrimSpace(line)
-		if inFence == "" && (strings.HasPrefix(trim, "```") || strings.HasPrefix(trim, "~~~")) {
+		switch {
+		case inFence == "" && (strings.HasPrefix(trim, "```") || strings.HasPrefix(trim, "~~~")):
 			inFence = trim[:3]
-			continue
-		}
-		if inFence != "" {
+		case inFence != "":
 			if strings.HasPrefix(trim, inFence) {
 				inFence = ""
 			}
-			continue
+		default:
+			lines, numbers = append(lines, line), append(numbers, n+1)
 		}
+	}
+	return lines, numbers
+}
+
+// links returns the Markdown links of a page outside code.
+func links(md []byte) []link {
+	var out []link
+	lines, numbers := proseLines(md)
+	for i, line := range lines {
 		for _, m := range linkRE.FindAllStringSubmatch(codeRE.ReplaceAllString(line, ""), -1) {
-			out = append(out, link{target: m[1], line: n + 1})
+			out = append(out, link{target: m[1], line: numbers[i]})
 		}
 	}
 	return out
@@ -221,19 +230,8 @@ func links(md []byte) []link {
 func Anchors(md []byte) map[string]bool {
 	out := map[string]bool{}
 	seen := map[string]int{}
-	inFence := ""
-	for _, line := range strings.Split(string(md), "\n") {
-		trim := strings.TrimSpace(line)
-		if inFence == "" && (strings.HasPrefix(trim, "```") || strings.HasPrefix(trim, "~~~")) {
-			inFence = trim[:3]
-			continue
-		}
-		if inFence != "" {
-			if strings.HasPrefix(trim, inFence) {
-				inFence = ""
-			}
-			continue
-		}
+	lines, _ := proseLines(md)
+	for _, line := range lines {
 		for _, m := range idRE.FindAllStringSubmatch(line, -1) {
 			out[m[1]] = true
 		}
