@@ -24,9 +24,10 @@
 // calls and waits for them. /cancel_tool_call and /close_thread cancel the
 // calls they name. SetTools replaces the tools while the server runs. A tool
 // talks back through its *Call: a synchronous-looking tool just computes and
-// calls Result before returning; a slow one sends Event progress first;
-// Subscribe starts a subscription whose events (Event) follow until one is
-// final; OAuth, Choice and View reach the person behind the agent. Each POST
+// calls Result before returning; a slow one calls Subscribe at once (the
+// call's result, starting a subscription) and then sends Event progress
+// until a final one; OAuth, Choice and View reach the person behind the
+// agent. Each POST
 // to the callback URL is retried on 5xx and transport errors, never on 4xx.
 //
 // An invocation naming an unknown operation or carrying arguments its schema
@@ -49,7 +50,8 @@
 // # Checking a server
 //
 // `agentslice rap check URL` exercises a running tool server against the
-// specification's MUSTs and prints a table (docs/rapkit.md).
+// specification's MUSTs and prints a table (docs/rapkit.md); in a Go test,
+// rapkittest.Check runs the same checks and fails the test per requirement.
 //
 // # Errors
 //
