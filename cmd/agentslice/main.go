@@ -44,6 +44,7 @@ func commands() []command {
 		{"stop", "stop what a thread of a serve is doing (the completion and the pending call)", runStop},
 		{"close", "stop a thread of a serve and close it for good", runClose},
 		{"dead-letters", "list, redrive or discard the dead letters of a running serve", runDeadLetters},
+		{"rap", "check a RAP tool server against the specification (rap check URL)", runRap},
 		{"sandbox", "serve the sandbox toolset (a git worktree per thread) of a repository as a standalone RAP server", runSandbox},
 		{"migrate", "create or upgrade the history schema (DSQL or PostgreSQL)", runMigrate},
 		{"cost", "what a workload costs on the AWS deployment, against agents kept in memory", runCost},

@@ -1,6 +1,8 @@
 package rap
 
 import (
+	"github.com/agentslice/agentslice/rapkit"
+
 	"encoding/json"
 	"errors"
 	"os"
@@ -286,7 +288,7 @@ func FuzzDecodeToolset(f *testing.F) {
 		}
 		for i, s := range schemas {
 			_ = s.Validate([]byte(`{}`)) // must not panic
-			if !validName(ts.Tools[i].Name) {
+			if !rapkit.ValidName(ts.Tools[i].Name) {
 				t.Fatalf("accepted invalid tool name %q", ts.Tools[i].Name)
 			}
 		}

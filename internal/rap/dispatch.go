@@ -1,6 +1,8 @@
 package rap
 
 import (
+	"github.com/agentslice/agentslice/rapkit"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -85,7 +87,7 @@ func (d *Dispatcher) Invoke(ctx context.Context, endpoint, operation string, inv
 	}
 	body := Invocation{Operation: operation, Arguments: args, ID: inv.CallID, CallbackURL: cb,
 		GroupID: inv.ThreadID, ThreadAncestors: inv.Ancestors, UserID: inv.UserID}
-	err = postJSON(ctx, d.client, endpoint, body, d.retry)
+	err = rapkit.PostJSON(ctx, d.client, endpoint, body, d.retry)
 	var se *StatusError
 	var ue *UnavailableError
 	switch {
@@ -134,7 +136,7 @@ func (d *Dispatcher) Notify(url string, body any) bool {
 		defer func() { <-d.slots }()
 		ctx, cancel := context.WithTimeout(context.Background(), d.notifyTimeout)
 		defer cancel()
-		err := postJSON(ctx, d.client, url, body, RetryPolicy{Attempts: 1, AttemptTimeout: d.notifyTimeout, Total: d.notifyTimeout})
+		err := rapkit.PostJSON(ctx, d.client, url, body, RetryPolicy{Attempts: 1, AttemptTimeout: d.notifyTimeout, Total: d.notifyTimeout})
 		if err != nil {
 			d.log.Warn("rap: notification failed (best effort, not retried)", "url", url, "error", err)
 		}

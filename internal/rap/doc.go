@@ -19,17 +19,20 @@
 //     sent to a runtime.Queue. An authentic but unusable body gets a 4xx and
 //     an error result in the thread; a result too large for a queue message
 //     is truncated with a note to the model (fit.go).
-//   - Kit (Server, Tool, Call) is for writing tool servers; see
-//     internal/rap/tools for two examples and internal/mcp for the MCP proxy.
+//   - The kit (Server, Tool, Call) is for writing tool servers; it lives in
+//     the public package rapkit. See internal/rap/tools for two tools and
+//     internal/mcp for the MCP proxy.
 //
 // Conformance to the RAP specification, requirement by requirement, is
 // listed in docs/rap-conformance.md.
 //
-// Files, one concept each: wire.go (wire types and field errors),
-// callback.go (callback bodies and their validation), toolset.go (toolset
-// validation and the per-root Set), loader.go (fetching and caching),
-// schema.go (inputSchema compilation and argument validation), post.go (HTTP
-// POST with bounded retries), dispatch.go (invocations and best-effort
+// The wire types, toolset and callback validation, inputSchema compilation,
+// POSTs with bounded retries and the tool-server kit are the public package
+// rapkit; kit_alias.go keeps their names here.
+//
+// Files, one concept each: kit_alias.go (the names from rapkit),
+// toolset.go (the per-root Set), loader.go (fetching and caching),
+// dispatch.go (invocations and best-effort
 // notifications), status.go (/tool_call_status, runtime side), fit.go
 // (fitting results to a queue message), sign.go (keyring and signed callback URLs),
 // keyring_secret.go (the keyring as a deployment stores it), receiver.go (the
@@ -39,7 +42,7 @@
 // view and choice stores, for deployments without HistoryViews), answer.go
 // (answering the user_choice a thread's history says is pending: serve's
 // answer message and `agentslice choose -queue-url`, which hands it the
-// history store to read), kit.go (the tool-server kit).
+// history store to read).
 //
 // The package must not reach into the engine's state or stores: whether a
 // call is still pending is the engine's decision (an optional one-method

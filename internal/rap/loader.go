@@ -1,6 +1,8 @@
 package rap
 
 import (
+	"github.com/agentslice/agentslice/rapkit"
+
 	"container/list"
 	"context"
 	"crypto/sha256"
@@ -274,7 +276,7 @@ func (l *Loader) Load(ctx context.Context) *Set {
 }
 
 func (l *Loader) fetch(ctx context.Context, base string) (*loadedToolset, error) {
-	body, err := exchange(ctx, l.cfg.Client, http.MethodGet, base+ToolsetPath, nil, l.cfg.Fetch, MaxToolsetBytes)
+	body, err := rapkit.Exchange(ctx, l.cfg.Client, http.MethodGet, base+ToolsetPath, nil, l.cfg.Fetch, MaxToolsetBytes)
 	if err != nil {
 		var se *StatusError
 		return nil, &ToolsetError{Server: base, Transient: !errors.As(err, &se), Err: err}

@@ -411,7 +411,10 @@ func MessageFor(threadID, callID string, cb *Callback) runtime.Message {
 		m.ID = runtime.ResultID(threadID, callID)
 		m.Kind = runtime.KindToolResult
 		if len(r.Content) > 0 {
-			m.Content = append([]runtime.Content(nil), r.Content...)
+			m.Content = make([]runtime.Content, len(r.Content))
+			for i, c := range r.Content {
+				m.Content[i] = runtime.Content(c)
+			}
 		} else if r.Text != nil {
 			m.Text = *r.Text
 		}

@@ -1,6 +1,8 @@
 package rap
 
 import (
+	"github.com/agentslice/agentslice/rapkit"
+
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -109,7 +111,7 @@ func (kr *Keyring) Update(next *Keyring) { kr.set.Store(next.load()) }
 func NewKeyring(current Key, older ...Key) (*Keyring, error) {
 	kr := &keySet{current: current, keys: map[string][]byte{}}
 	for i, k := range append([]Key{current}, older...) {
-		if k.ID == "" || len(k.ID) > 32 || !validName(k.ID) {
+		if k.ID == "" || len(k.ID) > 32 || !rapkit.ValidName(k.ID) {
 			return nil, fmt.Errorf("rap: keyring key %d: id %q must be 1..32 characters of [A-Za-z0-9_-]", i, k.ID)
 		}
 		if len(k.Secret) < MinKeyLen {

@@ -1,6 +1,8 @@
 package rap
 
 import (
+	"github.com/agentslice/agentslice/rapkit"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,11 +23,11 @@ import (
 //     predates the endpoint answers 404) → StatusDead;
 //   - 5xx, 3xx, transport errors, timeouts → StatusUnknown, with the error.
 func (d *Dispatcher) Status(ctx context.Context, base, threadID, callID string, timeout time.Duration) (runtime.CallStatus, error) {
-	body, err := encodeJSON(ToolCallStatus{ThreadID: threadID, ToolCallID: callID})
+	body, err := rapkit.EncodeJSON(ToolCallStatus{ThreadID: threadID, ToolCallID: callID})
 	if err != nil {
 		return runtime.StatusUnknown, fmt.Errorf("rap: encoding status check of %s: %w", callID, err)
 	}
-	resp, err := exchange(ctx, d.client, http.MethodPost, base+ToolCallStatusPath, body,
+	resp, err := rapkit.Exchange(ctx, d.client, http.MethodPost, base+ToolCallStatusPath, body,
 		RetryPolicy{Attempts: 1, AttemptTimeout: timeout, Total: timeout}, 4<<10)
 	var se *StatusError
 	switch {

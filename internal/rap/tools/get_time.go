@@ -1,9 +1,9 @@
-// Package tools holds example RAP tools built with the rap kit: get_time
+// Package tools holds example RAP tools built with the public kit (package rapkit): get_time
 // (timezone-aware clock) and run_command (runs a command and streams its
-// output as associative subscription events). Serve them with rap.NewServer.
+// output as associative subscription events). Serve them with rapkit.NewServer.
 //
 // The package must not reach into the runtime: tools talk to it only through
-// the kit's *rap.Call (their callback URL).
+// the kit's *rapkit.Call (their callback URL).
 package tools
 
 import (
@@ -13,16 +13,16 @@ import (
 	"time"
 	_ "time/tzdata" // time zones without relying on the host's zoneinfo
 
-	"github.com/agentslice/agentslice/internal/rap"
+	"github.com/agentslice/agentslice/rapkit"
 )
 
 // GetTime returns the get_time tool: the current time in an IANA time zone
 // (UTC by default). now is the clock; time.Now when nil.
-func GetTime(now func() time.Time) rap.Tool {
+func GetTime(now func() time.Time) rapkit.Tool {
 	if now == nil {
 		now = time.Now
 	}
-	return rap.Tool{
+	return rapkit.Tool{
 		Name:        "get_time",
 		Description: "Returns the current date and time in a time zone.",
 		InputSchema: json.RawMessage(`{
@@ -33,8 +33,8 @@ func GetTime(now func() time.Time) rap.Tool {
 			},
 			"additionalProperties": false
 		}`),
-		Annotations: &rap.Annotations{ReadOnly: true, Idempotent: true},
-		Run: func(ctx context.Context, c *rap.Call) error {
+		Annotations: &rapkit.Annotations{ReadOnly: true, Idempotent: true},
+		Run: func(ctx context.Context, c *rapkit.Call) error {
 			var a struct {
 				Timezone string `json:"timezone"`
 			}

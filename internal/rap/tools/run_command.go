@@ -15,7 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentslice/agentslice/internal/procenv"
-	"github.com/agentslice/agentslice/internal/rap"
+	"github.com/agentslice/agentslice/rapkit"
 )
 
 // RunCommandConfig configures the run_command tool.
@@ -40,14 +40,14 @@ type RunCommandConfig struct {
 // command's combined stdout and stderr as associative subscription events
 // (lines that arrive together are batched into one event), and ends with a
 // final event carrying the exit code.
-func RunCommand(cfg RunCommandConfig) rap.Tool {
+func RunCommand(cfg RunCommandConfig) rapkit.Tool {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Minute
 	}
 	if cfg.MaxEventBytes <= 0 {
 		cfg.MaxEventBytes = 16 << 10
 	}
-	return rap.Tool{
+	return rapkit.Tool{
 		Name:        "run_command",
 		Description: "Runs a command without a shell and streams its output as events, then its exit code. Allowed commands: " + strings.Join(cfg.Allowed, ", "),
 		InputSchema: json.RawMessage(`{
@@ -59,12 +59,12 @@ func RunCommand(cfg RunCommandConfig) rap.Tool {
 			"required": ["command"],
 			"additionalProperties": false
 		}`),
-		Annotations: &rap.Annotations{Destructive: true, LongRunning: true},
-		Run:         func(ctx context.Context, c *rap.Call) error { return runCommand(ctx, c, cfg) },
+		Annotations: &rapkit.Annotations{Destructive: true, LongRunning: true},
+		Run:         func(ctx context.Context, c *rapkit.Call) error { return runCommand(ctx, c, cfg) },
 	}
 }
 
-func runCommand(ctx context.Context, c *rap.Call, cfg RunCommandConfig) error {
+func runCommand(ctx context.Context, c *rapkit.Call, cfg RunCommandConfig) error {
 	var a struct {
 		Command string   `json:"command"`
 		Args    []string `json:"args"`

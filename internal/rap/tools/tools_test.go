@@ -10,15 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentslice/agentslice/internal/rap"
 	"github.com/agentslice/agentslice/internal/rap/raptest"
 	"github.com/agentslice/agentslice/internal/runtime"
+	"github.com/agentslice/agentslice/rapkit"
 )
 
-func startTools(t *testing.T, tools ...rap.Tool) (*raptest.Rig, string) {
+func startTools(t *testing.T, tools ...rapkit.Tool) (*raptest.Rig, string) {
 	t.Helper()
 	rig := raptest.NewRig(t)
-	srv, err := rap.NewServer(rap.ServerConfig{Name: "examples", Tools: tools, Retry: raptest.FastRetry(5), Logger: raptest.QuietLogger()})
+	srv, err := rapkit.NewServer(rapkit.ServerConfig{Name: "examples", Tools: tools, Retry: raptest.FastRetry(5), Logger: raptest.QuietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestRunCommandStopsWhenEventsAreRefused(t *testing.T) {
 	tool := RunCommand(RunCommandConfig{Allowed: []string{"sh"}})
 	ended := make(chan error, 1)
 	run := tool.Run
-	tool.Run = func(ctx context.Context, c *rap.Call) error {
+	tool.Run = func(ctx context.Context, c *rapkit.Call) error {
 		err := run(ctx, c)
 		ended <- err
 		return err

@@ -8,7 +8,7 @@ handler's result to the call's callback URL. ``/cancel_tool_call`` and
 ``/tool_call_status`` answers ``{"alive": true}`` while a call's handler
 runs (a subscription's handler keeps running while it sends events) and
 false for any call it does not track. It behaves as the Go kit
-(``internal/rap/kit.go``) does, message for message."""
+(``rapkit/kit.go``) does, message for message."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@
 // Every answer to the runtime goes to the invocation's callback_url (signed
 // by the runtime: the tool only POSTs to it) with retries on 5xx and
 // transport errors, never on 4xx. The behaviour follows agentslice's Go kit
-// (internal/rap/kit.go), so a tool behaves the same in either language.
+// (rapkit/kit.go), so a tool behaves the same in either language.
 
 import http from "node:http";
 import { Ajv2020 } from "ajv/dist/2020.js";

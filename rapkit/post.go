@@ -1,4 +1,4 @@
-package rap
+package rapkit
 
 import (
 	"bytes"
@@ -85,20 +85,20 @@ func (e *UnavailableError) Error() string {
 
 func (e *UnavailableError) Unwrap() error { return e.Last }
 
-// postJSON POSTs v as JSON to url and retries per policy. It returns nil on
+// PostJSON POSTs v as JSON to url and retries per policy. It returns nil on
 // any 2xx, a *StatusError for a final non-retryable status, an
 // *UnavailableError when retries ran out, or the context's error.
-func postJSON(ctx context.Context, client *http.Client, url string, v any, policy RetryPolicy) error {
-	body, err := encodeJSON(v)
+func PostJSON(ctx context.Context, client *http.Client, url string, v any, policy RetryPolicy) error {
+	body, err := EncodeJSON(v)
 	if err != nil {
 		return fmt.Errorf("encoding body for %s: %w", url, err)
 	}
 	return postBytes(ctx, client, url, body, policy)
 }
 
-// encodeJSON encodes v without HTML escaping: a result of markup keeps one
+// EncodeJSON encodes v without HTML escaping: a result of markup keeps one
 // byte per <, > and & instead of six.
-func encodeJSON(v any) ([]byte, error) {
+func EncodeJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -109,13 +109,13 @@ func encodeJSON(v any) ([]byte, error) {
 }
 
 func postBytes(ctx context.Context, client *http.Client, url string, body []byte, policy RetryPolicy) error {
-	_, err := exchange(ctx, client, http.MethodPost, url, body, policy, 0)
+	_, err := Exchange(ctx, client, http.MethodPost, url, body, policy, 0)
 	return err
 }
 
-// exchange sends one request with retries per policy and returns up to
+// Exchange sends one request with retries per policy and returns up to
 // maxBody bytes of a 2xx response's body (more is an error).
-func exchange(ctx context.Context, client *http.Client, method, url string, body []byte, policy RetryPolicy, maxBody int64) ([]byte, error) {
+func Exchange(ctx context.Context, client *http.Client, method, url string, body []byte, policy RetryPolicy, maxBody int64) ([]byte, error) {
 	p := policy.withDefaults()
 	if client == nil {
 		client = http.DefaultClient
@@ -223,7 +223,7 @@ func PostChoice(ctx context.Context, client *http.Client, responseURL, id string
 	if err := checkHTTPURL("response_url", responseURL); err != nil {
 		return fmt.Errorf("rap: answering choice %s: %w", id, err)
 	}
-	if err := postJSON(ctx, client, responseURL, ChoiceResponse{ID: id, Selected: selected}, policy); err != nil {
+	if err := PostJSON(ctx, client, responseURL, ChoiceResponse{ID: id, Selected: selected}, policy); err != nil {
 		return fmt.Errorf("rap: answering choice %s: %w", id, err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package rap
+package rapkit
 
 import (
 	"bytes"
@@ -252,7 +252,9 @@ func checkID(field, id string) error {
 	return nil
 }
 
-func validName(s string) bool {
+// ValidName reports whether s is a valid toolset or tool name: 1..MaxNameLen
+// characters of [A-Za-z0-9_-].
+func ValidName(s string) bool {
 	if s == "" || len(s) > MaxNameLen {
 		return false
 	}

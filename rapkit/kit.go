@@ -1,4 +1,4 @@
-package rap
+package rapkit
 
 import (
 	"context"
@@ -15,36 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 )
-
-// The kit: write a RAP tool server in Go.
-//
-//	srv, _ := rap.NewServer(rap.ServerConfig{Name: "clock", Tools: []rap.Tool{...}})
-//	srv.Start(ctx)
-//	defer srv.Stop()
-//	http.ListenAndServe(addr, srv)
-//
-// The server serves the toolset at /.well-known/rap-toolset (the endpoint it
-// advertises is {base}/invoke), acknowledges each valid invocation with 200 at
-// once, and runs the tool in a goroutine it owns; Stop cancels running calls
-// and waits for them. /cancel_tool_call and /close_thread cancel the calls
-// they name. SetTools replaces the tools while the server runs (the MCP
-// proxy follows its server's tool list so). A tool talks back through its *Call (Result, Subscribe, Event,
-// OAuth, Choice, View); each POST to the callback URL is retried on 5xx and
-// transport errors, never on 4xx.
-//
-// An invocation naming an unknown operation or carrying arguments its schema
-// refuses is still acknowledged with 200; the error goes to the callback URL
-// as the call's tool_result (the spec's SHOULD), so the model reads it.
-// Every callback echoes the invocation's call_id. /tool_call_status answers
-// {"alive": true} while the call runs (a subscription's Run keeps running
-// while it sends events) and {"alive": false} for any call it does not
-// track, including every call from before a restart.
-//
-// RAP does not prescribe how the runtime authenticates to the tool. Set
-// ServerConfig.Authorize to check invocations, /cancel_tool_call,
-// /close_thread and /tool_call_status alike (the spec requires the last
-// three to be authenticated like invocations); without it the kit accepts
-// any well-formed request, so deploy it where only the runtime reaches it.
 
 // InvokePath is where a kit server takes invocations, relative to its base.
 const InvokePath = "/invoke"
@@ -98,7 +68,7 @@ type Server struct {
 	cancel  context.CancelFunc
 	stopped bool
 	running map[string]*runningCall // by callKey(thread, call)
-	done    *boundedMap[struct{}]   // calls already run, for at-least-once dispatch
+	done    *doneSet                // calls already run, for at-least-once dispatch
 	wg      sync.WaitGroup
 }
 
@@ -134,7 +104,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		cfg.Logger = slog.Default()
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
-	s := &Server{cfg: cfg, running: map[string]*runningCall{}, done: newBoundedMap[struct{}](10000)}
+	s := &Server{cfg: cfg, running: map[string]*runningCall{}, done: newDoneSet(10000)}
 	if err := s.SetTools(cfg.Tools); err != nil {
 		return nil, err
 	}
@@ -311,7 +281,37 @@ func requestBase(r *http.Request, prefix string) string {
 	return scheme + "://" + r.Host + prefix
 }
 
-func callKey(thread, call string) string { return storeKey(thread, call) }
+func callKey(thread, call string) string {
+	b, _ := json.Marshal([]string{thread, call})
+	return string(b)
+}
+
+// doneSet remembers the last max keys added (oldest forgotten first), so a
+// redelivered invocation of a finished call is not run twice.
+type doneSet struct {
+	max  int
+	keys map[string]struct{}
+	ring []string
+	next int
+}
+
+func newDoneSet(max int) *doneSet { return &doneSet{max: max, keys: map[string]struct{}{}} }
+
+func (d *doneSet) has(key string) bool { _, ok := d.keys[key]; return ok }
+
+func (d *doneSet) add(key string) {
+	if d.has(key) {
+		return
+	}
+	if len(d.ring) < d.max {
+		d.ring = append(d.ring, key)
+	} else {
+		delete(d.keys, d.ring[d.next])
+		d.ring[d.next] = key
+		d.next = (d.next + 1) % d.max
+	}
+	d.keys[key] = struct{}{}
+}
 
 func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	var inv Invocation
@@ -343,7 +343,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		kitOK(w) // a redelivered dispatch: already running
 		return
 	}
-	if _, ran := s.done.get(key); ran {
+	if s.done.has(key) {
 		s.mu.Unlock()
 		kitOK(w) // a redelivered dispatch: already done
 		return
@@ -401,7 +401,7 @@ func (s *Server) run(ctx context.Context, cancel context.CancelFunc, key string,
 		cancel()
 		s.mu.Lock()
 		delete(s.running, key)
-		s.done.put(key, struct{}{})
+		s.done.add(key)
 		s.mu.Unlock()
 	}()
 	err := func() (err error) {
@@ -493,7 +493,7 @@ func (c *Call) Args(v any) error {
 // transport errors. A 4xx (the runtime refused it) is returned as a
 // *StatusError and not retried.
 func (c *Call) Post(ctx context.Context, body any) error {
-	if err := postJSON(ctx, c.srv.cfg.Client, c.CallbackURL, body, c.srv.cfg.Retry); err != nil {
+	if err := PostJSON(ctx, c.srv.cfg.Client, c.CallbackURL, body, c.srv.cfg.Retry); err != nil {
 		return fmt.Errorf("rap: posting callback for call %s: %w", c.ID, err)
 	}
 	return nil

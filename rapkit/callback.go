@@ -1,4 +1,4 @@
-package rap
+package rapkit
 
 import (
 	"bytes"
@@ -8,8 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/agentslice/agentslice/internal/runtime"
 )
 
 // CallbackType is the "type" of a body a tool POSTs to its callback URL.
@@ -26,7 +24,12 @@ const (
 
 // ContentItem is one part of a tool result: {type:"text",text} or
 // {type:"image",data(base64),mediaType}.
-type ContentItem = runtime.Content
+type ContentItem struct {
+	Type      string `json:"type"` // "text" or "image"
+	Text      string `json:"text,omitempty"`
+	Data      string `json:"data,omitempty"` // base64, images only
+	MediaType string `json:"mediaType,omitempty"`
+}
 
 // DisplaySegment is one entry of a result's display_as: for UIs only, the
 // model never sees it. Content is a string for "text" and an object for

@@ -1,4 +1,4 @@
-package rap
+package rapkit
 
 import (
 	"bytes"
