@@ -21,8 +21,11 @@ var errCheckFailed = errors.New("the server failed at least one check (see FAIL 
 func runRap(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "check" {
 		fmt.Fprintln(stderr, "usage: agentslice rap check [flags] URL\n\nChecks a running RAP tool server against the specification (docs/rapkit.md).")
-		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		if len(args) == 0 {
 			return errors.New("missing subcommand (check)")
+		}
+		if args[0] == "-h" || args[0] == "--help" {
+			return nil
 		}
 		return fmt.Errorf("unknown subcommand %q (the one subcommand is check)", args[0])
 	}
