@@ -2,7 +2,9 @@ package runtime
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
+	"unicode/utf8"
 )
 
 // CompactionPolicy says when and how a thread is summarised.
@@ -15,6 +17,36 @@ type CompactionPolicy struct {
 	Threshold float64
 	// Instructions for the compaction child; a default is used when empty.
 	Instructions string
+	// MaxSummaryBytes caps a summary: a longer reply of the compaction
+	// child is cut at a character boundary, with a note saying so.
+	// Default (0): as many bytes as the window has tokens, about a
+	// quarter of the window.
+	MaxSummaryBytes int
+}
+
+// maxSummaryBytes is the cap on a summary under p (see MaxSummaryBytes).
+func (p *CompactionPolicy) maxSummaryBytes() int {
+	if p == nil {
+		return 0
+	}
+	if p.MaxSummaryBytes > 0 {
+		return p.MaxSummaryBytes
+	}
+	return p.ContextWindow
+}
+
+// capSummary cuts text to at most limit bytes (0: no limit), at a UTF-8
+// character boundary, ending with a note of what was cut.
+func capSummary(text string, limit int) string {
+	if limit <= 0 || len(text) <= limit {
+		return text
+	}
+	note := fmt.Sprintf(" [summary cut at %d of %d bytes]", limit, len(text))
+	n := max(0, limit-len(note))
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return text[:n] + note
 }
 
 const defaultCompactionInstructions = "Summarise the conversation above for your own later use: the task, " +
@@ -37,6 +69,19 @@ func (s *slice) maybeCompact() {
 	}
 	if float64(s.st.Tokens) < threshold*float64(window) {
 		return
+	}
+	if q := s.ownSummary(); q >= 0 {
+		if compactionStopped(s.view[q+1:]) {
+			return // a compaction failed to shrink the context: never again on its own
+		}
+		if CountCompletions(s.view[q+1:]) <= 1 {
+			// The first completion after this thread's latest summary is
+			// still above the threshold: the summary did not shrink the
+			// context (too long, or the window too small). Compacting again
+			// would loop; stop with an error a person can read.
+			s.stopCompaction(window, threshold)
+			return
+		}
 	}
 	covers := len(s.view)
 	if pc := s.st.Pending; pc != nil {
@@ -63,11 +108,50 @@ func (s *slice) maybeCompact() {
 	s.st.Compacting = child
 }
 
+// CompactionMarkerName is the Name of the error item (an ItemMarker with
+// IsError) that stops compaction of a thread whose summary did not shrink
+// its context: after it the thread is not compacted again on its own.
+const CompactionMarkerName = "compaction"
+
+// ownSummary returns the index in the view of the thread's own latest
+// summary, or -1.
+func (s *slice) ownSummary() int {
+	for i := len(s.view) - 1; i >= s.th.Inherited; i-- {
+		if s.view[i].Kind == ItemSummary {
+			return i
+		}
+	}
+	return -1
+}
+
+// compactionStopped reports whether items hold the error item of a
+// compaction that did not shrink the context.
+func compactionStopped(items []Item) bool {
+	for i := range items {
+		if it := &items[i]; it.Kind == ItemMarker && it.IsError && it.Name == CompactionMarkerName {
+			return true
+		}
+	}
+	return false
+}
+
+// stopCompaction records that compaction stopped: an error item in history
+// and an error event for the user.
+func (s *slice) stopCompaction(window int, threshold float64) {
+	text := fmt.Sprintf("compaction stopped: the context is still %d tokens after the summary, above the compaction threshold "+
+		"of %.0f tokens (%.0f%% of a %d-token window); the summary did not shrink it, so this thread is not compacted again",
+		s.st.Tokens, threshold*float64(window), threshold*100, window)
+	s.appendItem(Item{Kind: ItemMarker, IsError: true, Name: CompactionMarkerName, Text: text})
+	s.addOutbox(OutboxEntry{Output: &OutputEvent{
+		ID: incarnationID("out_", s.st.Incarnation, s.threadID, strconv.Itoa(s.ownPos()), "compaction"), ThreadID: s.threadID,
+		Kind: "error", Text: text}})
+}
+
 // deliverSummary ends a compaction child: its reply goes to the parent as
 // the summary, and the child closes.
 func (s *slice) deliverSummary(text string) {
 	m := Message{V: MessageVersion, ID: DeriveID("sum_", s.threadID), ThreadID: s.st.Parent, Kind: KindSummary,
-		From: s.threadID, Text: text, Covers: s.st.Covers}
+		From: s.threadID, Text: capSummary(text, s.e.Compaction.maxSummaryBytes()), Covers: s.st.Covers}
 	s.addOutbox(OutboxEntry{Message: &m})
 	s.st.Closed = true
 }

@@ -1,0 +1,130 @@
+package local
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/agentslice/agentslice/internal/model"
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// compactions counts the summaries in thread's own history, and tells
+// whether a compaction is at work.
+func compactions(t *testing.T, h *harness, thread string) int {
+	t.Helper()
+	th, err := h.store.Load(context.Background(), thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, it := range th.Own() {
+		if it.Kind == runtime.ItemSummary {
+			n++
+		}
+	}
+	if th.State.Compacting != "" {
+		n++
+	}
+	return n
+}
+
+// A summary that does not shrink the context (here the model reports the
+// same usage after it) stops compaction with an error item and an error
+// event, and later completions above the threshold do not start another.
+func TestCompactionThatDoesNotShrinkStops(t *testing.T) {
+	big := &runtime.Usage{Input: 850, Output: 50, Total: 900}
+	script := &model.Script{
+		Threads: map[string][]model.Step{"main": {
+			{Text: "One.", Usage: big},
+			{Text: "Two, still big.", Usage: big},
+			{Text: "Three, still big.", Usage: big},
+			{Text: "Four, still big.", Usage: big},
+		}},
+		Match: []model.MatchRule{{Contains: "Summarise the conversation", Steps: []model.Step{{Text: "SUMMARY: far too long."}}}},
+	}
+	sc := newScenario(t, model.NewScripted(script), func(c *Config) {
+		c.Compaction = &runtime.CompactionPolicy{ContextWindow: 1000, Threshold: 0.8}
+	})
+	for _, id := range []string{"u1", "u2", "u3", "u4"} {
+		sc.send(user("main", id, "go on"))
+		sc.wait()
+	}
+	if n := compactions(t, sc.harness, "main"); n != 1 {
+		t.Fatalf("%d compactions started, want 1 (the one that did not shrink the context, then none)", n)
+	}
+	var stops int
+	for _, it := range sc.history("main") {
+		if it.Kind == runtime.ItemMarker && it.IsError && it.Name == runtime.CompactionMarkerName {
+			stops++
+			if !strings.Contains(it.Text, "900 tokens") || !strings.Contains(it.Text, "not compacted again") {
+				t.Errorf("the error item does not say what happened: %q", it.Text)
+			}
+		}
+	}
+	if stops != 1 {
+		t.Fatalf("%d compaction error items, want 1\n%s", stops, sc.render(true))
+	}
+	var errs int
+	for _, ev := range sc.outputs("error") {
+		if strings.Contains(ev.Text, "compaction stopped") {
+			errs++
+		}
+	}
+	if errs != 1 {
+		t.Fatalf("%d compaction error events, want 1", errs)
+	}
+}
+
+// A summary that does shrink the context lets the thread compact again
+// later, when it has grown back.
+func TestCompactionThatShrinksCompactsAgain(t *testing.T) {
+	big := &runtime.Usage{Input: 850, Output: 50, Total: 900}
+	small := &runtime.Usage{Input: 150, Output: 50, Total: 200}
+	script := &model.Script{
+		Threads: map[string][]model.Step{"main": {
+			{Text: "One.", Usage: big},
+			{Text: "Two, small again.", Usage: small},
+			{Text: "Three, big again.", Usage: big},
+		}},
+		Match: []model.MatchRule{{Contains: "Summarise the conversation", Steps: []model.Step{{Text: "SUMMARY: short."}}}},
+	}
+	sc := newScenario(t, model.NewScripted(script), func(c *Config) {
+		c.Compaction = &runtime.CompactionPolicy{ContextWindow: 1000, Threshold: 0.8}
+	})
+	for _, id := range []string{"u1", "u2", "u3"} {
+		sc.send(user("main", id, "go on"))
+		sc.wait()
+	}
+	if n := compactions(t, sc.harness, "main"); n != 2 {
+		t.Fatalf("%d compactions, want 2\n%s", n, sc.render(true))
+	}
+}
+
+// A compaction child's reply longer than MaxSummaryBytes becomes a summary
+// cut to the cap, saying so.
+func TestSummaryIsCapped(t *testing.T) {
+	big := &runtime.Usage{Input: 850, Output: 50, Total: 900}
+	script := &model.Script{
+		Threads: map[string][]model.Step{"main": {{Text: "One.", Usage: big}, {Text: "Two."}}},
+		Match: []model.MatchRule{{Contains: "Summarise the conversation", Steps: []model.Step{
+			{Text: "SUMMARY: " + strings.Repeat("a long summary ", 40)}}}},
+	}
+	sc := newScenario(t, model.NewScripted(script), func(c *Config) {
+		c.Compaction = &runtime.CompactionPolicy{ContextWindow: 1000, Threshold: 0.8, MaxSummaryBytes: 200}
+	})
+	sc.send(user("main", "u1", "go"))
+	sc.wait()
+	var sum *runtime.Item
+	for _, it := range sc.history("main") {
+		if it.Kind == runtime.ItemSummary {
+			sum = &it
+		}
+	}
+	if sum == nil {
+		t.Fatalf("no summary\n%s", sc.render(true))
+	}
+	if len(sum.Text) > 200 || !strings.Contains(sum.Text, "summary cut at 200 of") {
+		t.Fatalf("summary of %d bytes, want at most 200 with a note: %q", len(sum.Text), sum.Text)
+	}
+}
