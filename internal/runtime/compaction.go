@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -83,11 +84,11 @@ func (s *slice) maybeCompact() {
 			return
 		}
 	}
-	covers := len(s.view)
+	covers := s.th.Base + len(s.view) // a position in the full view
 	if pc := s.st.Pending; pc != nil {
 		for i := len(s.view) - 1; i >= 0; i-- {
 			if s.view[i].Kind == ItemToolCall && s.view[i].CallID == pc.ID {
-				covers = i
+				covers = s.th.Base + i
 				break
 			}
 		}
@@ -161,6 +162,14 @@ func (s *slice) deliverSummary(text string) {
 // inherited is how many leading items come from ancestors; the second
 // result is the same count for the returned slice.
 func EffectiveView(view []Item, inherited int) ([]Item, int) {
+	return ModelView(view, inherited, 0)
+}
+
+// ModelView is EffectiveView of a view whose first item is at position
+// base of the thread's full view (Thread.Base): a summary's covers is a
+// full-view position. A view that starts after what its latest summary
+// covers (it cannot rebuild the model's view) is returned as it is.
+func ModelView(view []Item, inherited, base int) ([]Item, int) {
 	q := -1
 	for i := len(view) - 1; i >= 0; i-- {
 		if view[i].Kind == ItemSummary {
@@ -171,30 +180,191 @@ func EffectiveView(view []Item, inherited int) ([]Item, int) {
 	if q < 0 {
 		return view, inherited
 	}
-	var meta struct {
-		Covers int `json:"covers"`
-	}
-	if err := json.Unmarshal([]byte(view[q].Args), &meta); err != nil || meta.Covers < 0 || meta.Covers > q {
+	meta, ok := summaryMetaOf(&view[q])
+	c := meta.Covers - base
+	if !ok || c < 0 || c > q {
 		return view, inherited
 	}
-	out := make([]Item, 0, 1+len(view)-meta.Covers)
+	out := make([]Item, 0, 1+len(view)-c)
 	out = append(out, view[q])
-	out = append(out, view[meta.Covers:q]...)
+	out = append(out, view[c:q]...)
 	out = append(out, view[q+1:]...)
 	inh := 0
 	if q < inherited {
-		inh = 1 + max(0, min(inherited, q)-meta.Covers) + max(0, inherited-q-1)
+		inh = 1 + max(0, min(inherited, q)-c) + max(0, inherited-q-1)
 	} else {
-		inh = max(0, inherited-meta.Covers)
+		inh = max(0, inherited-c)
 	}
 	return out, inh
+}
+
+// summaryMeta is the Args of a summary item. Covers is the position in the
+// full view up to which the summary stands for the history; Turns is how
+// many completions the thread's own items before Covers hold, and Joined
+// whether the last of them is an assistant item (so that a slice loaded
+// from Covers counts its turns as a full load would: Turn). Summaries
+// written before Turns existed have neither; a thread with one is loaded
+// whole (ViewStart 0) until its next summary.
+//
+// Calls are the tool calls before Covers the thread still owes or is owed
+// something for: its active subscriptions, its pending call, and the
+// spawn_thread calls of its latest children (at most SummaryChildren),
+// with what each was asked (Args), so that an event, a result or a
+// child's report tied to one of them is matched without the history the
+// summary replaced (findCall).
+type summaryMeta struct {
+	Covers int           `json:"covers"`
+	Turns  int           `json:"turns,omitempty"`
+	Joined bool          `json:"joined,omitempty"`
+	Calls  []summaryCall `json:"calls,omitempty"`
+}
+
+// summaryCall is a tool call a summary keeps.
+type summaryCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Args string `json:"args,omitempty"`
+}
+
+// SummaryChildren is how many of a thread's latest spawn_thread calls a
+// summary keeps (summaryMeta.Calls); a report from an older child is
+// matched against the whole history, loaded for it.
+const SummaryChildren = 16
+
+// keptCalls returns the calls a summary covering the loaded view up to
+// index end keeps: those of the previous summary and those in
+// view[:end] that are still owed something (see summaryMeta).
+func (s *slice) keptCalls(end int) []summaryCall {
+	var cand []summaryCall
+	for i := end - 1; i >= 0; i-- {
+		if s.view[i].Kind == ItemSummary {
+			if meta, ok := summaryMetaOf(&s.view[i]); ok {
+				cand = append(cand, meta.Calls...)
+			}
+			break
+		}
+	}
+	for i := range s.view[:end] {
+		if it := &s.view[i]; it.Kind == ItemToolCall && !IsSynthetic(it) {
+			cand = append(cand, summaryCall{ID: it.CallID, Name: it.Name, Args: it.Args})
+		}
+	}
+	live := func(id string) bool {
+		if p := s.st.Pending; p != nil && p.ID == id {
+			return true
+		}
+		return s.subscribed(id)
+	}
+	var out []summaryCall
+	children := 0
+	for i := len(cand) - 1; i >= 0; i-- { // latest first
+		c := cand[i]
+		switch {
+		case live(c.ID):
+		case c.Name == "spawn_thread" && children < SummaryChildren:
+			children++
+		default:
+			continue
+		}
+		out = append(out, c)
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// summaryCallIn returns, as a tool call item, a call the latest summary
+// in view keeps, or nil.
+func summaryCallIn(view []Item, id string) *Item {
+	for i := len(view) - 1; i >= 0; i-- {
+		if view[i].Kind != ItemSummary {
+			continue
+		}
+		meta, _ := summaryMetaOf(&view[i])
+		for _, c := range meta.Calls {
+			if c.ID == id {
+				return &Item{Kind: ItemToolCall, CallID: c.ID, Name: c.Name, Args: c.Args}
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+func summaryMetaOf(it *Item) (summaryMeta, bool) {
+	var m summaryMeta
+	if err := json.Unmarshal([]byte(it.Args), &m); err != nil || m.Covers < 0 {
+		return m, false
+	}
+	return m, true
+}
+
+// summaryItem is the item a summary message becomes, and the view start
+// it gives the thread: its covers, or 0 when the loaded view cannot count
+// the turns before it (a covers position before the loaded part).
+func (s *slice) summaryItem(m Message) (Item, int) {
+	meta := summaryMeta{Covers: m.Covers}
+	start := m.Covers
+	switch own := s.th.Inherited; {
+	case m.Covers < s.th.Base:
+		start = 0 // not reached: a compaction covers at least the view start it began with
+	case m.Covers == s.th.Base:
+		meta.Turns, meta.Joined = s.turnBase, s.joined
+	default:
+		end := min(len(s.view), m.Covers-s.th.Base)
+		if end > own {
+			meta.Turns = s.turnBase + countCompletions(s.view[own:end], s.joined)
+			meta.Joined = s.view[end-1].Kind == ItemAssistant
+		}
+		// else: the summary covers only inherited items; no own turn precedes it.
+		meta.Calls = s.keptCalls(end)
+	}
+	js, _ := json.Marshal(meta) // ints and a bool: cannot fail
+	return Item{Kind: ItemSummary, Input: m.ID, Text: m.Text, Args: string(js)}, start
+}
+
+// viewStartAt is the view start of a child that inherits the view up to
+// position pos: what the latest summary before pos covers, or 0 (the
+// whole view; always right) when no loaded summary precedes pos.
+func (s *slice) viewStartAt(pos int) int {
+	for i := min(len(s.view), pos-s.th.Base) - 1; i >= 0; i-- {
+		if s.view[i].Kind != ItemSummary {
+			continue
+		}
+		if meta, ok := summaryMetaOf(&s.view[i]); ok && meta.Covers <= s.th.Base+i {
+			return meta.Covers
+		}
+		return 0
+	}
+	return 0
+}
+
+// loadedTurns derives, for a view loaded from Thread.Base, how many
+// completions the own items left out hold (see summaryMeta): from the
+// latest own summary, whose covers is the base.
+func (s *slice) loadedTurns() {
+	s.turnBase, s.joined = 0, false
+	if s.th.Base == 0 || s.th.Inherited > 0 {
+		return // every own item is loaded
+	}
+	for i := len(s.view) - 1; i >= 0; i-- {
+		if s.view[i].Kind == ItemSummary {
+			if meta, ok := summaryMetaOf(&s.view[i]); ok && meta.Covers == s.th.Base {
+				s.turnBase, s.joined = meta.Turns, meta.Joined
+			}
+			return
+		}
+	}
 }
 
 // CountCompletions counts the completions committed in items (a thread's
 // own history): every assistant item, and every tool call the model made
 // that does not directly follow an assistant item. Synthetic events are not
 // completions.
-func CountCompletions(items []Item) int {
+func CountCompletions(items []Item) int { return countCompletions(items, false) }
+
+// countCompletions is CountCompletions of items that follow an assistant
+// item when afterAssistant.
+func countCompletions(items []Item, afterAssistant bool) int {
 	n := 0
 	for i := range items {
 		it := &items[i]
@@ -202,7 +372,11 @@ func CountCompletions(items []Item) int {
 		case it.Kind == ItemAssistant:
 			n++
 		case it.Kind == ItemToolCall && !IsSynthetic(it):
-			if i == 0 || items[i-1].Kind != ItemAssistant {
+			prev := afterAssistant
+			if i > 0 {
+				prev = items[i-1].Kind == ItemAssistant
+			}
+			if !prev {
 				n++
 			}
 		}

@@ -183,8 +183,16 @@ type slice struct {
 	// view is the thread's view; the items appended since the last commit
 	// are view[mark:] (uncommitted), so that an item is stored once and a
 	// commit hands the store the very slots a leased view appended to.
-	view     []Item
-	mark     int
+	view []Item
+	mark int
+	// turnBase and joined describe the own items the load left out
+	// (loadedTurns); full is the whole view, loaded when a call the
+	// loaded view lacks is looked up (findCall), and ctx the slice's
+	// context for that load.
+	turnBase int
+	joined   bool
+	full     []Item
+	ctx      context.Context
 	st       ThreadState // working state for the next commit
 	children []ChildThread
 	inputs   []string
@@ -219,6 +227,7 @@ type slice struct {
 // mark the inputs processed in the dedup store.
 func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 	s.setDeadline(ctx, in)
+	s.ctx = ctx
 	defer func() {
 		if s.mcancel != nil {
 			s.mcancel()
@@ -298,6 +307,8 @@ func (s *slice) load(ctx context.Context) (LeaseLoader, error) {
 	leaser, leasing := s.e.History.(LeaseLoader)
 	if leasing {
 		th, err = leaser.LoadLeased(ctx, s.threadID)
+	} else if vl, ok := s.e.History.(ViewLoader); ok {
+		th, err = vl.LoadView(ctx, s.threadID)
 	} else {
 		th, err = s.e.History.Load(ctx, s.threadID)
 	}
@@ -320,6 +331,7 @@ func (s *slice) begin(ctx context.Context, batch []Message) error {
 	th := s.th
 	s.view = th.Items // the caller owns Load's slice (see HistoryStore)
 	s.mark = len(s.view)
+	s.loadedTurns()
 	// The caller owns Load's state too, and the working state is changed
 	// copy-on-write only (slices are appended to or replaced, never written
 	// in place), so it needs no copy of its own.
@@ -566,6 +578,10 @@ func (s *slice) commit(ctx context.Context, sentOnly bool) error {
 				s.view[i].At = now
 			}
 		}
+	}
+	for i := range s.children {
+		// A child's model view starts where the view it inherits does.
+		s.children[i].State.ViewStart = s.viewStartAt(s.children[i].SpawnAt)
 	}
 	st := s.st
 	st.Version = s.version + 1

@@ -93,7 +93,9 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 				Reason: fmt.Sprintf("summary from %q, but thread %s is compacted by %q", m.From, s.threadID, s.st.Compacting)})
 			return false
 		}
-		s.appendItem(Item{Kind: ItemSummary, Input: m.ID, Text: m.Text, Args: fmt.Sprintf(`{"covers":%d}`, m.Covers)})
+		it, start := s.summaryItem(m)
+		s.appendItem(it)
+		s.st.ViewStart = start
 		s.st.Compacting = ""
 		s.st.Tokens = 0 // unknown until the next completion sees the compacted view
 		return false
@@ -203,7 +205,7 @@ func (s *slice) threaded(m Message) {
 		Agent: s.st.Agent, AgentHash: s.st.AgentHash, ParentClass: s.st.Class.OrDefault(),
 		Incarnation: childIncarnation(s.st.Incarnation, child)}
 	st.Class = childClass(st.ParentClass, st)
-	s.children = append(s.children, ChildThread{ID: child, SpawnAt: len(s.view) - 1, State: st})
+	s.children = append(s.children, ChildThread{ID: child, SpawnAt: s.th.Base + len(s.view) - 1, State: st})
 	start := Message{V: MessageVersion, ID: DeriveID("start_", child), ThreadID: child, Kind: KindStart,
 		ToolCallID: m.ToolCallID, From: m.Text, Content: m.Content, Final: m.Final, Class: st.Class}
 	s.addOutbox(OutboxEntry{Message: &start})
@@ -314,10 +316,33 @@ func (s *slice) dropSubscription(callID string) {
 }
 
 // findCall returns the tool call item with the given ID in the thread's
-// view, or nil.
+// view, or nil. A call before the loaded part of the view (a child spawned
+// before the latest compaction reporting, a late result of a call long
+// closed) is looked up in the whole view, loaded once for the slice; a
+// failure to load it is a transient error of the slice (foldErr).
 func (s *slice) findCall(id string) *Item {
-	for i := len(s.view) - 1; i >= 0; i-- {
-		if it := &s.view[i]; it.Kind == ItemToolCall && it.CallID == id {
+	if it := callIn(s.view, id); it != nil || s.th.Base == 0 {
+		return it
+	}
+	if it := summaryCallIn(s.view, id); it != nil {
+		return it
+	}
+	if s.full == nil {
+		th, err := s.e.History.Load(s.ctx, s.threadID)
+		if err != nil {
+			if s.foldErr == nil {
+				s.foldErr = fmt.Errorf("runtime: loading the whole history of thread %s: %w", s.threadID, err)
+			}
+			return nil
+		}
+		s.full = th.Items
+	}
+	return callIn(s.full, id)
+}
+
+func callIn(view []Item, id string) *Item {
+	for i := len(view) - 1; i >= 0; i-- {
+		if it := &view[i]; it.Kind == ItemToolCall && it.CallID == id {
 			return it
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -66,6 +67,15 @@ func (l *leasedMeter) LoadLeased(ctx context.Context, id string) (*runtime.Threa
 }
 
 func (l *leasedMeter) Release(id string, lease any) { l.ll.Release(id, lease) }
+
+// Consumed passes runtime.ConsumedChecker on (a store whose leased loads
+// leave history out has it).
+func (l *leasedMeter) Consumed(ctx context.Context, id string, before int, ids []string) ([]bool, error) {
+	if cc, ok := l.HistoryStore.(runtime.ConsumedChecker); ok {
+		return cc.Consumed(ctx, id, before, ids)
+	}
+	return nil, errors.New("longrun: the store cannot check consumed inputs")
+}
 
 func (m *meter) Commit(ctx context.Context, c *runtime.Commit) error {
 	err := m.HistoryStore.Commit(ctx, c)

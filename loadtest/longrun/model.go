@@ -57,6 +57,10 @@ func (o *orchestrator) Complete(_ context.Context, req *runtime.CompletionReques
 	in := 0
 	for i := range req.History {
 		it := &req.History[i]
+		if it.Kind == runtime.ItemSummary {
+			in += len(it.Text) // providers send a summary's text only
+			continue
+		}
 		in += len(it.Text) + len(it.Args) + len(it.Reasoning) + len(it.Name)
 	}
 	in = in/4 + 200 // the tools' specs and framing
