@@ -302,24 +302,12 @@ func (s *slice) screen(ctx context.Context, in SliceInput) (batch []Message, don
 // load loads the thread, leased when the store leases; the returned
 // LeaseLoader, when not nil, must release s.th.Lease at the end.
 func (s *slice) load(ctx context.Context) (LeaseLoader, error) {
-	var th *Thread
-	var err error
-	leaser, leasing := s.e.History.(LeaseLoader)
-	if leasing {
-		th, err = leaser.LoadLeased(ctx, s.threadID)
-	} else if vl, ok := s.e.History.(ViewLoader); ok {
-		th, err = vl.LoadView(ctx, s.threadID)
-	} else {
-		th, err = s.e.History.Load(ctx, s.threadID)
-	}
+	th, leaser, err := LoadForSlice(ctx, s.e.History, s.threadID)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: loading thread %s: %w", s.threadID, err)
 	}
 	s.th, s.version, s.length = th, th.State.Version, th.State.Length
-	if leasing && th.Lease != nil {
-		return leaser, nil
-	}
-	return nil, nil
+	return leaser, nil
 }
 
 // begin starts the draft from the loaded thread: its view and working

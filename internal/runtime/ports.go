@@ -49,6 +49,27 @@ type ViewLoader interface {
 	LoadView(ctx context.Context, threadID string) (*Thread, error)
 }
 
+// LoadForSlice loads a thread as a slice does: leased when h leases (the
+// caller then calls LeaseLoader.Release with the Thread's Lease when done;
+// leaser is nil otherwise), else through ViewLoader when h has it, else
+// with Load. The model's view of the result is ModelView(th.Items,
+// th.Inherited, th.Base).
+func LoadForSlice(ctx context.Context, h HistoryStore, threadID string) (th *Thread, leaser LeaseLoader, err error) {
+	if ll, ok := h.(LeaseLoader); ok {
+		th, err = ll.LoadLeased(ctx, threadID)
+		if err == nil && th.Lease != nil {
+			leaser = ll
+		}
+		return th, leaser, err
+	}
+	if vl, ok := h.(ViewLoader); ok {
+		th, err = vl.LoadView(ctx, threadID)
+		return th, nil, err
+	}
+	th, err = h.Load(ctx, threadID)
+	return th, nil, err
+}
+
 // ConsumedChecker is implemented by history stores whose slice loads leave
 // out history (Thread.Base > 0): Consumed reports, for each ID, whether an
 // own item of the thread before view position before recorded it as its
