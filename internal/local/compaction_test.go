@@ -128,3 +128,71 @@ func TestSummaryIsCapped(t *testing.T) {
 		t.Fatalf("summary of %d bytes, want at most 200 with a note: %q", len(sum.Text), sum.Text)
 	}
 }
+
+// The compaction child is told what the thread still owes and is owed:
+// its children and what each was asked, its pending call, its usage; the
+// summary keeps those calls, so that the child's report after the
+// compaction is matched although the spawn call is no longer loaded.
+func TestCompactionKnowsTheTree(t *testing.T) {
+	big := &runtime.Usage{Input: 850, Output: 50, Total: 900}
+	script := &model.Script{
+		Threads: map[string][]model.Step{"main": {
+			{ToolCall: call("spawn_thread", `{"instructions":"omega task: wait for the go","child_of":["main"]}`)},
+			{Text: "Starting the build.", ToolCall: call("work", `{"job":"build"}`), Usage: big},
+			{Text: "Omega reported."},
+		}},
+		Match: []model.MatchRule{
+			{Contains: "Summarise the conversation", Steps: []model.Step{{Text: "SUMMARY: omega waits, the build runs."}}},
+			{Contains: "omega task", Steps: []model.Step{{Text: "Waiting."}, {ToolCall: call("close_thread", `{"thread_id":"$THREAD","report_to_parent":"omega is done"}`)}}},
+		},
+	}
+	sc := newScenario(t, model.NewScripted(script), func(c *Config) {
+		c.Compaction = &runtime.CompactionPolicy{ContextWindow: 1000, Threshold: 0.8}
+	})
+	sc.send(user("main", "u1", "build it"))
+	sc.wait()
+	th, err := sc.store.Load(context.Background(), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	omega, work := th.State.Children[0], sc.work.Calls()[0].CallID
+	var told string
+	for _, id := range sc.store.Threads() {
+		if strings.HasPrefix(id, "cmp_") {
+			told = sc.history(id)[len(sc.history(id))-2].Text
+		}
+	}
+	for _, want := range []string{"child thread " + omega, "omega task: wait for the go", "the call " + work + " (work) is waiting", "tokens used so far: 900"} {
+		if !strings.Contains(told, want) {
+			t.Errorf("the compaction child was not told %q:\n%s", want, told)
+		}
+	}
+	if th.State.ViewStart == 0 {
+		t.Fatalf("no view start after the compaction")
+	}
+	var spawn string
+	for _, it := range th.Own() {
+		if it.Kind == runtime.ItemToolCall && it.Name == "spawn_thread" {
+			spawn = it.CallID
+		}
+		if it.Kind == runtime.ItemSummary && !strings.Contains(it.Args, `{"id":"`+spawn+`","name":"spawn_thread"`) {
+			t.Fatalf("the summary does not keep the spawn call %s: %s", spawn, it.Args)
+		}
+	}
+	// The child reports after the compaction: its spawn call, before the
+	// view start, is matched through the summary.
+	sc.send(runtime.Message{V: 1, ID: "pm-1", ThreadID: omega, Kind: runtime.KindParent, From: "main", Text: "go"})
+	sc.wait()
+	sc.send(result("main", "r1", work, "built")) // the report waited for the pending call
+	sc.wait()
+	if dl, _ := sc.sys.DeadLetters(); len(dl) > 0 {
+		t.Fatalf("dead letter: %+v", dl[0])
+	}
+	var reported bool
+	for _, it := range sc.history("main") {
+		reported = reported || (it.Kind == runtime.ItemToolResult && strings.Contains(it.Text, "omega is done"))
+	}
+	if !reported {
+		t.Fatalf("the report of the child spawned before the compaction did not reach main\n%s", sc.render(true))
+	}
+}

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
 )
 
 // CompactionPolicy says when and how a thread is summarised.
@@ -104,6 +107,7 @@ func (s *slice) maybeCompact() {
 	if text == "" {
 		text = defaultCompactionInstructions
 	}
+	text += s.owed()
 	start := Message{V: MessageVersion, ID: DeriveID("start_", child), ThreadID: child, Kind: KindStart, Text: text, Class: st.Class}
 	s.addOutbox(OutboxEntry{Message: &start})
 	s.st.Compacting = child
@@ -270,6 +274,44 @@ func (s *slice) keptCalls(end int) []summaryCall {
 	}
 	slices.Reverse(out)
 	return out
+}
+
+// owed lists, for the compaction child's instructions, what the thread
+// still owes and is owed (the calls a summary keeps, keptCalls) and its
+// usage so far, so that the summary carries them on; "" when nothing.
+func (s *slice) owed() string {
+	var b strings.Builder
+	for _, c := range s.keptCalls(len(s.view)) {
+		switch {
+		case s.st.Pending != nil && s.st.Pending.ID == c.ID:
+			fmt.Fprintf(&b, "\n- the call %s (%s) is waiting for its result; it was called with %s", c.ID, c.Name, clip(c.Args))
+		case s.subscribed(c.ID):
+			fmt.Fprintf(&b, "\n- the subscription started by %s (%s, called with %s) is active: its events will keep arriving", c.ID, c.Name, clip(c.Args))
+		default:
+			fmt.Fprintf(&b, "\n- child thread %s (spawned by %s) was asked: %s", ChildThreadID(s.threadID, c.ID), c.ID,
+				clip(gjson.Get(c.Args, "instructions").String()))
+		}
+	}
+	if u := s.st.Usage; u.Total > 0 {
+		fmt.Fprintf(&b, "\n- tokens used so far: %d (%d in, %d out)", u.Total, u.Input, u.Output)
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "\n\nKeep in the summary what this thread still owes and is owed:" + b.String()
+}
+
+// clip shortens s for a list line, at a character boundary.
+func clip(s string) string {
+	const n = 300
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }
 
 // summaryCallIn returns, as a tool call item, a call the latest summary
