@@ -33,7 +33,7 @@ func writeChart(path string, files []string) error {
 }
 
 func chart(rs []Result) string {
-	const W, H, L, top, plotW, plotH, gap = 960, 400, 80, 60, 360, 260, 120
+	const W, H, L, top, plotW, plotH, gap = 960, 430, 80, 60, 360, 260, 120
 	colors := []string{"#d62728", "#1f77b4", "#2ca02c", "#9467bd"}
 	var s strings.Builder
 	fmt.Fprintf(&s, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", W, H)
@@ -88,8 +88,9 @@ func chart(rs []Result) string {
 		if name == "" {
 			name = r.Store
 		}
+		x, y := L+(i%2)*440, H-44+(i/2)*18
 		fmt.Fprintf(&s, `<rect x="%d" y="%d" width="14" height="4" fill="%s"/><text x="%d" y="%d">%s (%s store, %d turns, window %d tokens)</text>`+"\n",
-			L+i*440, H-22, colors[i%len(colors)], L+i*440+20, H-16, name, r.Store, r.Turns, r.Window)
+			x, y-4, colors[i%len(colors)], x+20, y, name, r.Store, r.Turns, r.Window)
 	}
 	s.WriteString("</svg>\n")
 	return s.String()
