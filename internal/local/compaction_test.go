@@ -196,3 +196,45 @@ func TestCompactionKnowsTheTree(t *testing.T) {
 		t.Fatalf("the report of the child spawned before the compaction did not reach main\n%s", sc.render(true))
 	}
 }
+
+// Limits.MaxSubscriptions bounds the subscriptions a thread keeps: the
+// call that would start one more gets an error the model can read, the
+// subscription is not kept, and its events are refused.
+func TestSubscriptionLimit(t *testing.T) {
+	script := &model.Script{Threads: map[string][]model.Step{"main": {
+		{Text: "Watching the build.", ToolCall: call("work", `{"watch":"ci"}`)},
+		{Text: "Subscribed."},
+		{Text: "Watching the deploy too.", ToolCall: call("work", `{"watch":"deploy"}`)},
+		{Text: "Could not subscribe."},
+	}}}
+	sc := newScenario(t, model.NewScripted(script), func(c *Config) { c.Limits.MaxSubscriptions = 1 })
+	c1 := sc.subscribe()
+	sc.send(user("main", "u2", "watch the deploy too"))
+	sc.wait()
+	c2 := sc.work.Calls()[1].CallID
+	sc.send(runtime.Message{V: 1, ID: "sub-2", ThreadID: "main", Kind: runtime.KindToolResult, ToolCallID: c2,
+		Text: "watching deploy", Subscription: true})
+	sc.wait()
+	th, err := sc.store.Load(context.Background(), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(th.State.Subscriptions) != 1 || th.State.Subscriptions[0].CallID != c1 {
+		t.Fatalf("subscriptions %+v, want only %s", th.State.Subscriptions, c1)
+	}
+	var res *runtime.Item
+	for _, it := range th.Items {
+		if it.Kind == runtime.ItemToolResult && it.CallID == c2 {
+			res = &it
+		}
+	}
+	if res == nil || !res.IsError || !strings.Contains(res.Text, "1 active subscriptions, its limit") {
+		t.Fatalf("the second subscription's result does not tell the model: %+v", res)
+	}
+	// Its events are refused: it is not active.
+	sc.send(event("e1", c2, "deployed", true, false))
+	sc.wait()
+	if dl, _ := sc.sys.DeadLetters(); len(dl) != 1 || !strings.Contains(dl[0].Reason, "no active subscription") {
+		t.Fatalf("dead letters %+v, want the event for the subscription not kept", dl)
+	}
+}

@@ -27,6 +27,11 @@ type Limits struct {
 	// RetryBase is the first backoff between model attempts; it doubles
 	// each time, with full jitter. Default 200ms.
 	RetryBase time.Duration
+	// MaxSubscriptions caps the subscriptions a thread keeps active at
+	// once: a call that would start one more gets its result with an error
+	// the model can read, the subscription is not kept and the tool is
+	// asked to cancel it. 0: no cap.
+	MaxSubscriptions int
 }
 
 func (l Limits) withDefaults() Limits {

@@ -239,15 +239,22 @@ func (s *slice) interrupt(m Message) {
 
 func (s *slice) foldResult(ctx context.Context, m Message) bool {
 	if p := s.st.Pending; p != nil && p.ID == m.ToolCallID {
-		text := m.Text
+		text, isError := m.Text, m.IsError
 		if m.Kind == KindWake && text == "" {
 			text = "woke up"
 		}
 		if m.Subscription {
-			s.st.Subscriptions = append(s.st.Subscriptions, Subscription{CallID: p.ID, Tool: p.Name, Args: p.Args})
+			if n := s.lim.MaxSubscriptions; n > 0 && len(s.st.Subscriptions) >= n {
+				s.addOutbox(OutboxEntry{Cancel: &PendingCall{ID: p.ID, Name: p.Name}})
+				text += fmt.Sprintf("\n\nerror: this thread already has %d active subscriptions, its limit: this one was not kept and %s was asked to stop it; "+
+					"cancel one with cancel_subscription before starting another", n, p.Name)
+				isError = true
+			} else {
+				s.st.Subscriptions = append(s.st.Subscriptions, Subscription{CallID: p.ID, Tool: p.Name, Args: p.Args})
+			}
 		}
 		res := Item{Kind: ItemToolResult, Input: m.ID, At: m.At, CallID: p.ID, Name: p.Name,
-			Text: text, Content: m.Content, IsError: m.IsError}
+			Text: text, Content: m.Content, IsError: isError}
 		if m.Display != "" {
 			s.appendItem(displayMarker(p.ID, m.Display, m.At))
 		}
