@@ -1,6 +1,7 @@
 # agentslice — the two commands a newcomer needs:
 #   make loadtest   the density benchmark on the embedded runtime (the main job)
 #   make loadtest-priority  priority classes under a background flood (issue 17)
+#   make loadtest-longrun   one orchestrator over 10,000 turns: slice cost as a thread ages (issue 31)
 #   make test       every test, with the local stand-ins for AWS started and stopped
 #                   (it ends with make e2e's local cloud test)
 #   make e2e        only the local cloud test: the Lambda bootstraps under the
@@ -16,7 +17,7 @@ AGENTS  ?= 20000
 TURNS   ?= 20
 WAVE    ?= 500
 
-.PHONY: all test test-go e2e loadtest loadtest-full loadtest-durable loadtest-scaling loadtest-storage loadtest-cost loadtest-priority bench-codec vet fmt fuzz chaos mutants mutation build synth deploy destroy cdk-deps
+.PHONY: all test test-go e2e loadtest loadtest-longrun loadtest-full loadtest-durable loadtest-scaling loadtest-storage loadtest-cost loadtest-priority bench-codec vet fmt fuzz chaos mutants mutation build synth deploy destroy cdk-deps
 
 all: test
 
@@ -163,3 +164,17 @@ deploy: build cdk-deps
 
 destroy: build cdk-deps
 	$(CDK) destroy --no-notices $(CDK_FLAGS)
+
+# Long-running agents (issue 31, docs/longrun.md): one simulated
+# orchestrator, LONGRUN_TURNS user turns (a child every 50, a subscription
+# every 100, compaction at an 8,000-token window) on the memory store, then
+# smaller runs on the durable store and, when AGENTSLICE_TEST_PG_DSN is set,
+# on PostgreSQL. Per 1,000 turns: items and bytes loaded per slice, tokens
+# per completion, stored bytes, CPU per slice; one JSON line per run last.
+LONGRUN_TURNS ?= 10000
+LONGRUN_SMALL ?= 2000
+loadtest-longrun:
+	$(GO) run ./loadtest/longrun -turns $(LONGRUN_TURNS)
+	$(GO) run ./loadtest/longrun -store sqlite -turns $(LONGRUN_SMALL) -every 200
+	@if [ -n "$$AGENTSLICE_TEST_PG_DSN" ]; then $(GO) run ./loadtest/longrun -store postgres -turns $$(( $(LONGRUN_SMALL) / 2 )) -every 100; \
+	 else echo "loadtest-longrun: AGENTSLICE_TEST_PG_DSN not set, PostgreSQL run skipped"; fi

@@ -92,6 +92,12 @@ func (h *History) shard(id string) *hshard {
 
 // Load returns the thread's view in a new slice the caller owns.
 func (h *History) Load(ctx context.Context, threadID string) (*runtime.Thread, error) {
+	return h.load(ctx, threadID, false)
+}
+
+// load is Load, or, for a slice (forSlice), the view from the thread's
+// latest compaction point on (State.ViewStart, Thread.Base).
+func (h *History) load(ctx context.Context, threadID string, forSlice bool) (*runtime.Thread, error) {
 	ht, err := h.get(ctx, threadID)
 	if err != nil {
 		return nil, err
@@ -99,17 +105,29 @@ func (h *History) Load(ctx context.Context, threadID string) (*runtime.Thread, e
 	if ht == nil {
 		return &runtime.Thread{ID: threadID, State: runtime.ThreadState{Stack: []string{threadID}}}, nil
 	}
+	from := viewFrom(ht, forSlice)
+	ownFrom := max(0, from-ht.spawnAt)
+	size := max(0, ht.spawnAt-from) + len(ht.items) - ownFrom + headroom
 	var items []runtime.Item
-	if p := ht.state.Parent; p != "" {
-		if items, err = h.view(ctx, p, ht.spawnAt, len(ht.items)+headroom); err != nil {
+	if p := ht.state.Parent; p != "" && from < ht.spawnAt {
+		if items, err = h.view(ctx, p, from, ht.spawnAt, size); err != nil {
 			return nil, fmt.Errorf("disk: loading ancestors of %s: %w", threadID, err)
 		}
 	} else {
-		items = make([]runtime.Item, 0, len(ht.items)+headroom)
+		items = make([]runtime.Item, 0, size)
 	}
 	inherited := len(items)
-	items = append(items, ht.items...)
-	return &runtime.Thread{ID: threadID, State: ht.state.Clone(), Items: items, Inherited: inherited}, nil
+	items = append(items, ht.items[ownFrom:]...)
+	return &runtime.Thread{ID: threadID, State: ht.state.Clone(), Items: items, Inherited: inherited, Base: from}, nil
+}
+
+// viewFrom is where a load of ht starts: 0, or for a slice its view start
+// when that lies within its view.
+func viewFrom(ht *hotThread, forSlice bool) int {
+	if vs := ht.state.ViewStart; forSlice && vs > 0 && vs <= ht.spawnAt+len(ht.items) {
+		return vs
+	}
+	return 0
 }
 
 // leaseToken identifies one LoadLeased.
@@ -118,7 +136,9 @@ type leaseToken struct{}
 // LoadLeased is Load for the slice that will write the thread
 // (runtime.LeaseLoader): a root thread in memory that no other slice
 // borrows gets the stored items themselves, with room to append in place,
-// instead of a copy. Its commit then keeps those very slots.
+// instead of a copy. Its commit then keeps those very slots. It loads the
+// model's view only: from the thread's latest compaction point on
+// (State.ViewStart, Thread.Base), the ancestors' items included.
 func (h *History) LoadLeased(ctx context.Context, threadID string) (*runtime.Thread, error) {
 	if _, err := h.get(ctx, threadID); err != nil { // into memory if it is on disk
 		return nil, err
@@ -128,14 +148,15 @@ func (h *History) LoadLeased(ctx context.Context, threadID string) (*runtime.Thr
 	ht := sh.hot[threadID]
 	if ht == nil || ht.state.Parent != "" || ht.lease != nil {
 		sh.mu.Unlock()
-		return h.Load(ctx, threadID)
+		return h.load(ctx, threadID, true)
 	}
 	if cap(ht.items)-len(ht.items) < headroom {
 		ht.items = slices.Grow(ht.items, max(headroom, len(ht.items)))
 	}
 	tok := &leaseToken{}
 	ht.lease = tok
-	th := &runtime.Thread{ID: threadID, State: ht.state.Clone(), Items: ht.items, Lease: tok}
+	from := viewFrom(ht, true)
+	th := &runtime.Thread{ID: threadID, State: ht.state.Clone(), Items: ht.items[from:], Base: from, Lease: tok}
 	sh.mu.Unlock()
 	return th, nil
 }
@@ -276,7 +297,7 @@ func (h *History) check(ht *hotThread, id string) (*hotThread, error) {
 
 // view returns the first limit items of a thread's full view, in a new
 // slice with room for extra more.
-func (h *History) view(ctx context.Context, id string, limit, extra int) ([]runtime.Item, error) {
+func (h *History) view(ctx context.Context, id string, from, limit, size int) ([]runtime.Item, error) {
 	ht, err := h.get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -285,17 +306,39 @@ func (h *History) view(ctx context.Context, id string, limit, extra int) ([]runt
 		return nil, fmt.Errorf("ancestor %s does not exist", id)
 	}
 	var items []runtime.Item
-	if p := ht.state.Parent; p != "" {
-		if items, err = h.view(ctx, p, ht.spawnAt, limit+extra); err != nil {
+	if p := ht.state.Parent; p != "" && from < min(limit, ht.spawnAt) {
+		if items, err = h.view(ctx, p, from, min(limit, ht.spawnAt), size); err != nil {
 			return nil, err
 		}
 	} else {
-		items = make([]runtime.Item, 0, limit+extra)
+		items = make([]runtime.Item, 0, max(size, limit-from))
 	}
-	if len(items) >= limit {
-		return items[:limit], nil
+	if lo, hi := max(0, from-ht.spawnAt), min(len(ht.items), limit-ht.spawnAt); lo < hi {
+		items = append(items, ht.items[lo:hi]...)
 	}
-	return append(items, ht.items[:min(len(ht.items), limit-len(items))]...), nil
+	return items, nil
+}
+
+// Consumed implements runtime.ConsumedChecker: whether the thread's own
+// items before view position before recorded each ID as their input (the
+// part of history a slice's load leaves out).
+func (h *History) Consumed(ctx context.Context, threadID string, before int, ids []string) ([]bool, error) {
+	seen := make([]bool, len(ids))
+	ht, err := h.get(ctx, threadID)
+	if err != nil || ht == nil {
+		return seen, err
+	}
+	for _, it := range ht.items[:min(len(ht.items), max(0, before-ht.spawnAt))] {
+		if it.Input == "" {
+			continue
+		}
+		for j, id := range ids {
+			if id == it.Input {
+				seen[j] = true
+			}
+		}
+	}
+	return seen, nil
 }
 
 // attention says what recovery must do for a thread in this state: 1, run

@@ -16,16 +16,20 @@ import (
 // back into the JSON the database keeps. The parts that are rare on the hot
 // path (deferred messages, outbox messages and cancellations) stay JSON
 // inside it. A record written before this codec holds JSON, which starts
-// with '{'; this form starts with stateCodecV1.
+// with '{'; this form starts with stateCodecV1 or stateCodecV2 (V1 and
+// ViewStart last).
 //
 // TestStateCodecCoversEveryField fails when ThreadState gains a field the
 // codec does not know, and round-trips a state with every field set.
 
-const stateCodecV1 = 1
+const (
+	stateCodecV1 = 1
+	stateCodecV2 = 2
+)
 
 // appendState appends st in the journal's form.
 func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
-	b = append(b, stateCodecV1)
+	b = append(b, stateCodecV2)
 	b = binary.AppendVarint(b, st.Version)
 	b = putInt(b, st.Length)
 	b = putString(b, st.Parent)
@@ -89,13 +93,14 @@ func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
 		}
 		b = putBytes(b, js)
 	}
+	b = putInt(b, st.ViewStart) // V2 only
 	return b, nil
 }
 
 // readState reads a state appendState wrote.
 func readState(data []byte) (runtime.ThreadState, error) {
 	var st runtime.ThreadState
-	if len(data) == 0 || data[0] != stateCodecV1 {
+	if len(data) == 0 || (data[0] != stateCodecV1 && data[0] != stateCodecV2) {
 		return st, errors.New("not a journal state")
 	}
 	r := &reader{b: data[1:]}
@@ -151,6 +156,9 @@ func readState(data []byte) (runtime.ThreadState, error) {
 			st.ModelWait = new(runtime.ModelWait)
 			r.json(js, st.ModelWait)
 		}
+	}
+	if r.err == nil && data[0] == stateCodecV2 {
+		st.ViewStart = r.sint()
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%d bytes after the state", len(r.b))

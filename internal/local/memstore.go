@@ -98,6 +98,9 @@ func (s *HistoryStore) Load(ctx context.Context, threadID string) (*runtime.Thre
 // thread's stored items are lent to it, to append to in place, until it
 // commits or calls Release, and its state is the stored one, not a deep
 // copy (runtime.LeaseLoader). A second concurrent loader gets copies.
+// It loads the model's view only: the items from the thread's latest
+// compaction point on (State.ViewStart, Thread.Base), the ancestors' ones
+// included.
 func (s *HistoryStore) LoadLeased(ctx context.Context, threadID string) (*runtime.Thread, error) {
 	return s.load(threadID, true)
 }
@@ -116,6 +119,10 @@ func (s *HistoryStore) load(threadID string, lease bool) (*runtime.Thread, error
 	}
 	h := rec.hot
 	own, parent, spawnAt := h.items, h.state.Parent, h.spawnAt
+	from := 0
+	if vs := h.state.ViewStart; lease && vs > 0 && vs <= spawnAt+len(own) {
+		from = vs
+	}
 	if lease && parent == "" && h.lease == nil {
 		// The common case: hand the slice the stored items themselves,
 		// with room to append in place, and the stored state, whose
@@ -140,7 +147,7 @@ func (s *HistoryStore) load(threadID string, lease bool) (*runtime.Thread, error
 		if th == nil {
 			th = new(runtime.Thread)
 		}
-		*th = runtime.Thread{ID: threadID, State: h.state, Items: h.items, Lease: th}
+		*th = runtime.Thread{ID: threadID, State: h.state, Items: h.items[from:], Base: from, Lease: th}
 		h.lease, h.spare = th, nil
 		sh.mu.Unlock()
 		return th, nil
@@ -148,23 +155,25 @@ func (s *HistoryStore) load(threadID string, lease bool) (*runtime.Thread, error
 	state := h.state.Clone()
 	sh.mu.Unlock()
 
+	ownFrom := max(0, from-spawnAt)
+	size := max(0, spawnAt-from) + len(own) - ownFrom + viewHeadroom
 	var items []runtime.Item
-	if parent != "" {
+	if parent != "" && from < spawnAt {
 		var err error
-		if items, err = s.view(parent, spawnAt, len(own)+viewHeadroom); err != nil {
+		if items, err = s.view(parent, from, spawnAt, size); err != nil {
 			return nil, fmt.Errorf("local: loading ancestors of %s: %w", threadID, err)
 		}
 	} else {
-		items = make([]runtime.Item, 0, len(own)+viewHeadroom)
+		items = make([]runtime.Item, 0, size)
 	}
 	inherited := len(items)
-	items = append(items, own...)
-	return &runtime.Thread{ID: threadID, State: state, Items: items, Inherited: inherited}, nil
+	items = append(items, own[ownFrom:]...)
+	return &runtime.Thread{ID: threadID, State: state, Items: items, Inherited: inherited, Base: from}, nil
 }
 
-// view returns the first limit items of a thread's full view, in a new
-// slice with room for extra more.
-func (s *HistoryStore) view(threadID string, limit, extra int) ([]runtime.Item, error) {
+// view returns the items at positions [from, limit) of a thread's full
+// view, in a new slice of capacity size (at least).
+func (s *HistoryStore) view(threadID string, from, limit, size int) ([]runtime.Item, error) {
 	sh := &s.shards[s.shardOf(threadID)]
 	sh.mu.Lock()
 	rec := sh.threads[threadID]
@@ -189,18 +198,18 @@ func (s *HistoryStore) view(threadID string, limit, extra int) ([]runtime.Item, 
 		own, parent, spawnAt = items, st.Parent, at
 	}
 	var items []runtime.Item
-	if parent != "" {
+	if parent != "" && from < min(limit, spawnAt) {
 		var err error
-		if items, err = s.view(parent, spawnAt, limit+extra); err != nil {
+		if items, err = s.view(parent, from, min(limit, spawnAt), size); err != nil {
 			return nil, err
 		}
 	} else {
-		items = make([]runtime.Item, 0, limit+extra)
+		items = make([]runtime.Item, 0, max(size, limit-from))
 	}
-	if len(items) >= limit {
-		return items[:limit], nil
+	if lo, hi := max(0, from-spawnAt), min(len(own), limit-spawnAt); lo < hi {
+		items = append(items, own[lo:hi]...)
 	}
-	return append(items, own[:min(len(own), limit-len(items))]...), nil
+	return items, nil
 }
 
 func (s *HistoryStore) decodeFrame(id string, f frame, rawLen int32) (runtime.ThreadState, int, []runtime.Item, error) {
@@ -471,4 +480,36 @@ func (s *HistoryStore) Threads() []string {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// Consumed implements runtime.ConsumedChecker: whether the thread's own
+// items before view position before recorded each ID as their input (the
+// part of history a leased load leaves out). The items are read in place.
+func (s *HistoryStore) Consumed(ctx context.Context, threadID string, before int, ids []string) ([]bool, error) {
+	sh := &s.shards[s.shardOf(threadID)]
+	sh.mu.Lock()
+	rec := sh.threads[threadID]
+	if rec == nil {
+		sh.mu.Unlock()
+		return make([]bool, len(ids)), nil
+	}
+	if err := s.thaw(sh, threadID, rec); err != nil {
+		sh.mu.Unlock()
+		return nil, err
+	}
+	own := rec.hot.items[:min(len(rec.hot.items), max(0, before-rec.hot.spawnAt))]
+	sh.mu.Unlock() // items are immutable up to len
+	seen := make([]bool, len(ids))
+	for i := range own {
+		in := own[i].Input
+		if in == "" {
+			continue
+		}
+		for j, id := range ids {
+			if id == in {
+				seen[j] = true
+			}
+		}
+	}
+	return seen, nil
 }

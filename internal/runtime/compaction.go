@@ -2,7 +2,13 @@ package runtime
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
 )
 
 // CompactionPolicy says when and how a thread is summarised.
@@ -15,6 +21,36 @@ type CompactionPolicy struct {
 	Threshold float64
 	// Instructions for the compaction child; a default is used when empty.
 	Instructions string
+	// MaxSummaryBytes caps a summary: a longer reply of the compaction
+	// child is cut at a character boundary, with a note saying so.
+	// Default (0): as many bytes as the window has tokens, about a
+	// quarter of the window.
+	MaxSummaryBytes int
+}
+
+// maxSummaryBytes is the cap on a summary under p (see MaxSummaryBytes).
+func (p *CompactionPolicy) maxSummaryBytes() int {
+	if p == nil {
+		return 0
+	}
+	if p.MaxSummaryBytes > 0 {
+		return p.MaxSummaryBytes
+	}
+	return p.ContextWindow
+}
+
+// capSummary cuts text to at most limit bytes (0: no limit), at a UTF-8
+// character boundary, ending with a note of what was cut.
+func capSummary(text string, limit int) string {
+	if limit <= 0 || len(text) <= limit {
+		return text
+	}
+	note := fmt.Sprintf(" [summary cut at %d of %d bytes]", limit, len(text))
+	n := max(0, limit-len(note))
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return text[:n] + note
 }
 
 const defaultCompactionInstructions = "Summarise the conversation above for your own later use: the task, " +
@@ -38,11 +74,24 @@ func (s *slice) maybeCompact() {
 	if float64(s.st.Tokens) < threshold*float64(window) {
 		return
 	}
-	covers := len(s.view)
+	if q := s.ownSummary(); q >= 0 {
+		if compactionStopped(s.view[q+1:]) {
+			return // a compaction failed to shrink the context: never again on its own
+		}
+		if CountCompletions(s.view[q+1:]) <= 1 {
+			// The first completion after this thread's latest summary is
+			// still above the threshold: the summary did not shrink the
+			// context (too long, or the window too small). Compacting again
+			// would loop; stop with an error a person can read.
+			s.stopCompaction(window, threshold)
+			return
+		}
+	}
+	covers := s.th.Base + len(s.view) // a position in the full view
 	if pc := s.st.Pending; pc != nil {
 		for i := len(s.view) - 1; i >= 0; i-- {
 			if s.view[i].Kind == ItemToolCall && s.view[i].CallID == pc.ID {
-				covers = i
+				covers = s.th.Base + i
 				break
 			}
 		}
@@ -58,16 +107,56 @@ func (s *slice) maybeCompact() {
 	if text == "" {
 		text = defaultCompactionInstructions
 	}
+	text += s.owed()
 	start := Message{V: MessageVersion, ID: DeriveID("start_", child), ThreadID: child, Kind: KindStart, Text: text, Class: st.Class}
 	s.addOutbox(OutboxEntry{Message: &start})
 	s.st.Compacting = child
+}
+
+// CompactionMarkerName is the Name of the error item (an ItemMarker with
+// IsError) that stops compaction of a thread whose summary did not shrink
+// its context: after it the thread is not compacted again on its own.
+const CompactionMarkerName = "compaction"
+
+// ownSummary returns the index in the view of the thread's own latest
+// summary, or -1.
+func (s *slice) ownSummary() int {
+	for i := len(s.view) - 1; i >= s.th.Inherited; i-- {
+		if s.view[i].Kind == ItemSummary {
+			return i
+		}
+	}
+	return -1
+}
+
+// compactionStopped reports whether items hold the error item of a
+// compaction that did not shrink the context.
+func compactionStopped(items []Item) bool {
+	for i := range items {
+		if it := &items[i]; it.Kind == ItemMarker && it.IsError && it.Name == CompactionMarkerName {
+			return true
+		}
+	}
+	return false
+}
+
+// stopCompaction records that compaction stopped: an error item in history
+// and an error event for the user.
+func (s *slice) stopCompaction(window int, threshold float64) {
+	text := fmt.Sprintf("compaction stopped: the context is still %d tokens after the summary, above the compaction threshold "+
+		"of %.0f tokens (%.0f%% of a %d-token window); the summary did not shrink it, so this thread is not compacted again",
+		s.st.Tokens, threshold*float64(window), threshold*100, window)
+	s.appendItem(Item{Kind: ItemMarker, IsError: true, Name: CompactionMarkerName, Text: text})
+	s.addOutbox(OutboxEntry{Output: &OutputEvent{
+		ID: incarnationID("out_", s.st.Incarnation, s.threadID, strconv.Itoa(s.ownPos()), "compaction"), ThreadID: s.threadID,
+		Kind: "error", Text: text}})
 }
 
 // deliverSummary ends a compaction child: its reply goes to the parent as
 // the summary, and the child closes.
 func (s *slice) deliverSummary(text string) {
 	m := Message{V: MessageVersion, ID: DeriveID("sum_", s.threadID), ThreadID: s.st.Parent, Kind: KindSummary,
-		From: s.threadID, Text: text, Covers: s.st.Covers}
+		From: s.threadID, Text: capSummary(text, s.e.Compaction.maxSummaryBytes()), Covers: s.st.Covers}
 	s.addOutbox(OutboxEntry{Message: &m})
 	s.st.Closed = true
 }
@@ -77,6 +166,14 @@ func (s *slice) deliverSummary(text string) {
 // inherited is how many leading items come from ancestors; the second
 // result is the same count for the returned slice.
 func EffectiveView(view []Item, inherited int) ([]Item, int) {
+	return ModelView(view, inherited, 0)
+}
+
+// ModelView is EffectiveView of a view whose first item is at position
+// base of the thread's full view (Thread.Base): a summary's covers is a
+// full-view position. A view that starts after what its latest summary
+// covers (it cannot rebuild the model's view) is returned as it is.
+func ModelView(view []Item, inherited, base int) ([]Item, int) {
 	q := -1
 	for i := len(view) - 1; i >= 0; i-- {
 		if view[i].Kind == ItemSummary {
@@ -87,30 +184,229 @@ func EffectiveView(view []Item, inherited int) ([]Item, int) {
 	if q < 0 {
 		return view, inherited
 	}
-	var meta struct {
-		Covers int `json:"covers"`
-	}
-	if err := json.Unmarshal([]byte(view[q].Args), &meta); err != nil || meta.Covers < 0 || meta.Covers > q {
+	meta, ok := summaryMetaOf(&view[q])
+	c := meta.Covers - base
+	if !ok || c < 0 || c > q {
 		return view, inherited
 	}
-	out := make([]Item, 0, 1+len(view)-meta.Covers)
+	out := make([]Item, 0, 1+len(view)-c)
 	out = append(out, view[q])
-	out = append(out, view[meta.Covers:q]...)
+	out = append(out, view[c:q]...)
 	out = append(out, view[q+1:]...)
 	inh := 0
 	if q < inherited {
-		inh = 1 + max(0, min(inherited, q)-meta.Covers) + max(0, inherited-q-1)
+		inh = 1 + max(0, min(inherited, q)-c) + max(0, inherited-q-1)
 	} else {
-		inh = max(0, inherited-meta.Covers)
+		inh = max(0, inherited-c)
 	}
 	return out, inh
+}
+
+// summaryMeta is the Args of a summary item. Covers is the position in the
+// full view up to which the summary stands for the history; Turns is how
+// many completions the thread's own items before Covers hold, and Joined
+// whether the last of them is an assistant item (so that a slice loaded
+// from Covers counts its turns as a full load would: Turn). Summaries
+// written before Turns existed have neither; a thread with one is loaded
+// whole (ViewStart 0) until its next summary.
+//
+// Calls are the tool calls before Covers the thread still owes or is owed
+// something for: its active subscriptions, its pending call, and the
+// spawn_thread calls of its latest children (at most SummaryChildren),
+// with what each was asked (Args), so that an event, a result or a
+// child's report tied to one of them is matched without the history the
+// summary replaced (findCall).
+type summaryMeta struct {
+	Covers int           `json:"covers"`
+	Turns  int           `json:"turns,omitempty"`
+	Joined bool          `json:"joined,omitempty"`
+	Calls  []summaryCall `json:"calls,omitempty"`
+}
+
+// summaryCall is a tool call a summary keeps.
+type summaryCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Args string `json:"args,omitempty"`
+}
+
+// SummaryChildren is how many of a thread's latest spawn_thread calls a
+// summary keeps (summaryMeta.Calls); a report from an older child is
+// matched against the whole history, loaded for it.
+const SummaryChildren = 16
+
+// keptCalls returns the calls a summary covering the loaded view up to
+// index end keeps: those of the previous summary and those in
+// view[:end] that are still owed something (see summaryMeta).
+func (s *slice) keptCalls(end int) []summaryCall {
+	var cand []summaryCall
+	for i := end - 1; i >= 0; i-- {
+		if s.view[i].Kind == ItemSummary {
+			if meta, ok := summaryMetaOf(&s.view[i]); ok {
+				cand = append(cand, meta.Calls...)
+			}
+			break
+		}
+	}
+	for i := range s.view[:end] {
+		if it := &s.view[i]; it.Kind == ItemToolCall && !IsSynthetic(it) {
+			cand = append(cand, summaryCall{ID: it.CallID, Name: it.Name, Args: it.Args})
+		}
+	}
+	live := func(id string) bool {
+		if p := s.st.Pending; p != nil && p.ID == id {
+			return true
+		}
+		return s.subscribed(id)
+	}
+	var out []summaryCall
+	children := 0
+	for i := len(cand) - 1; i >= 0; i-- { // latest first
+		c := cand[i]
+		switch {
+		case live(c.ID):
+		case c.Name == "spawn_thread" && children < SummaryChildren:
+			children++
+		default:
+			continue
+		}
+		out = append(out, c)
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// owed lists, for the compaction child's instructions, what the thread
+// still owes and is owed (the calls a summary keeps, keptCalls) and its
+// usage so far, so that the summary carries them on; "" when nothing.
+func (s *slice) owed() string {
+	var b strings.Builder
+	for _, c := range s.keptCalls(len(s.view)) {
+		switch {
+		case s.st.Pending != nil && s.st.Pending.ID == c.ID:
+			fmt.Fprintf(&b, "\n- the call %s (%s) is waiting for its result; it was called with %s", c.ID, c.Name, clip(c.Args))
+		case s.subscribed(c.ID):
+			fmt.Fprintf(&b, "\n- the subscription started by %s (%s, called with %s) is active: its events will keep arriving", c.ID, c.Name, clip(c.Args))
+		default:
+			fmt.Fprintf(&b, "\n- child thread %s (spawned by %s) was asked: %s", ChildThreadID(s.threadID, c.ID), c.ID,
+				clip(gjson.Get(c.Args, "instructions").String()))
+		}
+	}
+	if u := s.st.Usage; u.Total > 0 {
+		fmt.Fprintf(&b, "\n- tokens used so far: %d (%d in, %d out)", u.Total, u.Input, u.Output)
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "\n\nKeep in the summary what this thread still owes and is owed:" + b.String()
+}
+
+// clip shortens s for a list line, at a character boundary.
+func clip(s string) string {
+	const n = 300
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
+
+// summaryCallIn returns, as a tool call item, a call the latest summary
+// in view keeps, or nil.
+func summaryCallIn(view []Item, id string) *Item {
+	for i := len(view) - 1; i >= 0; i-- {
+		if view[i].Kind != ItemSummary {
+			continue
+		}
+		meta, _ := summaryMetaOf(&view[i])
+		for _, c := range meta.Calls {
+			if c.ID == id {
+				return &Item{Kind: ItemToolCall, CallID: c.ID, Name: c.Name, Args: c.Args}
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+func summaryMetaOf(it *Item) (summaryMeta, bool) {
+	var m summaryMeta
+	if err := json.Unmarshal([]byte(it.Args), &m); err != nil || m.Covers < 0 {
+		return m, false
+	}
+	return m, true
+}
+
+// summaryItem is the item a summary message becomes, and the view start
+// it gives the thread: its covers, or 0 when the loaded view cannot count
+// the turns before it (a covers position before the loaded part).
+func (s *slice) summaryItem(m Message) (Item, int) {
+	meta := summaryMeta{Covers: m.Covers}
+	start := m.Covers
+	switch own := s.th.Inherited; {
+	case m.Covers < s.th.Base:
+		start = 0 // not reached: a compaction covers at least the view start it began with
+	case m.Covers == s.th.Base:
+		meta.Turns, meta.Joined = s.turnBase, s.joined
+	default:
+		end := min(len(s.view), m.Covers-s.th.Base)
+		if end > own {
+			meta.Turns = s.turnBase + countCompletions(s.view[own:end], s.joined)
+			meta.Joined = s.view[end-1].Kind == ItemAssistant
+		}
+		// else: the summary covers only inherited items; no own turn precedes it.
+		meta.Calls = s.keptCalls(end)
+	}
+	js, _ := json.Marshal(meta) // ints and a bool: cannot fail
+	return Item{Kind: ItemSummary, Input: m.ID, Text: m.Text, Args: string(js)}, start
+}
+
+// viewStartAt is the view start of a child that inherits the view up to
+// position pos: what the latest summary before pos covers, or 0 (the
+// whole view; always right) when no loaded summary precedes pos.
+func (s *slice) viewStartAt(pos int) int {
+	for i := min(len(s.view), pos-s.th.Base) - 1; i >= 0; i-- {
+		if s.view[i].Kind != ItemSummary {
+			continue
+		}
+		if meta, ok := summaryMetaOf(&s.view[i]); ok && meta.Covers <= s.th.Base+i {
+			return meta.Covers
+		}
+		return 0
+	}
+	return 0
+}
+
+// loadedTurns derives, for a view loaded from Thread.Base, how many
+// completions the own items left out hold (see summaryMeta): from the
+// latest own summary, whose covers is the base.
+func (s *slice) loadedTurns() {
+	s.turnBase, s.joined = 0, false
+	if s.th.Base == 0 || s.th.Inherited > 0 {
+		return // every own item is loaded
+	}
+	for i := len(s.view) - 1; i >= 0; i-- {
+		if s.view[i].Kind == ItemSummary {
+			if meta, ok := summaryMetaOf(&s.view[i]); ok && meta.Covers == s.th.Base {
+				s.turnBase, s.joined = meta.Turns, meta.Joined
+			}
+			return
+		}
+	}
 }
 
 // CountCompletions counts the completions committed in items (a thread's
 // own history): every assistant item, and every tool call the model made
 // that does not directly follow an assistant item. Synthetic events are not
 // completions.
-func CountCompletions(items []Item) int {
+func CountCompletions(items []Item) int { return countCompletions(items, false) }
+
+// countCompletions is CountCompletions of items that follow an assistant
+// item when afterAssistant.
+func countCompletions(items []Item, afterAssistant bool) int {
 	n := 0
 	for i := range items {
 		it := &items[i]
@@ -118,7 +414,11 @@ func CountCompletions(items []Item) int {
 		case it.Kind == ItemAssistant:
 			n++
 		case it.Kind == ItemToolCall && !IsSynthetic(it):
-			if i == 0 || items[i-1].Kind != ItemAssistant {
+			prev := afterAssistant
+			if i > 0 {
+				prev = items[i-1].Kind == ItemAssistant
+			}
+			if !prev {
 				n++
 			}
 		}

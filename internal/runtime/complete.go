@@ -69,12 +69,12 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	hist, inherited := EffectiveView(s.view, s.th.Inherited)
+	hist, inherited := ModelView(s.view, s.th.Inherited, s.th.Base)
 	// The request lives in the slice: a model must not keep it past
 	// Complete (see Model).
 	s.req = CompletionRequest{ThreadID: s.threadID, History: hist, Inherited: inherited, Tools: ts.Specs(),
 		Model: s.st.Model, engine: true, version: s.version, n: n, own: s.view[s.th.Inherited:],
-		pending: s.view[s.mark:], at: s.length}
+		turnBase: s.turnBase, joined: s.joined, pending: s.view[s.mark:], at: s.length}
 	req := &s.req
 	model := s.e.Model
 	if v := s.agent.v; v != nil {
@@ -243,7 +243,7 @@ func (s *slice) runCall(ctx context.Context, call *Item) bool {
 		}
 	}
 	if entry.Sync != nil {
-		env := &SyncEnv{Thread: s.th, State: &s.st, Position: len(s.view) - 1, CallID: c.CallID, Now: s.e.now(),
+		env := &SyncEnv{Thread: s.th, State: &s.st, Position: s.th.Base + len(s.view) - 1, CallID: c.CallID, Now: s.e.now(),
 			Agent: s.agent.v, Agents: s.e.Agents}
 		out, err := entry.Sync.Run(ctx, env, Invocation{ThreadID: s.threadID, CallID: c.CallID, Name: c.Name,
 			Args: c.Args, Ancestors: ancestors(s.st.Stack), Class: s.st.Class.OrDefault(), Incarnation: s.st.Incarnation})

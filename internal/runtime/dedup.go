@@ -36,9 +36,58 @@ func (s *slice) dedupHistory(batch []Message) []Message {
 		return batch
 	}
 	if len(batch) <= smallBatch {
-		return s.dedupSmall(batch)
+		batch = s.dedupSmall(batch)
+	} else {
+		batch = s.dedupMap(batch)
 	}
-	return s.dedupMap(batch)
+	if s.th.Base > 0 && len(batch) > 0 && s.th.Inherited == 0 {
+		batch = s.dedupLeftOut(batch)
+	}
+	return batch
+}
+
+// dedupLeftOut drops the messages consumed by own items the load left out
+// (those before Thread.Base), asking the store (ConsumedChecker) or, when
+// it cannot tell, the whole history. A failure is a transient error of the
+// slice (foldErr): nothing is folded.
+func (s *slice) dedupLeftOut(batch []Message) []Message {
+	var seen []bool
+	var err error
+	if cc, ok := s.e.History.(ConsumedChecker); ok {
+		seen, err = cc.Consumed(s.ctx, s.threadID, s.th.Base, ids(batch))
+	} else {
+		var th *Thread
+		if th, err = s.e.History.Load(s.ctx, s.threadID); err == nil {
+			seen = make([]bool, len(batch))
+			own := th.Own()
+			for i := range own[:min(len(own), max(0, s.th.Base-th.Inherited))] {
+				for j := range batch {
+					seen[j] = seen[j] || (own[i].Input != "" && own[i].Input == batch[j].ID)
+				}
+			}
+		}
+	}
+	if err == nil && len(seen) != len(batch) {
+		err = fmt.Errorf("%d answers for %d IDs", len(seen), len(batch))
+	}
+	if err != nil {
+		if s.foldErr == nil {
+			s.foldErr = fmt.Errorf("runtime: checking the inputs thread %s consumed before its compaction point: %w", s.threadID, err)
+		}
+		return nil
+	}
+	out := batch[:0:0]
+	for j, m := range batch {
+		if seen[j] {
+			s.res.Duplicates = append(s.res.Duplicates, m.ID)
+			continue
+		}
+		out = append(out, m)
+	}
+	if len(out) == len(batch) {
+		return batch
+	}
+	return out
 }
 
 // dedupMap is dedupHistory with a map of the batch's IDs.

@@ -27,6 +27,11 @@ type Limits struct {
 	// RetryBase is the first backoff between model attempts; it doubles
 	// each time, with full jitter. Default 200ms.
 	RetryBase time.Duration
+	// MaxSubscriptions caps the subscriptions a thread keeps active at
+	// once: a call that would start one more gets its result with an error
+	// the model can read, the subscription is not kept and the tool is
+	// asked to cancel it. 0: no cap.
+	MaxSubscriptions int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -183,8 +188,16 @@ type slice struct {
 	// view is the thread's view; the items appended since the last commit
 	// are view[mark:] (uncommitted), so that an item is stored once and a
 	// commit hands the store the very slots a leased view appended to.
-	view     []Item
-	mark     int
+	view []Item
+	mark int
+	// turnBase and joined describe the own items the load left out
+	// (loadedTurns); full is the whole view, loaded when a call the
+	// loaded view lacks is looked up (findCall), and ctx the slice's
+	// context for that load.
+	turnBase int
+	joined   bool
+	full     []Item
+	ctx      context.Context
 	st       ThreadState // working state for the next commit
 	children []ChildThread
 	inputs   []string
@@ -219,6 +232,7 @@ type slice struct {
 // mark the inputs processed in the dedup store.
 func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 	s.setDeadline(ctx, in)
+	s.ctx = ctx
 	defer func() {
 		if s.mcancel != nil {
 			s.mcancel()
@@ -293,22 +307,12 @@ func (s *slice) screen(ctx context.Context, in SliceInput) (batch []Message, don
 // load loads the thread, leased when the store leases; the returned
 // LeaseLoader, when not nil, must release s.th.Lease at the end.
 func (s *slice) load(ctx context.Context) (LeaseLoader, error) {
-	var th *Thread
-	var err error
-	leaser, leasing := s.e.History.(LeaseLoader)
-	if leasing {
-		th, err = leaser.LoadLeased(ctx, s.threadID)
-	} else {
-		th, err = s.e.History.Load(ctx, s.threadID)
-	}
+	th, leaser, err := LoadForSlice(ctx, s.e.History, s.threadID)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: loading thread %s: %w", s.threadID, err)
 	}
 	s.th, s.version, s.length = th, th.State.Version, th.State.Length
-	if leasing && th.Lease != nil {
-		return leaser, nil
-	}
-	return nil, nil
+	return leaser, nil
 }
 
 // begin starts the draft from the loaded thread: its view and working
@@ -320,6 +324,7 @@ func (s *slice) begin(ctx context.Context, batch []Message) error {
 	th := s.th
 	s.view = th.Items // the caller owns Load's slice (see HistoryStore)
 	s.mark = len(s.view)
+	s.loadedTurns()
 	// The caller owns Load's state too, and the working state is changed
 	// copy-on-write only (slices are appended to or replaced, never written
 	// in place), so it needs no copy of its own.
@@ -566,6 +571,10 @@ func (s *slice) commit(ctx context.Context, sentOnly bool) error {
 				s.view[i].At = now
 			}
 		}
+	}
+	for i := range s.children {
+		// A child's model view starts where the view it inherits does.
+		s.children[i].State.ViewStart = s.viewStartAt(s.children[i].SpawnAt)
 	}
 	st := s.st
 	st.Version = s.version + 1

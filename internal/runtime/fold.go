@@ -93,7 +93,9 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 				Reason: fmt.Sprintf("summary from %q, but thread %s is compacted by %q", m.From, s.threadID, s.st.Compacting)})
 			return false
 		}
-		s.appendItem(Item{Kind: ItemSummary, Input: m.ID, Text: m.Text, Args: fmt.Sprintf(`{"covers":%d}`, m.Covers)})
+		it, start := s.summaryItem(m)
+		s.appendItem(it)
+		s.st.ViewStart = start
 		s.st.Compacting = ""
 		s.st.Tokens = 0 // unknown until the next completion sees the compacted view
 		return false
@@ -203,7 +205,7 @@ func (s *slice) threaded(m Message) {
 		Agent: s.st.Agent, AgentHash: s.st.AgentHash, ParentClass: s.st.Class.OrDefault(),
 		Incarnation: childIncarnation(s.st.Incarnation, child)}
 	st.Class = childClass(st.ParentClass, st)
-	s.children = append(s.children, ChildThread{ID: child, SpawnAt: len(s.view) - 1, State: st})
+	s.children = append(s.children, ChildThread{ID: child, SpawnAt: s.th.Base + len(s.view) - 1, State: st})
 	start := Message{V: MessageVersion, ID: DeriveID("start_", child), ThreadID: child, Kind: KindStart,
 		ToolCallID: m.ToolCallID, From: m.Text, Content: m.Content, Final: m.Final, Class: st.Class}
 	s.addOutbox(OutboxEntry{Message: &start})
@@ -237,15 +239,22 @@ func (s *slice) interrupt(m Message) {
 
 func (s *slice) foldResult(ctx context.Context, m Message) bool {
 	if p := s.st.Pending; p != nil && p.ID == m.ToolCallID {
-		text := m.Text
+		text, isError := m.Text, m.IsError
 		if m.Kind == KindWake && text == "" {
 			text = "woke up"
 		}
 		if m.Subscription {
-			s.st.Subscriptions = append(s.st.Subscriptions, Subscription{CallID: p.ID, Tool: p.Name, Args: p.Args})
+			if n := s.lim.MaxSubscriptions; n > 0 && len(s.st.Subscriptions) >= n {
+				s.addOutbox(OutboxEntry{Cancel: &PendingCall{ID: p.ID, Name: p.Name}})
+				text += fmt.Sprintf("\n\nerror: this thread already has %d active subscriptions, its limit: this one was not kept and %s was asked to stop it; "+
+					"cancel one with cancel_subscription before starting another", n, p.Name)
+				isError = true
+			} else {
+				s.st.Subscriptions = append(s.st.Subscriptions, Subscription{CallID: p.ID, Tool: p.Name, Args: p.Args})
+			}
 		}
 		res := Item{Kind: ItemToolResult, Input: m.ID, At: m.At, CallID: p.ID, Name: p.Name,
-			Text: text, Content: m.Content, IsError: m.IsError}
+			Text: text, Content: m.Content, IsError: isError}
 		if m.Display != "" {
 			s.appendItem(displayMarker(p.ID, m.Display, m.At))
 		}
@@ -314,10 +323,33 @@ func (s *slice) dropSubscription(callID string) {
 }
 
 // findCall returns the tool call item with the given ID in the thread's
-// view, or nil.
+// view, or nil. A call before the loaded part of the view (a child spawned
+// before the latest compaction reporting, a late result of a call long
+// closed) is looked up in the whole view, loaded once for the slice; a
+// failure to load it is a transient error of the slice (foldErr).
 func (s *slice) findCall(id string) *Item {
-	for i := len(s.view) - 1; i >= 0; i-- {
-		if it := &s.view[i]; it.Kind == ItemToolCall && it.CallID == id {
+	if it := callIn(s.view, id); it != nil || s.th.Base == 0 {
+		return it
+	}
+	if it := summaryCallIn(s.view, id); it != nil {
+		return it
+	}
+	if s.full == nil {
+		th, err := s.e.History.Load(s.ctx, s.threadID)
+		if err != nil {
+			if s.foldErr == nil {
+				s.foldErr = fmt.Errorf("runtime: loading the whole history of thread %s: %w", s.threadID, err)
+			}
+			return nil
+		}
+		s.full = th.Items
+	}
+	return callIn(s.full, id)
+}
+
+func callIn(view []Item, id string) *Item {
+	for i := len(view) - 1; i >= 0; i-- {
+		if it := &view[i]; it.Kind == ItemToolCall && it.CallID == id {
 			return it
 		}
 	}

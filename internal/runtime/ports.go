@@ -30,9 +30,55 @@ type HistoryStore interface {
 // capacity clipped): the caller changes it copy-on-write only, appending
 // to or replacing slices and never writing an element or a pointed-to
 // value in place, as the engine does with its working state.
+//
+// A leased load is a slice's load: it may leave out the items before
+// State.ViewStart (Thread.Base = State.ViewStart), which the model never
+// sees; plain Load returns the whole view.
 type LeaseLoader interface {
 	LoadLeased(ctx context.Context, threadID string) (*Thread, error)
 	Release(threadID string, lease any)
+}
+
+// ViewLoader is implemented by history stores that can load a thread for
+// a slice without the history before its latest compaction point: Items
+// start at State.ViewStart (Thread.Base) or at 0, Inherited counts the
+// inherited items among them. The engine uses it instead of Load when a
+// store has it and does not lease. History before the point stays stored
+// and readable with Load.
+type ViewLoader interface {
+	LoadView(ctx context.Context, threadID string) (*Thread, error)
+}
+
+// LoadForSlice loads a thread as a slice does: leased when h leases (the
+// caller then calls LeaseLoader.Release with the Thread's Lease when done;
+// leaser is nil otherwise), else through ViewLoader when h has it, else
+// with Load. The model's view of the result is ModelView(th.Items,
+// th.Inherited, th.Base).
+func LoadForSlice(ctx context.Context, h HistoryStore, threadID string) (th *Thread, leaser LeaseLoader, err error) {
+	if ll, ok := h.(LeaseLoader); ok {
+		th, err = ll.LoadLeased(ctx, threadID)
+		if err == nil && th.Lease != nil {
+			leaser = ll
+		}
+		return th, leaser, err
+	}
+	if vl, ok := h.(ViewLoader); ok {
+		th, err = vl.LoadView(ctx, threadID)
+		return th, nil, err
+	}
+	th, err = h.Load(ctx, threadID)
+	return th, nil, err
+}
+
+// ConsumedChecker is implemented by history stores whose slice loads leave
+// out history (Thread.Base > 0): Consumed reports, for each ID, whether an
+// own item of the thread before view position before recorded it as its
+// input. The engine asks it for the messages of a batch the loaded items
+// do not account for, so that a message consumed before the latest
+// compaction point and delivered again is still recognised. A store
+// without it gets the same answer from a full Load.
+type ConsumedChecker interface {
+	Consumed(ctx context.Context, threadID string, before int, ids []string) ([]bool, error)
 }
 
 // DedupStore remembers which message IDs a thread has processed. It is the
@@ -109,10 +155,16 @@ type CompletionRequest struct {
 	version int64  // the committed version and the slice's
 	n       int    // completion count the ID derives from
 	own     []Item // the thread's own items (Turn counts them)
-	turn    int    // Turn when turnSet
-	turnSet bool
-	pending []Item // own items before the completion, not committed yet
-	at      int    // own position of pending[0]
+	// turnBase and joined describe the own items a partial load left
+	// out (Thread.Base): how many completions they hold, and whether the
+	// last of them is an assistant item (so a tool call right after it
+	// belongs to that completion).
+	turnBase int
+	joined   bool
+	turn     int // Turn when turnSet
+	turnSet  bool
+	pending  []Item // own items before the completion, not committed yet
+	at       int    // own position of pending[0]
 }
 
 // Uncommitted returns the thread's own items that precede this completion
@@ -143,7 +195,7 @@ func (r *CompletionRequest) Turn() int {
 	if r.turnSet {
 		return r.turn
 	}
-	return CountCompletions(r.own)
+	return r.turnBase + countCompletions(r.own, r.joined)
 }
 
 // SetTurn sets the Turn of a request built outside the engine.

@@ -12,6 +12,10 @@ type Thread struct {
 	Items []Item
 	// Inherited is how many of Items come from ancestors.
 	Inherited int
+	// Base is the position in the thread's full view of Items[0]: 0 when
+	// Items is the whole view (Load), State.ViewStart when a store loaded
+	// only the model's view for a slice (LeaseLoader, ViewLoader).
+	Base int
 	// Lease is an opaque token a store may hand out with a load; the
 	// engine passes it back in every Commit of the slice and to
 	// LeaseLoader.Release when the slice ends. Stores use it to let the
@@ -59,6 +63,13 @@ type ThreadState struct {
 	// up to Covers (a position in its view) for its parent.
 	Compaction bool `json:"compaction,omitempty"`
 	Covers     int  `json:"covers,omitempty"`
+	// ViewStart is the position in the thread's full view where the
+	// model's view begins: what the latest summary in the view covers
+	// (0: no summary, or not known). A store that loads a thread for a
+	// slice may leave out the items before it (Thread.Base). Set when a
+	// summary is folded in, and for a child at its creation from the view
+	// it inherits.
+	ViewStart int `json:"view_start,omitempty"`
 	// Class is the thread's priority class, fixed at creation ("" in
 	// states written before classes existed: interactive).
 	Class Class `json:"class,omitempty"`

@@ -286,7 +286,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	s.sys, err = local.New(local.Config{
 		Model: deltaModel{inner: s.model, srv: s}, Tools: s.loader, History: newPublishingStore(s.store, s), Output: s.events,
 		Logger: s.log, Observer: &s.running,
-		Limits:        runtime.Limits{MaxCompletions: l.MaxCompletions, ModelAttempts: l.ModelAttempts},
+		Limits: runtime.Limits{MaxCompletions: l.MaxCompletions, ModelAttempts: l.ModelAttempts,
+			MaxSubscriptions: l.MaxSubscriptions},
 		SliceAttempts: l.SliceAttempts, Compaction: compaction, Scheduler: sched, Agents: agents, Inbox: s.inbox,
 		DeadLetters: s.deadStore,
 	})

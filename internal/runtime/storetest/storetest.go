@@ -35,6 +35,7 @@ func RunHistory(t *testing.T, newStore func(t *testing.T) runtime.HistoryStore) 
 		{"ChildInheritsUpToSpawnPoint", testChildInherits},
 		{"ThreeLevels", testThreeLevels},
 		{"ExistingChildConflicts", testExistingChild},
+		{"LoadAfterCompactionIsTheModelsView", testLoadAfterCompaction},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
