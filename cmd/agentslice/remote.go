@@ -67,7 +67,7 @@ func (f *serverFlags) connect(ctx context.Context, stderr io.Writer) (*client.Cl
 	}
 	c, err := client.New(base, token)
 	if err != nil {
-		return nil, nil, fmt.Errorf("-server: %w", err)
+		return nil, nil, usagef("-server: %w", err)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	// A command makes a few requests: no keep-alive. (With it, the tests saw
