@@ -30,6 +30,10 @@ const (
 	EntryError // an error or a failed completion
 )
 
+// choiceNoticePrefix begins the notice the runtime sends with a
+// user_choice (package rap's choiceText).
+const choiceNoticePrefix = "The tool asks you to choose: "
+
 // maxOutputLines bounds the live output kept per tool call.
 const maxOutputLines = 200
 
@@ -110,7 +114,16 @@ func (c *Conversation) Apply(ev client.Event) {
 		c.add(Entry{Kind: EntryNote, Text: "started child thread " + ev.Child})
 	case "child_report":
 		c.add(Entry{Kind: EntryNote, Text: fmt.Sprintf("child %s reported: %s", ev.Child, ev.Text)})
-	case "stopped", "closed", "model_switched", "agent_switched", "agent_version", "compaction", "notice":
+	case "notice":
+		// The runtime's text form of a user_choice, for clients that have
+		// no choice box: this one shows the choice itself.
+		if strings.HasPrefix(ev.Text, choiceNoticePrefix) {
+			return
+		}
+		c.add(Entry{Kind: EntryNote, Text: ev.Text})
+	case "oauth":
+		c.add(Entry{Kind: EntryNote, Text: "the tool asks you to authorize: " + ev.Text})
+	case "stopped", "closed", "model_switched", "agent_switched", "agent_version", "compaction":
 		c.endLive()
 		text := ev.Kind
 		if ev.Text != "" {

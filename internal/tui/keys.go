@@ -289,7 +289,7 @@ func (m *Model) command(line string) tea.Cmd {
 	case "quit", "exit", "q":
 		return m.quit()
 	case "help", "h", "?":
-		m.openPager("help", helpText)
+		m.openPager("help", m.helpHead()+helpText)
 		return nil
 	case "new":
 		if m.opt.NewThread == nil {
@@ -335,4 +335,16 @@ func (m *Model) agentCmd(name string) tea.Cmd {
 		return nil
 	}
 	return m.setAgent(name)
+}
+
+// helpHead says what the session is attached to.
+func (m *Model) helpHead() string {
+	s := "Thread " + m.thread
+	if m.opt.Repo != "" {
+		s += " on the repository " + m.opt.Repo
+	}
+	if m.agent != "" {
+		s += ", agent " + m.agent
+	}
+	return s + ".\n\n"
 }

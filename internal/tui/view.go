@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
@@ -241,7 +242,7 @@ func count(n int) string {
 func (m *Model) header() string {
 	parts := []string{m.opt.Title}
 	if m.opt.Repo != "" {
-		parts = append(parts, m.opt.Repo)
+		parts = append(parts, filepath.Base(m.opt.Repo)) // the full path is in /help
 	}
 	parts = append(parts, "thread "+m.thread)
 	if m.agent != "" {
