@@ -10,7 +10,7 @@ import (
 	"github.com/agentslice/agentslice/client"
 )
 
-// Exit codes of every command (docs/cli.md lists them). An answer of the
+// Exit codes of every command (docs/terminal.md lists them). An answer of the
 // API maps by its status; everything else is generic.
 const (
 	ExitOK          = 0
