@@ -151,14 +151,15 @@ func (tm *tmuxTerm) keys(window string, keys ...string) {
 // against a real serve (the sandbox toolset, a choice tool, the scripted
 // model): the streamed reply, a tool call folded to one line, a choice
 // answered with the arrow keys and Enter, /quit while the agent is busy
-// keeping it running, and a reattach that shows the turn that finished
-// meanwhile.
+// keeping it running, a reattach that shows the turn that finished
+// meanwhile, then /diff and /apply of the session's changes.
 func TestCodeUnderTmux(t *testing.T) {
 	tm := newTmux(t)
 	repo := gitRepo(t)
 	release := filepath.Join(t.TempDir(), "release")
 	steps := []map[string]any{
 		{"text": "Let me read a.txt first.", "tool_call": map[string]any{"name": "read_file", "args": map[string]any{"path": "a.txt"}}},
+		{"text": "Now the change.", "tool_call": map[string]any{"name": "write_file", "args": map[string]any{"path": "a.txt", "content": "hello world\n"}}},
 		{"text": "I need to know one thing.", "tool_call": map[string]any{"name": "ask", "args": map[string]any{}}},
 		{"text": "Green, then. Building now.", "tool_call": map[string]any{"name": "run_command",
 			"args": map[string]any{"command": "echo building; while [ ! -f " + release + " ]; do sleep 0.05; done; echo built"}}},
@@ -172,7 +173,7 @@ func TestCodeUnderTmux(t *testing.T) {
 	tm.waitFor("first", "start", "agentslice code", "Nothing here yet", "agent coder", "● new")
 	tm.typeLine("first", "please fix a.txt")
 	tm.waitFor("first", "choice", "you: please fix a.txt", "Let me read a.txt first.",
-		`▸ read_file [done] {"path":"a.txt"} → 1 hello`, "I need to know one thing.",
+		`▸ read_file [done] {"path":"a.txt"} → 1 hello`, "▸ write_file [done]", "I need to know one thing.",
 		"▸ ask [waiting]", "? Which colour?", "› 1. red", "  2. green", "● waiting for your choice")
 	tm.keys("first", "Down")
 	tm.waitFor("first", "choice-moved", "  1. red", "› 2. green")
@@ -205,6 +206,16 @@ func TestCodeUnderTmux(t *testing.T) {
 	tm.start("again", repo, "code", "-server", url)
 	tm.waitFor("again", "reattached", "thread "+thread[:20], "you: please fix a.txt", "▸ run_command [done]",
 		"All done: the build passed.", "● idle")
+	// The session's changes: the diff in a pager, then applied.
+	tm.typeLine("again", "/diff")
+	tm.waitFor("again", "diff", "diff --git a/a.txt b/a.txt", "-hello", "+hello world", "q or Esc closes")
+	tm.keys("again", "q")
+	tm.waitFor("again", "diff-closed", "All done: the build passed.", "> message, or /help")
+	tm.typeLine("again", "/apply")
+	tm.waitFor("again", "applied", "applied as ", ": a.txt")
+	if b, _ := os.ReadFile(filepath.Join(repo, "a.txt")); string(b) != "hello world\n" {
+		t.Fatalf("a.txt after /apply: %q", b)
+	}
 	tm.typeLine("again", "/quit") // idle: no question
 	tm.waitFor("again", "left", "left thread "+thread, "[exit 0]")
 }

@@ -159,7 +159,7 @@ func (m *Model) diff() tea.Cmd {
 		if strings.TrimSpace(d) == "" {
 			d = "(the sandbox of thread " + thread + " has no changes)"
 		}
-		return pagerMsg{title: "diff of thread " + thread, text: d}
+		return pagerMsg{title: "diff", text: d}
 	}
 }
 

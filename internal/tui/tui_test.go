@@ -103,6 +103,13 @@ func TestToolCallsFoldAndExpand(t *testing.T) {
 	if !strings.Contains(s, `▸ read_file [done] {"path":"a.go"} → package a func A() {}`) || !strings.Contains(s, "▸ run_command [running] --- FAIL: TestA") {
 		t.Fatalf("a done call and a running one with its live output:\n%s", s)
 	}
+	feed(m, client.Event{Kind: "tool_call", Tool: "watch", CallID: "c3", Args: `{}`},
+		client.Event{Kind: "tool_result", Tool: "watch", CallID: "c3", Text: "started; output follows as events"},
+		client.Event{Kind: "subscription_event", Tool: "watch", CallID: "c3", Text: "line 1\nline 2"},
+		client.Event{Kind: "subscription_event", Tool: "watch", CallID: "c3", Text: "exit code 0"})
+	if s := screen(t, m); !strings.Contains(s, "▸ watch [done] {} → exit code 0") {
+		t.Fatalf("a streaming tool's latest output:\n%s", s)
+	}
 	feed(m, client.Event{Kind: "tool_result", Tool: "run_command", CallID: "c2", Text: "exit status 1", IsError: true}, state("idle"))
 	if s := screen(t, m); !strings.Contains(s, "▸ run_command [failed]") {
 		t.Fatalf("a failed call:\n%s", s)
@@ -110,7 +117,7 @@ func TestToolCallsFoldAndExpand(t *testing.T) {
 	if strings.Contains(s, "args:") {
 		t.Fatalf("folded calls show their details:\n%s", s)
 	}
-	key(m, tea.KeyMsg{Type: tea.KeyTab}, tea.KeyMsg{Type: tea.KeyShiftTab}, tea.KeyMsg{Type: tea.KeyEnter}) // the last call, then the one before
+	key(m, tea.KeyMsg{Type: tea.KeyTab}, tea.KeyMsg{Type: tea.KeyShiftTab}, tea.KeyMsg{Type: tea.KeyShiftTab}, tea.KeyMsg{Type: tea.KeyEnter}) // the last call, then back to the first
 	s = screen(t, m)
 	if !strings.Contains(s, "▾ read_file [done]") || !strings.Contains(s, "  result:") || !strings.Contains(s, "    func A() {}") {
 		t.Fatalf("the expanded call:\n%s", s)
@@ -270,7 +277,7 @@ func TestStaleStreamIgnored(t *testing.T) {
 func TestHelpAndUnknownCommand(t *testing.T) {
 	m := newTestModel(t)
 	key(m, runes("/help"), tea.KeyMsg{Type: tea.KeyEnter})
-	if s := screen(t, m); !strings.Contains(s, "/load") || !strings.Contains(s, "Esc or q closes") {
+	if s := screen(t, m); !strings.Contains(s, "/load") || !strings.Contains(s, "q or Esc closes") {
 		t.Fatalf("help:\n%s", s)
 	}
 	key(m, tea.KeyMsg{Type: tea.KeyEsc}, runes("/frobnicate"), tea.KeyMsg{Type: tea.KeyEnter})

@@ -132,6 +132,8 @@ func (m *Model) toolEntry(e *Entry, width int, selected bool) string {
 	case e.Expanded:
 	case !e.Done && len(e.Output) > 0:
 		rest = " " + e.Output[len(e.Output)-1]
+	case len(e.Output) > 0: // a streaming tool: its latest output says more than its first result
+		rest = " " + oneLine(e.Args) + " → " + e.Output[len(e.Output)-1]
 	case e.Done:
 		rest = " " + oneLine(e.Args) + " → " + oneLine(e.Result)
 	default:
@@ -279,7 +281,7 @@ func (m *Model) View() string {
 	switch m.mode {
 	case modePager:
 		body = m.pager.View()
-		footer = fmt.Sprintf("%s · %d%% · ↑↓ PgUp PgDn scroll, Esc or q closes", m.pagerTitle, int(m.pager.ScrollPercent()*100))
+		footer = fmt.Sprintf("%s · %d%% · q or Esc closes · ↑↓ PgUp PgDn scroll", m.pagerTitle, int(m.pager.ScrollPercent()*100))
 	case modePicker:
 		body = m.pickerView()
 		footer = "↑↓ select, Enter picks, Esc cancels"
