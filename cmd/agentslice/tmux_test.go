@@ -103,28 +103,33 @@ func (tm *tmuxTerm) capture(window string) string {
 // screen as the artifact label, and returns it.
 func (tm *tmuxTerm) waitFor(window, label string, want ...string) string {
 	tm.t.Helper()
-	deadline := time.Now().Add(tmuxDeadline)
-	var screen string
-	for {
-		screen = tm.capture(window)
-		missing := ""
+	return tm.waitUntil(window, label, fmt.Sprintf("all of %q", want), func(screen string) bool {
 		for _, w := range want {
 			if !strings.Contains(screen, w) {
-				missing = w
-				break
+				return false
 			}
 		}
-		if missing == "" {
-			break
+		return true
+	})
+}
+
+// waitUntil polls the window's screen until ok holds (what says what
+// it waits for), keeps that screen as the artifact label, and returns it.
+func (tm *tmuxTerm) waitUntil(window, label, what string, ok func(string) bool) string {
+	tm.t.Helper()
+	deadline := time.Now().Add(tmuxDeadline)
+	for {
+		screen := tm.capture(window)
+		if ok(screen) {
+			tm.save(label, screen)
+			return screen
 		}
 		if time.Now().After(deadline) {
 			tm.save(label+"-FAILED", screen)
-			tm.t.Fatalf("%s: the screen never showed %q; the last screen:\n%s", label, missing, screen)
+			tm.t.Fatalf("%s: the screen never showed %s; the last screen:\n%s", label, what, screen)
 		}
 		time.Sleep(50 * time.Millisecond) // polling the screen, not timing anything
 	}
-	tm.save(label, screen)
-	return screen
 }
 
 func (tm *tmuxTerm) save(label, screen string) {
@@ -206,6 +211,25 @@ func TestCodeUnderTmux(t *testing.T) {
 	tm.start("again", repo, "code", "-server", url)
 	tm.waitFor("again", "reattached", "thread "+thread[:20], "you: please fix a.txt", "▸ run_command [done]",
 		"All done: the build passed.", "● idle")
+	// A smaller terminal: the screen is drawn again to its size.
+	tm.tmux("resize-window", "-t", "tui:again", "-x", "60", "-y", "16")
+	// (tmux cuts the old screen to the new size at once: wait for the
+	// program's own drawing, whose cut lines end in "…".)
+	tm.waitUntil("again", "resized", "the screen drawn again at 60x16", func(screen string) bool {
+		lines := strings.Split(strings.TrimRight(screen, "\n"), "\n")
+		if len(lines) != 16 || !strings.HasPrefix(lines[0], " agentslice code · demo") || !strings.HasPrefix(lines[15], "/help") {
+			return false
+		}
+		for _, l := range lines {
+			if strings.HasPrefix(l, "▸ write_file [done]") && strings.HasSuffix(l, "…") && len([]rune(l)) == 60 {
+				return strings.Contains(screen, "● idle") && strings.Contains(screen, "> message")
+			}
+		}
+		return false
+	})
+	tm.tmux("resize-window", "-t", "tui:again", "-x", "80", "-y", "24")
+	tm.waitFor("again", "resized-back", "you: please fix a.txt", "All done: the build passed.")
+
 	// The session's changes: the diff in a pager, then applied.
 	tm.typeLine("again", "/diff")
 	tm.waitFor("again", "diff", "diff --git a/a.txt b/a.txt", "-hello", "+hello world", "q or Esc closes")
