@@ -29,7 +29,7 @@ func (m *Model) openStream(opts client.EventOptions) tea.Cmd {
 	}
 	return func() tea.Msg {
 		s, err := c.Events(ctx, thread, opts)
-		return streamMsg{gen: gen, stream: s, err: err}
+		return streamMsg{gen: gen, opts: opts, stream: s, err: err}
 	}
 }
 

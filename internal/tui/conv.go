@@ -16,6 +16,10 @@ type Conversation struct {
 	calls   map[string]int // call ID -> index in Entries
 	live    int            // index of the streaming assistant entry, or -1
 	liveID  string         // its completion ID
+	// seen holds the IDs of the history events applied ({thread}#{pos}):
+	// a stream resumed from its cursor, or one that sent an event ahead of
+	// its commit, never shows it twice.
+	seen map[string]bool
 }
 
 // EntryKind says what an entry of the conversation is.
@@ -52,11 +56,17 @@ type Entry struct {
 
 // NewConversation returns an empty conversation.
 func NewConversation() *Conversation {
-	return &Conversation{calls: map[string]int{}, live: -1}
+	return &Conversation{calls: map[string]int{}, live: -1, seen: map[string]bool{}}
 }
 
 // Apply folds one event into the conversation.
 func (c *Conversation) Apply(ev client.Event) {
+	if strings.Contains(ev.ID, "#") && ev.Kind != "state" {
+		if c.seen[ev.ID] {
+			return
+		}
+		c.seen[ev.ID] = true
+	}
 	switch ev.Kind {
 	case "message":
 		c.endLive()

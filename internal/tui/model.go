@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -163,6 +164,7 @@ func (m *Model) busy() bool {
 type (
 	streamMsg struct {
 		gen    int
+		opts   client.EventOptions // what was asked: a failed open is retried with it
 		stream *client.Stream
 		err    error
 	}
@@ -221,7 +223,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		if msg.err != nil {
 			m.setNotice("event stream: " + msg.err.Error() + " (retrying)")
-			return m, m.reconnect(client.EventOptions{}, time.Second)
+			return m, m.reconnect(msg.opts, time.Second)
 		}
 		m.stream = msg.stream
 		return m, tea.Batch(m.next(), m.refresh())
@@ -360,16 +362,19 @@ func (m *Model) streamFailed(err error) tea.Cmd {
 	if m.ctx.Err() != nil || m.done {
 		return nil
 	}
-	last := 0
+	last, resume := 0, false
 	if m.stream != nil {
-		last = m.stream.LastSeq
+		last, resume = m.stream.LastSeq, true
 		m.stream.Close()
 		m.stream = nil
 	}
 	m.setNotice("event stream: " + strings.TrimPrefix(err.Error(), "client: ") + " (reconnecting)")
 	delay := time.Second
-	if err == client.ErrDropped {
+	if errors.Is(err, client.ErrDropped) {
 		delay = 0
+	}
+	if !resume {
+		return m.reconnect(client.EventOptions{}, delay)
 	}
 	return m.reconnect(client.EventOptions{After: last, Resume: true}, delay)
 }

@@ -291,3 +291,17 @@ func TestHelpAndUnknownCommand(t *testing.T) {
 		t.Fatalf("/diff in chat:\n%s", s)
 	}
 }
+
+// TestReplayedEventsShownOnce: a history event that comes again (a
+// resumed stream, one sent ahead of its commit) is shown once.
+func TestReplayedEventsShownOnce(t *testing.T) {
+	c := NewConversation()
+	for i := 0; i < 2; i++ {
+		c.Apply(client.Event{ID: "t1#0", Kind: "message", Text: "hi"})
+		c.Apply(client.Event{ID: "t1#1", Kind: "turn", Text: "hello"})
+	}
+	c.Apply(client.Event{ID: "t1#2", Kind: "message", Text: "hi"}) // the same text, another message
+	if len(c.Entries) != 3 {
+		t.Fatalf("entries %+v", c.Entries)
+	}
+}
