@@ -154,3 +154,13 @@ func TestApplyConflictExit(t *testing.T) {
 		t.Fatalf("a refused apply changed a.txt: %q", b)
 	}
 }
+
+// TestCodeReviewWithoutSandbox: a server without the sandbox toolset
+// answers 404 without naming the thread; the command names it.
+func TestCodeReviewWithoutSandbox(t *testing.T) {
+	url := startInProcess(t)
+	code, out, errOut := runCmd("code", "review", "-server", url, "t1")
+	if code != ExitNotFound || out != "" || errOut != "agentslice code: thread t1: 404 Not Found: this server has no sandbox toolset (configure sandbox.repo)\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
