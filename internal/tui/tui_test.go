@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -303,5 +304,26 @@ func TestReplayedEventsShownOnce(t *testing.T) {
 	c.Apply(client.Event{ID: "t1#2", Kind: "message", Text: "hi"}) // the same text, another message
 	if len(c.Entries) != 3 {
 		t.Fatalf("entries %+v", c.Entries)
+	}
+}
+
+// TestStatusLine: the thread's state as read from the server: what it
+// waits on, its children with their statuses, its token usage.
+func TestStatusLine(t *testing.T) {
+	m := newTestModel(t)
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 24})
+	until := time.Date(2026, 12, 1, 14, 5, 0, 0, time.Local)
+	m.Update(threadMsg{gen: m.gen, th: &client.Thread{Status: "sleeping", Until: &until,
+		State: client.ThreadState{Agent: "coder", Model: "big", Usage: client.Usage{Input: 12345, Output: 678, Cached: 9000}}},
+		children: []childStatus{{ID: "t1.a", Status: "running"}, {ID: "t1.b", Status: "idle"}}})
+	s := screen(t, m)
+	for _, want := range []string{"● sleeping until 14:05:00 · tokens 12k in, 678 out (9000 cached) · children 2 (1 busy): t1.a running, t1.b idle", "model big"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("missing %q:\n%s", want, s)
+		}
+	}
+	m.Update(threadMsg{gen: m.gen, th: &client.Thread{Status: "waiting_for_provider", Reason: "503 from the provider"}})
+	if s := screen(t, m); !strings.Contains(s, "● waiting for provider: 503 from the provider") {
+		t.Errorf("waiting for the provider:\n%s", s)
 	}
 }

@@ -179,7 +179,7 @@ func wrap(s string, width int) string {
 // token usage.
 func (m *Model) statusLine() string {
 	var parts []string
-	st := m.status
+	st := strings.ReplaceAll(m.status, "_", " ") // waiting for provider, dead letter
 	if st == "" {
 		st = "new"
 		if m.sending {
@@ -210,6 +210,13 @@ func (m *Model) statusLine() string {
 		st = "streaming"
 	}
 	parts = append(parts, "● "+st)
+	if u := m.usage; u.Input+u.Output > 0 {
+		s := fmt.Sprintf("tokens %s in, %s out", count(u.Input), count(u.Output))
+		if u.Cached > 0 {
+			s += fmt.Sprintf(" (%s cached)", count(u.Cached))
+		}
+		parts = append(parts, s)
+	}
 	if n := len(m.children); n > 0 {
 		busy := 0
 		var names []string
@@ -220,13 +227,6 @@ func (m *Model) statusLine() string {
 			names = append(names, c.ID+" "+c.Status)
 		}
 		parts = append(parts, fmt.Sprintf("children %d (%d busy): %s", n, busy, strings.Join(names, ", ")))
-	}
-	if u := m.usage; u.Input+u.Output > 0 {
-		s := fmt.Sprintf("tokens %s in, %s out", count(u.Input), count(u.Output))
-		if u.Cached > 0 {
-			s += fmt.Sprintf(" (%s cached)", count(u.Cached))
-		}
-		parts = append(parts, s)
 	}
 	return ansi.Truncate(strings.Join(parts, " · "), max(m.width, 20), "…")
 }
