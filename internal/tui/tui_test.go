@@ -188,6 +188,14 @@ func TestQuitAsksWhileBusy(t *testing.T) {
 		t.Fatalf("outcome %+v", o)
 	}
 
+	stop := newTestModel(t)
+	feed(stop, client.Event{Kind: "message", Text: "build it"}, state("running"))
+	key(stop, tea.KeyMsg{Type: tea.KeyCtrlC})
+	cmd = key(stop, runes("s"))
+	if q, ok := cmd().(quitMsg); !ok || !q.stopped {
+		t.Fatalf("s (stop it) gave %#v", q)
+	}
+
 	idle := newTestModel(t)
 	feed(idle, client.Event{Kind: "message", Text: "hi"}, client.Event{Kind: "turn", Text: "hello"}, state("idle"))
 	cmd = key(idle, tea.KeyMsg{Type: tea.KeyCtrlC})
