@@ -15,6 +15,8 @@ echo "== npm packages and services"
 use_services "${names[@]}"
 echo "== chromium (the console's browser test)"
 bash scripts/chromium.sh
+echo "== tmux (the terminal UI's test)"
+bash scripts/tmux.sh
 export AGENTSLICE_REQUIRE_SERVICES=1
 
 echo "== python sdk (sdk/python: unittest, standard library only)"
@@ -33,7 +35,11 @@ mkdir -p .run
 chaos_summary=$(pwd)/.run/chaos-sampled.txt
 rm -f "$chaos_summary"
 rc=0
+# The terminal UI's test keeps its screens there (one folder per test).
+export AGENTSLICE_ARTIFACTS=$(pwd)/.run/artifacts
+rm -rf "$AGENTSLICE_ARTIFACTS"
 AGENTSLICE_CHAOS_SUMMARY=$chaos_summary go test -race -count=1 ./... || rc=$?
+echo "== screens of the terminal UI's test: $AGENTSLICE_ARTIFACTS"
 echo "== sampled chaos matrix: $(tail -n 1 "$chaos_summary" 2>/dev/null || echo 'no summary (did not run)')"
 [[ $rc -eq 0 ]] || exit $rc
 

@@ -39,7 +39,7 @@ func runChooseSQS(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	case (*dsn == "") == (*endpoint == ""):
 		return errors.New("set exactly one of --dsql-endpoint (the stack's history database) and --dsn (PostgreSQL)")
 	case fs.NArg() != 2:
-		return fmt.Errorf("want THREAD CHOICE after the flags, got %d arguments", fs.NArg())
+		return usagef("want THREAD CHOICE after the flags, got %d arguments", fs.NArg())
 	}
 	thread, pick := fs.Arg(0), fs.Arg(1)
 	client, done, err := a.sqsClient(ctx)
@@ -62,7 +62,7 @@ func runChooseSQS(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	ch, ok := rap.PendingChoiceOf(th, *call)
 	if !ok {
-		return fmt.Errorf("thread %s waits for no choice%s", thread, onCall(*call))
+		return conflictf("thread %s waits for no choice%s", thread, onCall(*call))
 	}
 	n, err := pickChoice(pick, ch.Prompt, ch.Choices)
 	if err != nil {

@@ -40,7 +40,7 @@ func runCost(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		return ignoreHelp(err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (every input is a flag)", fs.Arg(0))
+		return usagef("unexpected argument %q (every input is a flag)", fs.Arg(0))
 	}
 	if *printPrices {
 		enc := json.NewEncoder(stdout)

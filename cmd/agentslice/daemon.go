@@ -274,7 +274,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if verb == "" {
 		fs.Usage()
-		return errors.New("say start, stop or status")
+		return usagef("say start, stop or status")
 	}
 	dir := dataDir(*data)
 	token := os.Getenv(server.TokenEnv)
@@ -298,7 +298,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return nil
 	case "stop", "status":
 		if fs.NArg() > 0 {
-			return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+			return usagef("unexpected argument %q", fs.Arg(0))
 		}
 		info, stale, err := findDaemon(ctx, dir, token)
 		if stale {
@@ -324,7 +324,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "daemon stopped (pid %d)\n", info.PID)
 		return nil
 	}
-	return fmt.Errorf("unknown daemon command %q: say start, stop or status", verb)
+	return usagef("unknown daemon command %q: say start, stop or status", verb)
 }
 
 // dataDir resolves a -data flag as serve does.

@@ -73,7 +73,10 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	if errors.Is(err, flag.ErrHelp) {
 		return errHelp
 	}
-	return err
+	if err != nil {
+		return &exitError{code: ExitUsage, err: err}
+	}
+	return nil
 }
 
 var errHelp = errors.New("help requested")
@@ -114,7 +117,7 @@ func runSendSQS(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case *thread == "":
 		return errors.New("--thread is required")
 	case strings.TrimSpace(text) == "":
-		return errors.New("the message text is missing: put it after the flags")
+		return usagef("the message text is missing: put it after the flags")
 	}
 	cls, err := runtime.ParseClass(*class)
 	if err != nil {
@@ -213,7 +216,7 @@ func runTailSQS(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case *queueURL == "":
 		return errors.New("--queue-url is required (the stack's output queue URL)")
 	case *n < 0:
-		return fmt.Errorf("-n %d is negative", *n)
+		return usagef("-n %d is negative", *n)
 	case *wait < 1 || *wait > 20:
 		return fmt.Errorf("--wait %d is outside 1..20 seconds", *wait)
 	}
@@ -346,7 +349,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return ignoreHelp(err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return usagef("unexpected arguments %q", fs.Args())
 	}
 	var cfg dsql.Config
 	switch {

@@ -27,7 +27,7 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if *from < 0 {
-		return fmt.Errorf("-from %d is negative", *from)
+		return usagef("-from %d is negative", *from)
 	}
 	c, done, err := sf.connect(ctx, stderr)
 	if err != nil {
@@ -92,9 +92,9 @@ func formatItem(it client.Item) string {
 func oneThread(args []string, verb string) (string, error) {
 	switch {
 	case len(args) == 0:
-		return "", fmt.Errorf("missing THREAD: say which thread to %s", verb)
+		return "", usagef("missing THREAD: say which thread to %s", verb)
 	case len(args) > 1:
-		return "", fmt.Errorf("unexpected argument %q (one THREAD only)", args[1])
+		return "", usagef("unexpected argument %q (one THREAD only)", args[1])
 	}
 	return args[0], nil
 }
@@ -150,7 +150,7 @@ func runChoose(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return ignoreHelp(err)
 	}
 	if fs.NArg() != 2 {
-		return fmt.Errorf("want THREAD CHOICE, got %d arguments", fs.NArg())
+		return usagef("want THREAD CHOICE, got %d arguments", fs.NArg())
 	}
 	thread, pick := fs.Arg(0), fs.Arg(1)
 	c, done, err := sf.connect(ctx, stderr)
@@ -164,7 +164,7 @@ func runChoose(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	ch := th.Choice
 	if ch == nil {
-		return fmt.Errorf("thread %s waits for no choice (it is %s)", thread, th.Status)
+		return conflictf("thread %s waits for no choice (it is %s)", thread, th.Status)
 	}
 	n, err := pickChoice(pick, ch.Prompt, ch.Choices)
 	if err != nil {
@@ -194,7 +194,7 @@ func pickChoice(pick, prompt string, choices []string) (int, error) {
 		for i, o := range choices {
 			opts = append(opts, fmt.Sprintf("[%d] %s", i, o))
 		}
-		return 0, fmt.Errorf("%q is not one of the choices of %q: %s", pick, prompt, strings.Join(opts, ", "))
+		return 0, usagef("%q is not one of the choices of %q: %s", pick, prompt, strings.Join(opts, ", "))
 	}
 	return n, nil
 }

@@ -1,6 +1,7 @@
 // Command agentslice is the command line of agentslice:
 //
 //	agentslice serve    run the embedded runtime with an HTTP API
+//	agentslice code     the terminal UI of the coding agent on a repository; chat: of any agent
 //	agentslice daemon   start, stop or find the local serve of a data directory
 //	agentslice threads  list a serve's threads
 //	agentslice send     send a message to a thread of a serve, or of a deployed queue (-queue-url)
@@ -15,7 +16,9 @@
 //
 // Each subcommand reads its flags (and, where it says so, a config file or
 // the environment), validates them, and fails with a message naming what is
-// wrong.
+// wrong. The exit code says what kind of failure it was (exit.go): 2 for
+// usage, 3 for a thread that does not exist, 4 for a state that refuses
+// the request, and so on.
 package main
 
 import (
@@ -36,6 +39,8 @@ func commands() []command {
 	return []command{
 		{"serve", "run the embedded runtime with an HTTP API", runServe},
 		{"daemon", "start, stop or find the local serve daemon of a data directory", runDaemon},
+		{"code", "the terminal UI of the coding agent on a repository (review, apply, discard: its changes)", runCode},
+		{"chat", "the terminal UI for any agent's thread, without a repository", runChat},
 		{"threads", "list the threads of a serve, with status, agent and last activity", runThreads},
 		{"send", "send a message to a thread of a serve (or, with -queue-url, a deployment's queue)", runSend},
 		{"tail", "follow a thread's events on a serve (or, with -queue-url, a deployment's output queue)", runTail},
@@ -81,7 +86,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if c.name == args[0] {
 			if err := c.run(ctx, args[1:], stdout, stderr); err != nil {
 				fmt.Fprintf(stderr, "agentslice %s: %v\n", c.name, err)
-				return 1
+				return exitCode(err)
 			}
 			return 0
 		}

@@ -30,6 +30,8 @@ const ServerEnv = "AGENTSLICE_SERVER"
 // serverFlags are the flags every serve command takes.
 type serverFlags struct {
 	server, data string
+	// daemonArgs are serve flags a daemon started by connect gets.
+	daemonArgs []string
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet) {
@@ -53,7 +55,7 @@ func (f *serverFlags) connect(ctx context.Context, stderr io.Writer) (*client.Cl
 			if stale {
 				fmt.Fprintf(stderr, "agentslice: removed the stale daemon file of pid %d\n", info.PID)
 			}
-			if info, err = startDaemon(ctx, dir, "127.0.0.1:0", token, nil); err != nil {
+			if info, err = startDaemon(ctx, dir, "127.0.0.1:0", token, f.daemonArgs); err != nil {
 				return nil, nil, err
 			}
 			fmt.Fprintf(stderr, "agentslice: started the daemon at %s (pid %d, data %s, log %s; `agentslice daemon stop` ends it)\n",
@@ -65,7 +67,7 @@ func (f *serverFlags) connect(ctx context.Context, stderr io.Writer) (*client.Cl
 	}
 	c, err := client.New(base, token)
 	if err != nil {
-		return nil, nil, fmt.Errorf("-server: %w", err)
+		return nil, nil, usagef("-server: %w", err)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	// A command makes a few requests: no keep-alive. (With it, the tests saw
@@ -115,9 +117,9 @@ func runThreads(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	switch {
 	case fs.NArg() > 0:
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return usagef("unexpected argument %q", fs.Arg(0))
 	case opts.Limit < 0:
-		return fmt.Errorf("-limit %d is negative", opts.Limit)
+		return usagef("-limit %d is negative", opts.Limit)
 	}
 	c, done, err := sf.connect(ctx, stderr)
 	if err != nil {
@@ -185,7 +187,7 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return ignoreHelp(err)
 	}
 	if fs.NArg() == 0 {
-		return errors.New("missing THREAD: say which thread to send to (a new ID starts a thread)")
+		return usagef("missing THREAD: say which thread to send to (a new ID starts a thread)")
 	}
 	thread := fs.Arg(0)
 	m.Text = strings.Join(fs.Args()[1:], " ")
@@ -197,7 +199,7 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		m.Text = strings.TrimRight(string(b), "\n")
 	}
 	if strings.TrimSpace(m.Text) == "" {
-		return errors.New("the message text is missing: put it after THREAD or on stdin")
+		return usagef("the message text is missing: put it after THREAD or on stdin")
 	}
 	c, done, err := sf.connect(ctx, stderr)
 	if err != nil {
@@ -218,10 +220,11 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // stdinReader is where send reads a message without TEXT (tests set it).
 var stdinReader io.Reader = os.Stdin
 
-// explain adds what the command line can say to an API error.
+// explain adds what the command line can say to an API error: a 404 or
+// a 409 names the thread when the server's message does not.
 func explain(err error, thread string) error {
 	var ae *client.APIError
-	if errors.As(err, &ae) && ae.StatusCode == http.StatusNotFound && !strings.Contains(ae.Message, thread) {
+	if errors.As(err, &ae) && (ae.StatusCode == http.StatusNotFound || ae.StatusCode == http.StatusConflict) && !strings.Contains(ae.Message, thread) {
 		return fmt.Errorf("thread %s: %w", thread, err)
 	}
 	return err
@@ -322,13 +325,13 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	switch {
 	case fs.NArg() == 0:
-		return errors.New("missing THREAD: say which thread to follow (or pass -queue-url to follow a deployment's output queue)")
+		return usagef("missing THREAD: say which thread to follow (or pass -queue-url to follow a deployment's output queue)")
 	case fs.NArg() > 1:
-		return fmt.Errorf("unexpected argument %q (tail follows one thread)", fs.Arg(1))
+		return usagef("unexpected argument %q (tail follows one thread)", fs.Arg(1))
 	case *n < 0:
-		return fmt.Errorf("-n %d is negative", *n)
+		return usagef("-n %d is negative", *n)
 	case *after < -1:
-		return fmt.Errorf("-after %d is negative", *after)
+		return usagef("-after %d is negative", *after)
 	}
 	thread := fs.Arg(0)
 	c, done, err := sf.connect(ctx, stderr)

@@ -134,17 +134,19 @@ func TestSendWaitAndThreads(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string
+		code int
 	}{
-		{[]string{"send", "-server", url, "-agent", "nobody", "t1", "hi"}, `400 Bad Request: names agent "nobody", but the configuration defines no agents (field agent)`},
-		{[]string{"send", "-server", url, "t 1", "hi"}, "(field thread_id)"},
-		{[]string{"send", "-server", url}, "missing THREAD"},
-		{[]string{"send", "-server", "localhost:1", "t", "hi"}, "-server: client: server URL"},
-		{[]string{"threads", "-server", url, "-limit", "-1"}, "-limit -1 is negative"},
-		{[]string{"tail", "-server", url, "a", "b"}, `unexpected argument "b"`},
+		{[]string{"send", "-server", url, "-agent", "nobody", "t1", "hi"}, `400 Bad Request: names agent "nobody", but the configuration defines no agents (field agent)`, ExitRefused},
+		{[]string{"send", "-server", url, "t 1", "hi"}, "(field thread_id)", ExitRefused},
+		{[]string{"send", "-server", url}, "missing THREAD", ExitUsage},
+		{[]string{"send", "-server", "localhost:1", "t", "hi"}, "-server: client: server URL", ExitUsage},
+		{[]string{"threads", "-server", url, "-limit", "-1"}, "-limit -1 is negative", ExitUsage},
+		{[]string{"tail", "-server", url, "a", "b"}, `unexpected argument "b"`, ExitUsage},
+		{[]string{"threads", "-server", url, "-nope"}, "flag provided but not defined: -nope", ExitUsage},
 	} {
 		code, _, errOut := runCmd(tc.args...)
-		if code != 1 || !strings.Contains(errOut, tc.want) {
-			t.Errorf("%v: exit %d, stderr %q; want exit 1 saying %q", tc.args, code, errOut, tc.want)
+		if code != tc.code || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d saying %q", tc.args, code, errOut, tc.code, tc.want)
 		}
 	}
 	for _, sub := range []string{"send", "tail", "threads", "daemon"} {
@@ -161,7 +163,7 @@ func TestServerAndTokenFromTheEnvironment(t *testing.T) {
 	url := startInProcessToken(t, "s3cret")
 	t.Setenv(ServerEnv, url)
 	t.Setenv(server.TokenEnv, "")
-	if code, _, errOut := runCmd("threads"); code != 1 || !strings.Contains(errOut, "401 Unauthorized: a bearer token is required") {
+	if code, _, errOut := runCmd("threads"); code != ExitAuth || !strings.Contains(errOut, "401 Unauthorized: a bearer token is required") {
 		t.Fatalf("threads without a token: exit %d, %q", code, errOut)
 	}
 	t.Setenv(server.TokenEnv, "s3cret")
@@ -446,14 +448,16 @@ $`)
 	for _, tc := range []struct {
 		args []string
 		want string
+		code int
 	}{
-		{[]string{"send", "-server", url, "tt", "more"}, "agentslice send: 409 Conflict: thread tt is closed and takes no more messages (field thread_id)\n"},
-		{[]string{"close", "-server", url, "tt"}, "agentslice close: 409 Conflict: thread tt is closed already (field thread_id)\n"},
-		{[]string{"history", "-server", url, "nope"}, "agentslice history: 404 Not Found: thread nope has no history yet (field thread_id)\n"},
-		{[]string{"stop", "-server", url}, "agentslice stop: missing THREAD: say which thread to stop\n"},
+		{[]string{"send", "-server", url, "tt", "more"}, "agentslice send: 409 Conflict: thread tt is closed and takes no more messages (field thread_id)\n", ExitConflict},
+		{[]string{"close", "-server", url, "tt"}, "agentslice close: 409 Conflict: thread tt is closed already (field thread_id)\n", ExitConflict},
+		{[]string{"history", "-server", url, "nope"}, "agentslice history: 404 Not Found: thread nope has no history yet (field thread_id)\n", ExitNotFound},
+		{[]string{"tail", "-server", url, "-after", "0", "-n", "1", "x y"}, "agentslice tail: 400 Bad Request: thread ID in the path: contains a control or space character (field thread_id)\n", ExitRefused},
+		{[]string{"stop", "-server", url}, "agentslice stop: missing THREAD: say which thread to stop\n", ExitUsage},
 	} {
-		if code, _, errOut := runCmd(tc.args...); code != 1 || errOut != tc.want {
-			t.Errorf("%v: exit %d, stderr %q; want %q", tc.args[:1], code, errOut, tc.want)
+		if code, _, errOut := runCmd(tc.args...); code != tc.code || errOut != tc.want {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d, %q", tc.args[:1], code, errOut, tc.code, tc.want)
 		}
 	}
 }
@@ -505,7 +509,7 @@ func TestChoose(t *testing.T) {
 	if code != 0 || out != "Asking.\nWhich colour?\n  [0] red\n  [1] green\n" || !strings.Contains(errOut, "thread ch waits for a choice") {
 		t.Fatalf("send -wait: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	if code, _, errOut := runCmd("choose", "-server", url, "ch", "blue"); code != 1 ||
+	if code, _, errOut := runCmd("choose", "-server", url, "ch", "blue"); code != ExitUsage ||
 		!strings.Contains(errOut, `"blue" is not one of the choices of "Which colour?": [0] red, [1] green`) {
 		t.Fatalf("choose blue: exit %d, %q", code, errOut)
 	}
@@ -533,7 +537,7 @@ func TestChoose(t *testing.T) {
 	if err != nil || !strings.Contains(th.Items[4].Text, "the user chose 1") {
 		t.Fatalf("thread after the choice: %+v, %v", th, err)
 	}
-	if code, _, errOut := runCmd("choose", "-server", url, "ch", "0"); code != 1 || errOut != "agentslice choose: thread ch waits for no choice (it is idle)\n" {
+	if code, _, errOut := runCmd("choose", "-server", url, "ch", "0"); code != ExitConflict || errOut != "agentslice choose: thread ch waits for no choice (it is idle)\n" {
 		t.Fatalf("choose with none pending: exit %d, %q", code, errOut)
 	}
 }

@@ -48,7 +48,7 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (sandbox takes only flags; see -h)", fs.Arg(0))
+		return usagef("unexpected argument %q (sandbox takes only flags; see -h)", fs.Arg(0))
 	}
 	if *repo == "" {
 		return errors.New("-repo: missing (the git repository the sandboxes are made from)")

@@ -175,7 +175,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if f.fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (serve takes only flags; see -h)", f.fs.Arg(0))
+		return usagef("unexpected argument %q (serve takes only flags; see -h)", f.fs.Arg(0))
 	}
 	cfg, err := f.apply()
 	if err != nil {
