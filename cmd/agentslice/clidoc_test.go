@@ -25,8 +25,10 @@ func TestCLIReference(t *testing.T) {
 	doc.WriteString("# Command-line reference\n\n")
 	doc.WriteString("Generated from the commands' own help (`agentslice <command> -h`) by\n")
 	doc.WriteString("`go test ./cmd/agentslice -run TestCLIReference -update-cli-doc`; a test fails\n")
-	doc.WriteString("when this page and the binary differ. Exit status: 0 on success, 2 for a usage\n")
-	doc.WriteString("error, non-zero otherwise with a message naming what is wrong.\n\n")
+	doc.WriteString("when this page and the binary differ. Exit status: 0 on success; otherwise a code\n")
+	doc.WriteString("that follows the API's answer (2 usage, 3 not found, 4 conflict, 5 refused,\n")
+	doc.WriteString("6 unreachable, 7 auth, 1 anything else; [terminal.md](terminal.md#exit-codes))\n")
+	doc.WriteString("and a message naming what is wrong.\n\n")
 	var top bytes.Buffer
 	usage(&top)
 	fmt.Fprintf(&doc, "```\n%s```\n", top.String())
