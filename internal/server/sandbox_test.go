@@ -57,6 +57,17 @@ func TestServeSandbox(t *testing.T) {
 	const thread = "thr_code"
 	events := openStream(t, srv.URL()+"/threads/"+thread+"/events")
 	postMessage(t, srv, thread, `{"text":"Fix Add."}`)
+	// The check runs in the background; the test lets it end once the
+	// model ended its turn.
+	for ev := events.nextOf(t, "reply"); ev.Data.Text != "Waiting for the check."; ev = events.nextOf(t, "reply") {
+	}
+	box, err := srv.sandbox.Lookup(t.Context(), thread)
+	if err != nil || box == nil {
+		t.Fatalf("sandbox: %v %v", box, err)
+	}
+	if err := os.WriteFile(filepath.Join(box.Dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// The thread is idle while each tool runs: wait for the last reply.
 	for ev := events.nextOf(t, "reply"); ev.Data.Text != "Add is fixed in the sandbox."; ev = events.nextOf(t, "reply") {
 	}
@@ -68,7 +79,8 @@ func TestServeSandbox(t *testing.T) {
 			results[it.Name] = it.Text
 		}
 	}
-	if !strings.HasPrefix(results["edit_file"], "edited calc.go") || !strings.HasPrefix(results["run_command"], "exit code 0") ||
+	if !strings.HasPrefix(results["edit_file"], "edited calc.go") || !strings.HasPrefix(results["run_command"], "started command ") ||
+		!strings.Contains(results[runtime.InjectedToolName], "finished: exit code 0 after") ||
 		!strings.Contains(results["diff"], "+func Add(a, b int) int { return a + b }") {
 		t.Fatalf("tool results %q", results)
 	}
