@@ -165,7 +165,7 @@ func TestServeSandboxRestartDuringACommand(t *testing.T) {
 	// One keyring for both, so the callback URLs of the first stay good.
 	cfg := Config{Listen: addr, Data: data, Script: testdata(t, "sandbox_background_script.json"),
 		CallbackKeys: "k1:c2FtZS1rZXlzLWFjcm9zcy1ib3RoLWNvbnZlcnNhdGlvbnMtIQ",
-		Sandbox: &Sandbox{Repo: repo, Root: root, OutputEvery: "10ms"}}
+		Sandbox:      &Sandbox{Repo: repo, Root: root, OutputEvery: "10ms"}}
 	first := startServer(t, cfg)
 	const thread = "thr_restart"
 	events := openStream(t, first.URL()+"/threads/"+thread+"/events")

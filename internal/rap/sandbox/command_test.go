@@ -3,8 +3,8 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
