@@ -150,6 +150,34 @@ func TestServeSandboxCancelKillsTheCommand(t *testing.T) {
 	waitUntil(t, "the call to end", func() bool { return sandboxKit(t, srv).Running() == 0 })
 }
 
+// TestServeSandboxStopKillsTheCommand: a person's stop of the thread
+// ends its subscriptions, so the running command's process group is
+// killed.
+func TestServeSandboxStopKillsTheCommand(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, Config{Script: testdata(t, "sandbox_stop_script.json"),
+		Sandbox: &Sandbox{Repo: gitRepo(t), Root: t.TempDir(), Jail: "off"}}) // a host pid in bg.pid
+	const thread = "thr_stopped"
+	postMessage(t, srv, thread, `{"text":"Build it."}`)
+	var sb *sandbox.Sandbox
+	waitUntil(t, "the sandbox", func() bool { sb, _ = srv.sandbox.Lookup(t.Context(), thread); return sb != nil })
+	pid := readPid(t, filepath.Join(sb.Dir, "bg.pid"))
+	waitIdle(t, srv)
+	var out map[string]any
+	if code := do(t, "POST", srv.URL()+"/threads/"+thread+"/stop", "", &out); code/100 != 2 {
+		t.Fatalf("stop: %d %v", code, out)
+	}
+	waitUntil(t, "the command's children to die", func() bool { return processGone(pid) })
+	waitUntil(t, "the call to end", func() bool { return sandboxKit(t, srv).Running() == 0 })
+	waitIdle(t, srv)
+	th := getThread(t, srv, thread)
+	if !slices.ContainsFunc(th.Items, func(it runtime.Item) bool {
+		return strings.HasPrefix(it.Text, "stopped by the user (active subscriptions cancelled: 1)")
+	}) {
+		t.Fatalf("no stop marker naming the cancelled subscription: %s", kinds(th.Items))
+	}
+}
+
 // TestServeSandboxRestartDuringACommand: serve stops while a command
 // runs (the command is killed with it); the next serve on the same data
 // and sandboxes tells the thread the truth, and the thread goes on.
