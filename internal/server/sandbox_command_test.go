@@ -140,7 +140,10 @@ func TestServeSandboxCancelKillsTheCommand(t *testing.T) {
 	srv := startServer(t, Config{Script: testdata(t, "sandbox_stop_script.json"),
 		Sandbox: &Sandbox{Repo: repo, Root: t.TempDir(), Jail: "off"}}) // a host pid in bg.pid
 	const thread = "thr_cancel"
+	events := openStream(t, srv.URL()+"/threads/"+thread+"/events")
 	postMessage(t, srv, thread, `{"text":"Build it."}`)
+	for ev := events.nextOf(t, "reply"); ev.Data.Text != "Waiting for the build."; ev = events.nextOf(t, "reply") {
+	}
 	var sb *sandbox.Sandbox
 	waitUntil(t, "the sandbox", func() bool { sb, _ = srv.sandbox.Lookup(t.Context(), thread); return sb != nil })
 	pid := readPid(t, filepath.Join(sb.Dir, "bg.pid"))
@@ -148,6 +151,13 @@ func TestServeSandboxCancelKillsTheCommand(t *testing.T) {
 	postMessage(t, srv, thread, `{"text":"Cancel the build."}`)
 	waitUntil(t, "the command's children to die", func() bool { return processGone(pid) })
 	waitUntil(t, "the call to end", func() bool { return sandboxKit(t, srv).Running() == 0 })
+	waitIdle(t, srv)
+	th := getThread(t, srv, thread)
+	if !slices.ContainsFunc(th.Items, func(it runtime.Item) bool {
+		return it.Kind == runtime.ItemToolResult && it.Name == "cancel_subscription" && strings.HasSuffix(it.Text, " cancelled")
+	}) {
+		t.Fatalf("no cancel_subscription result: %s", kinds(th.Items))
+	}
 }
 
 // TestServeSandboxStopKillsTheCommand: a person's stop of the thread
@@ -158,7 +168,10 @@ func TestServeSandboxStopKillsTheCommand(t *testing.T) {
 	srv := startServer(t, Config{Script: testdata(t, "sandbox_stop_script.json"),
 		Sandbox: &Sandbox{Repo: gitRepo(t), Root: t.TempDir(), Jail: "off"}}) // a host pid in bg.pid
 	const thread = "thr_stopped"
+	events := openStream(t, srv.URL()+"/threads/"+thread+"/events")
 	postMessage(t, srv, thread, `{"text":"Build it."}`)
+	for ev := events.nextOf(t, "reply"); ev.Data.Text != "Waiting for the build."; ev = events.nextOf(t, "reply") {
+	}
 	var sb *sandbox.Sandbox
 	waitUntil(t, "the sandbox", func() bool { sb, _ = srv.sandbox.Lookup(t.Context(), thread); return sb != nil })
 	pid := readPid(t, filepath.Join(sb.Dir, "bg.pid"))
@@ -174,7 +187,7 @@ func TestServeSandboxStopKillsTheCommand(t *testing.T) {
 	if !slices.ContainsFunc(th.Items, func(it runtime.Item) bool {
 		return strings.HasPrefix(it.Text, "stopped by the user (active subscriptions cancelled: 1)")
 	}) {
-		t.Fatalf("no stop marker naming the cancelled subscription: %s", kinds(th.Items))
+		t.Fatalf("no stop marker naming the cancelled subscription: %s\n%+v", kinds(th.Items), th.Items)
 	}
 }
 
