@@ -15,6 +15,8 @@ echo "== npm packages and services"
 use_services "${names[@]}"
 echo "== chromium (the console's browser test)"
 bash scripts/chromium.sh
+echo "== bubblewrap (the sandbox's jail for run_command)"
+bash scripts/bwrap.sh
 export AGENTSLICE_REQUIRE_SERVICES=1
 
 echo "== python sdk (sdk/python: unittest, standard library only)"
