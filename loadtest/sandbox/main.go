@@ -54,14 +54,15 @@ func main() {
 	boxes := flag.Int("boxes", 10, "sandboxes created (and as many stacked ones)")
 	searches := flag.Int("searches", 10, "searches run")
 	threads := flag.Int("threads", 100, "coding threads each idle on a running command")
+	idleFiles := flag.Int("idle-files", 50, "files in the repository of the idle threads (their memory does not depend on it; their sandboxes' creation does)")
 	flag.Parse()
-	if err := run(*files, *boxes, *searches, *threads); err != nil {
+	if err := run(*files, *boxes, *searches, *threads, *idleFiles); err != nil {
 		fmt.Fprintln(os.Stderr, "sandbox benchmark:", err)
 		os.Exit(1)
 	}
 }
 
-func run(files, boxes, searches, threads int) error {
+func run(files, boxes, searches, threads, idleFiles int) error {
 	ctx := context.Background()
 	tmp, err := os.MkdirTemp("", "agentslice-sandbox-bench-")
 	if err != nil {
@@ -115,12 +116,16 @@ func run(files, boxes, searches, threads int) error {
 	f.SearchMs = ms(median(took))
 	fmt.Printf("search (git grep -E over %d files, %d matches): median %.1f ms over %d\n", files, f.SearchMatches, f.SearchMs, searches)
 
-	if err := idleThreads(ctx, tmp, repo, threads, &f); err != nil {
+	small := filepath.Join(tmp, "small")
+	if err := makeRepo(small, idleFiles); err != nil {
 		return err
 	}
-	fmt.Printf("%d threads idle on running commands: %.0f heap bytes and %.2f goroutines per thread (serve process), "+
+	if err := idleThreads(ctx, tmp, small, threads, &f); err != nil {
+		return err
+	}
+	fmt.Printf("%d threads idle on running commands (a repository of %d files): %.0f heap bytes and %.2f goroutines per thread (serve process), "+
 		"%d engine threads active, %d tool calls running, %d child processes (%.0f KiB RSS per thread)\n",
-		threads, f.HeapPerThread, f.GoroutinesPer, f.EngineActive, f.RunningCalls, f.ChildProcesses, f.ChildRSSPerKiB)
+		threads, idleFiles, f.HeapPerThread, f.GoroutinesPer, f.EngineActive, f.RunningCalls, f.ChildProcesses, f.ChildRSSPerKiB)
 	fmt.Println("machine:", f.Machine)
 	b, _ := json.Marshal(f)
 	fmt.Println(string(b))
