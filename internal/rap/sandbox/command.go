@@ -98,8 +98,14 @@ func (m *Manager) runCommand(ctx context.Context, c *rap.Call) error {
 	var se *rap.StatusError
 	if err == nil || errors.As(err, &se) {
 		m.dropRecord(rec) // delivered, or refused for good (the subscription was cancelled)
+		return nil
 	}
-	return nil
+	// The runtime could not be reached: the next start sends it again.
+	rec.State, rec.Ended, rec.Final = stateFinished, time.Now(), text
+	if serr := m.saveRecord(rec); serr != nil {
+		m.logf("sandbox: keeping the undelivered final event of command %s: %v", c.ID, serr)
+	}
+	return err
 }
 
 // process is a started command.

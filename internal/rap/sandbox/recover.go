@@ -24,7 +24,8 @@ import (
 // what is left of each recorded command (after a kill -9 of the server
 // its process group runs on) and sends the thread the final event the
 // command owes: it did not finish, its exit status is unknown, the log's
-// tail and path. /tool_call_status answers alive false for these calls
+// tail and path (or, for a command that ended while the runtime could not
+// be reached, the final event it could not deliver). /tool_call_status answers alive false for these calls
 // (the kit tracks none from before the restart), which is the truth; the
 // runtime's own liveness check and this final event may race, and the
 // first one ends the subscription.
@@ -35,8 +36,9 @@ import (
 const metaDirName = ".agentslice"
 
 const (
-	stateRunning = "running" // the command runs (or the server died under it)
-	stateStopped = "stopped" // the server stopped and killed it
+	stateRunning  = "running"  // the command runs (or the server died under it)
+	stateStopped  = "stopped"  // the server stopped and killed it
+	stateFinished = "finished" // it ended, but its final event (Final) was not delivered
 )
 
 // record is a running command's entry in the metadata directory.
@@ -53,6 +55,7 @@ type record struct {
 	Started     time.Time `json:"started"`
 	State       string    `json:"state"`
 	Ended       time.Time `json:"ended,omitzero"`
+	Final       string    `json:"final,omitempty"` // the final event's text, when State is finished
 }
 
 func (m *Manager) metaDir() string { return filepath.Join(m.cfg.Root, metaDirName) }
@@ -156,13 +159,16 @@ func (m *Manager) Recover(ctx context.Context, srv *rap.Server) int {
 	n := 0
 	epoch := "r" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	for _, r := range recs {
-		killLeftover(r)
-		why := "the sandbox server stopped (a crash or kill) while it ran, and what was left of it was killed at the next start"
-		if r.State == stateStopped {
-			why = "the sandbox server was stopped while it ran, which killed it"
+		text := r.Final
+		if r.State != stateFinished {
+			killLeftover(r)
+			why := "the sandbox server stopped (a crash or kill) while it ran, and what was left of it was killed at the next start"
+			if r.State == stateStopped {
+				why = "the sandbox server was stopped while it ran, which killed it"
+			}
+			text = fmt.Sprintf("command %s did not finish: %s; its exit status is unknown. It started at %s: %s\n%s\nfull log: %s\n",
+				r.Call, why, r.Started.UTC().Format(time.RFC3339), r.Command, m.logTail(r.Log), r.Log)
 		}
-		text := fmt.Sprintf("command %s did not finish: %s; its exit status is unknown. It started at %s: %s\n%s\nfull log: %s\n",
-			r.Call, why, r.Started.UTC().Format(time.RFC3339), r.Command, m.logTail(r.Log), r.Log)
 		c := srv.Resume(rap.Invocation{Operation: "run_command", ID: r.Call, CallID: r.CallID, CallbackURL: r.CallbackURL, GroupID: r.Thread}, epoch)
 		err := c.Event(ctx, text, true, true)
 		if ctx.Err() != nil {
