@@ -17,7 +17,7 @@ AGENTS  ?= 20000
 TURNS   ?= 20
 WAVE    ?= 500
 
-.PHONY: all test test-go e2e loadtest loadtest-longrun loadtest-full loadtest-durable loadtest-scaling loadtest-storage loadtest-cost loadtest-priority bench-codec vet fmt fuzz chaos mutants mutation build synth deploy destroy cdk-deps
+.PHONY: all test test-go e2e loadtest loadtest-longrun loadtest-full loadtest-durable loadtest-scaling loadtest-storage loadtest-cost loadtest-priority loadtest-sandbox bench-codec vet fmt fuzz chaos mutants mutation build synth deploy destroy cdk-deps
 
 all: test
 
@@ -81,6 +81,12 @@ bench-codec:
 # JSON and SVG land in loadtest/results/.
 loadtest-priority:
 	$(GO) run ./loadtest/priority
+
+# The sandbox toolset: worktree creation (plain and stacked) and search on
+# a 5,000-file repository, and 100 coding threads idle on running commands
+# (docs/sandbox.md).
+loadtest-sandbox:
+	$(GO) run ./loadtest/sandbox
 
 # Many threads on the real stores (DSQL store on PostgreSQL, DynamoDB dedup
 # on DynamoDB Local): completions/s, slice latency, round trips per slice.

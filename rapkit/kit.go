@@ -479,6 +479,17 @@ type Call struct {
 	srv      *Server
 	seq      atomic.Int64
 	resulted atomic.Bool
+	epoch    string // set by Resume: keeps its event IDs apart from the first run's
+}
+
+// Resume returns a Call for an invocation this server took before a
+// restart (its caller kept the invocation), so a tool can still send what
+// it owes: a subscription's final event, say. Its event IDs carry epoch
+// (say, the time of the restart), so they are never taken for duplicates
+// of the events the first run sent. The call is not tracked as running:
+// /tool_call_status answers false for it.
+func (s *Server) Resume(inv Invocation, epoch string) *Call {
+	return &Call{Invocation: inv, srv: s, epoch: epoch}
 }
 
 // Args decodes the call's arguments (already valid against the schema).
@@ -537,8 +548,12 @@ func (c *Call) result(ctx context.Context, r *ToolResult) error {
 // exactly.
 func (c *Call) Event(ctx context.Context, text string, associative, final bool) error {
 	n := c.seq.Add(1)
+	id := c.ID + "." + strconv.FormatInt(n, 10)
+	if c.epoch != "" {
+		id = c.ID + "." + c.epoch + "." + strconv.FormatInt(n, 10)
+	}
 	return c.Post(ctx, &SubscriptionEvent{Type: TypeSubscriptionEvent, GroupID: c.GroupID, ToolCallID: c.ID,
-		Text: &text, Associative: associative, Final: final, EventID: c.ID + "." + strconv.FormatInt(n, 10)})
+		Text: &text, Associative: associative, Final: final, EventID: id})
 }
 
 // OAuth asks the user to authorize at authURL; the call stays pending.

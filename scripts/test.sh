@@ -17,6 +17,8 @@ echo "== chromium (the console's browser test)"
 bash scripts/chromium.sh
 echo "== tmux (the terminal UI's test)"
 bash scripts/tmux.sh
+echo "== bubblewrap (the sandbox's jail for run_command)"
+bash scripts/bwrap.sh
 export AGENTSLICE_REQUIRE_SERVICES=1
 
 echo "== python sdk (sdk/python: unittest, standard library only)"

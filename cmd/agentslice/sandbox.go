@@ -114,6 +114,11 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	go func() { served <- hs.Serve(ln) }() // owned by this function: waited for below
 	fmt.Fprintf(stdout, "agentslice sandbox: serving %s at %s\n", mgr.Repo(), base)
 	logger.Info("agentslice sandbox: ready", "repo", mgr.Repo(), "root", mgr.Root(), "url", base)
+	if jailed, why := mgr.Jailed(); jailed {
+		logger.Info("agentslice sandbox: commands run in a bubblewrap jail (read-only system, writable sandbox, private /tmp, no network)")
+	} else {
+		logger.Warn("agentslice sandbox: commands run UNJAILED, as this user: they can write outside their sandbox and use the network (docs/sandbox.md)", "why", why)
+	}
 	select {
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

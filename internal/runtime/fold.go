@@ -81,6 +81,9 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 		if m.Text != "" {
 			text += ": " + m.Text
 		}
+		if n := s.endSubscriptions(); n > 0 {
+			text += fmt.Sprintf(" (active subscriptions cancelled: %d)", n)
+		}
 		if m.Kind == KindClose {
 			text = strings.Replace(text, "stopped", "closed", 1)
 			s.st.Closed = true
@@ -310,6 +313,22 @@ func (s *slice) foldEvent(m Message) {
 	s.appendItem(Item{Kind: ItemToolCall, CallID: id, Name: InjectedToolName, Args: string(a)})
 	s.appendItem(Item{Kind: ItemToolResult, Input: m.ID, At: m.At, CallID: id, Name: InjectedToolName,
 		Text: text, Content: m.Content, IsError: m.IsError})
+}
+
+// endSubscriptions cancels every active subscription (a person stopped
+// the thread: its background work, a running command say, ends too) and
+// returns how many there were. Each tool is told (cancel_tool_call); an
+// event that still arrives is refused as for a cancelled subscription.
+func (s *slice) endSubscriptions() int {
+	n := len(s.st.Subscriptions)
+	for _, sub := range s.st.Subscriptions {
+		s.addOutbox(OutboxEntry{Cancel: &PendingCall{ID: sub.CallID, Name: sub.Tool}})
+	}
+	if n > 0 {
+		s.st.Subscriptions = nil
+		s.changed()
+	}
+	return n
 }
 
 func (s *slice) dropSubscription(callID string) {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -20,13 +21,17 @@ func (c *Config) resolveAgents(s *settings) error {
 	bad := func(field, format string, args ...any) error {
 		return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
-	if len(c.Agents) == 0 {
-		if c.DefaultAgent != "" {
-			return bad("default_agent", "names %q but no agents are defined", c.DefaultAgent)
+	agents, defaultAgent, err := c.withCoder()
+	if err != nil {
+		return err
+	}
+	if len(agents) == 0 {
+		if defaultAgent != "" {
+			return bad("default_agent", "names %q but no agents are defined", defaultAgent)
 		}
 		return nil
 	}
-	doc := runtime.AgentsDoc{Agents: c.Agents, DefaultAgent: c.DefaultAgent}
+	doc := runtime.AgentsDoc{Agents: agents, DefaultAgent: defaultAgent}
 	defs, err := doc.Resolve("", os.ReadFile) // LoadConfig made file paths absolute
 	if err != nil {
 		var ae *runtime.AgentError
@@ -68,8 +73,35 @@ func (c *Config) resolveAgents(s *settings) error {
 			}
 		}
 	}
-	s.agents, s.defaultAgent = defs, c.DefaultAgent
+	s.agents, s.defaultAgent = defs, defaultAgent
 	return nil
+}
+
+// withCoder returns the agent definitions with the built-in coding agent
+// added when the sandbox toolset is on (docs/sandbox.md): its
+// instructions are shipped in the binary, with the repository's
+// conventions appended (sandbox.CoderInstructions); an agent the
+// configuration names coder replaces it. Without agents of its own the
+// configuration gets coder as the default agent; with exactly one and no
+// default_agent, that one stays the default.
+func (c *Config) withCoder() ([]AgentConfig, string, error) {
+	agents, def := c.Agents, c.DefaultAgent
+	if c.Sandbox == nil || slices.ContainsFunc(agents, func(a AgentConfig) bool { return a.Name == sandbox.CoderAgent }) {
+		return agents, def, nil
+	}
+	instr, err := sandbox.CoderInstructions(context.Background(), c.Sandbox.Repo)
+	if err != nil {
+		return nil, "", &ConfigError{Field: "sandbox.repo", Reason: err.Error()}
+	}
+	switch {
+	case def != "":
+	case len(agents) == 0:
+		def = sandbox.CoderAgent
+	case len(agents) == 1:
+		def = agents[0].Name
+	}
+	coder := AgentConfig{Agent: runtime.Agent{Name: sandbox.CoderAgent, Instructions: instr, Tools: sandbox.CoderToolsets}}
+	return append(slices.Clone(agents), coder), def, nil
 }
 
 func catalogNames(c *model.Catalog) string {

@@ -127,19 +127,6 @@ type RunCommand struct {
 	Timeout string `json:"timeout,omitempty"`
 }
 
-// Sandbox configures the sandbox toolset.
-type Sandbox struct {
-	// Repo is the user's git repository the sandboxes are made from (its
-	// working copy, index and branch are never written); in a file,
-	// relative to the file's directory.
-	Repo string `json:"repo"`
-	// Root is where the sandboxes' worktrees live. Default: under the
-	// user's cache directory (see sandbox.Config).
-	Root string `json:"root,omitempty"`
-	// Timeout kills a run_command that runs longer. Default 20m.
-	Timeout string `json:"timeout,omitempty"`
-}
-
 // MCPServer is one MCP server to proxy: a subprocess speaking stdio
 // (Command) or a Streamable HTTP endpoint (URL).
 type MCPServer struct {
@@ -476,6 +463,7 @@ type settings struct {
 	freezeIdle        time.Duration
 	commandTimeout    time.Duration
 	sandboxTimeout    time.Duration
+	sandboxBatch      time.Duration
 	logLevel          slog.Level
 	maxBody           int64
 	eventBuffer       int
@@ -733,30 +721,4 @@ func checkBaseURL(s string) error {
 		return fmt.Errorf("%q must not carry a query or fragment", s)
 	}
 	return nil
-}
-
-// resolveSandbox checks the sandbox section: a repository directory, a
-// timeout, and no other toolset offering its names.
-func (c *Config) resolveSandbox(s *settings) error {
-	sb := c.Sandbox
-	if sb == nil {
-		return nil
-	}
-	if sb.Repo == "" {
-		return &ConfigError{Field: "sandbox.repo", Reason: "missing: the git repository the sandboxes are made from"}
-	}
-	if fi, err := os.Stat(sb.Repo); err != nil || !fi.IsDir() {
-		return &ConfigError{Field: "sandbox.repo", Reason: fmt.Sprintf("%q is not a directory", sb.Repo)}
-	}
-	if e := c.ExampleTools; e != nil && e.RunCommand != nil {
-		return &ConfigError{Field: "sandbox", Reason: "the sandbox offers run_command, so example_tools.run_command cannot be on too (tool names are unique across toolsets)"}
-	}
-	for i, m := range c.MCPServers {
-		if m.Name == sandboxToolset {
-			return &ConfigError{Field: fmt.Sprintf("mcp_servers[%d].name", i), Reason: fmt.Sprintf("%q is the sandbox toolset's name", m.Name)}
-		}
-	}
-	var err error
-	s.sandboxTimeout, err = duration("sandbox.timeout", sb.Timeout, 20*time.Minute)
-	return err
 }

@@ -32,6 +32,18 @@ type ApplyResponse struct {
 	Files  []string `json:"files"`
 }
 
+// SandboxRunning returns how many calls of the sandbox toolset are
+// running (a background command is one until it ends); 0 without the
+// toolset.
+func (s *Server) SandboxRunning() int {
+	for _, m := range s.services {
+		if k, ok := m.svc.(*sandbox.Server); ok {
+			return k.Running()
+		}
+	}
+	return 0
+}
+
 // threadSandbox finds the sandbox of the path's thread, or answers 404.
 func (s *Server) threadSandbox(w http.ResponseWriter, r *http.Request) (*sandbox.Sandbox, bool) {
 	id, ok := threadID(w, r)

@@ -57,6 +57,17 @@ func TestServeSandbox(t *testing.T) {
 	const thread = "thr_code"
 	events := openStream(t, srv.URL()+"/threads/"+thread+"/events")
 	postMessage(t, srv, thread, `{"text":"Fix Add."}`)
+	// The check runs in the background; the test lets it end once the
+	// model ended its turn.
+	for ev := events.nextOf(t, "reply"); ev.Data.Text != "Waiting for the check."; ev = events.nextOf(t, "reply") {
+	}
+	box, err := srv.sandbox.Lookup(t.Context(), thread)
+	if err != nil || box == nil {
+		t.Fatalf("sandbox: %v %v", box, err)
+	}
+	if err := os.WriteFile(filepath.Join(box.Dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// The thread is idle while each tool runs: wait for the last reply.
 	for ev := events.nextOf(t, "reply"); ev.Data.Text != "Add is fixed in the sandbox."; ev = events.nextOf(t, "reply") {
 	}
@@ -68,7 +79,8 @@ func TestServeSandbox(t *testing.T) {
 			results[it.Name] = it.Text
 		}
 	}
-	if !strings.HasPrefix(results["edit_file"], "edited calc.go") || !strings.HasPrefix(results["run_command"], "exit code 0") ||
+	if !strings.HasPrefix(results["edit_file"], "edited calc.go") || !strings.HasPrefix(results["run_command"], "started command ") ||
+		!strings.Contains(results[runtime.InjectedToolName], "finished: exit code 0 after") ||
 		!strings.Contains(results["diff"], "+func Add(a, b int) int { return a + b }") {
 		t.Fatalf("tool results %q", results)
 	}
@@ -196,15 +208,14 @@ func TestServeSandboxStacksChildren(t *testing.T) {
 }
 
 // TestServeSandboxNeedsARepository: a sandbox.repo that is a directory but
-// not a git working copy stops serve at start with an error naming it.
+// not a git working copy stops serve with an error naming it.
 func TestServeSandboxNeedsARepository(t *testing.T) {
 	t.Parallel()
 	srv, err := New(context.Background(), Config{Listen: "127.0.0.1:0", Store: "memory", Sandbox: &Sandbox{Repo: t.TempDir(), Root: t.TempDir()}}, Options{Getenv: func(string) string { return "" }})
-	if err != nil {
-		t.Fatal(err)
+	if err == nil { // New reads the coder agent's conventions from the repository; Start builds the toolset
+		err = srv.Start(context.Background())
+		srv.Stop()
 	}
-	err = srv.Start(context.Background())
-	srv.Stop()
 	var ce *ConfigError
 	if !errors.As(err, &ce) || ce.Field != "sandbox.repo" || !strings.Contains(ce.Reason, "not a git working copy") {
 		t.Fatalf("Start = %v, want a ConfigError naming sandbox.repo", err)

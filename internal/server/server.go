@@ -412,6 +412,7 @@ func (s *Server) buildServices(retry rap.RetryPolicy) error {
 	}
 	if sb := s.cfg.Sandbox; sb != nil {
 		mgr, err := sandbox.NewManager(sandbox.Config{Repo: sb.Repo, Root: sb.Root, Timeout: s.set.sandboxTimeout,
+			Batch: s.set.sandboxBatch, Jail: sandbox.JailMode(sb.Jail), Network: sb.Network, Logger: s.log,
 			Env: procenv.Build(os.Environ(), s.cfg.PassEnv, nil)})
 		if err != nil {
 			return &ConfigError{Field: "sandbox.repo", Reason: err.Error()}
@@ -423,6 +424,14 @@ func (s *Server) buildServices(retry rap.RetryPolicy) error {
 		s.services = append(s.services, mounted{sandboxToolset, kit})
 		s.sandbox = mgr
 		s.log.Info("sandbox toolset: a git worktree per thread", "repo", mgr.Repo(), "root", mgr.Root())
+		switch jailed, why := mgr.Jailed(); {
+		case jailed:
+			s.log.Info("sandbox: commands run in a bubblewrap jail (read-only system, writable sandbox, private /tmp)", "network", sb.Network)
+		case why != "":
+			s.log.Warn("sandbox: commands run UNJAILED, as this server's user: they can write outside their sandbox and use the network (docs/sandbox.md)", "why", why)
+		default:
+			s.log.Warn("sandbox: commands run unjailed (sandbox.jail is off)")
+		}
 	}
 	for _, m := range s.cfg.MCPServers {
 		name := "mcp/" + m.Name

@@ -32,21 +32,33 @@
 // diff segment), run_command and squash_child (a child's changes into the
 // caller's sandbox as one commit; the child must be stacked on the caller,
 // which refs/agentslice/stack/<child> records; a conflict names the files
-// and resets the caller's sandbox to its state before the squash). run_command is synchronous this round: the call
-// runs the command to its end (or its timeout, which kills the process
-// group) and answers with the exit status and the output's tail. Commands
+// and resets the caller's sandbox to its state before the squash). Paths
+// outside the sandbox (absolute, "..", symlinks that leave it, the .git
+// entry) are refused; read_file also takes the absolute path of one of the
+// sandbox's command logs.
+//
+// run_command is asynchronous (command.go): the call answers "started" at
+// once and opens a subscription; the kit's goroutine for the call waits on
+// the process, sends its new output as view_updates (ViewType; with watch
+// also as batched associative events), and ends with one associative
+// final event (status, duration, output tail, log path). The runtime holds
+// nothing for the thread meanwhile. A cancelled call kills the process
+// group and sends nothing; a timeout kills it and is reported. Commands
 // run in the sandbox directory with an allow-listed environment (package
-// procenv). Paths outside the sandbox (absolute, "..", symlinks that leave
-// it, the .git entry) are refused.
+// procenv), in a bubblewrap jail where one works (jail.go). Running
+// commands have records under Root/.agentslice, so the next start of the
+// server reports the ones that died with it (recover.go: Server.Start).
+//
+// The built-in coding agent's instructions (coder.go, coder.md) live here
+// too, with the repository's conventions (AGENTS.md, CLAUDE.md,
+// .cursor/rules) appended from HEAD.
 //
 // Errors: a tool's failure is an "error: ..." result the model reads,
 // saying what to do. Manager.Apply and Manager.Squash return
 // ErrNothingToApply when there are no changes, and an *ApplyError (the
 // reason and the files) when they refuse; the user's state, or the
-// parent's sandbox, is then as it was.
-//
-// run_command is not jailed in this version: the path checks cover the
-// file tools, not what a command does.
+// parent's sandbox, is then as it was. NewManager fails when Config.Jail
+// is JailOn and ProbeJail fails.
 //
 // Like package tools, this package talks to the runtime only through the
 // kit's *rap.Call.

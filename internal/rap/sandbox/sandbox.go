@@ -7,12 +7,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -48,13 +50,36 @@ type Config struct {
 	MaxOutput int
 	// MaxRead caps the bytes read_file returns per call. Default 64 KiB.
 	MaxRead int
+	// Batch is how often a running command's new output goes out as a
+	// view_update (and, for a watched command, how often it may become an
+	// event). Default 5s.
+	Batch time.Duration
+	// WatchEvery is the shortest time between two output events of a
+	// watched command (run_command's watch), so a chatty build does not
+	// wake the model at every batch. Default 30s.
+	WatchEvery time.Duration
+	// MaxBatch caps the output one view_update or output event carries
+	// (the newest bytes; the log has all). Default 4 KiB.
+	MaxBatch int
+	// Jail says whether commands run in a bubblewrap jail (jail.go).
+	// Default JailAuto.
+	Jail JailMode
+	// Network lets jailed commands use the network. Default false.
+	Network bool
+	// Logger hears of what goes wrong outside a call (an unreadable
+	// command record, an interrupted command that cannot be reported);
+	// default: NewServer's logger.
+	Logger *slog.Logger
 }
 
 // Defaults of Config.
 const (
-	DefaultTimeout   = 20 * time.Minute
-	DefaultMaxOutput = 16 << 10
-	DefaultMaxRead   = 64 << 10
+	DefaultTimeout    = 20 * time.Minute
+	DefaultMaxOutput  = 16 << 10
+	DefaultMaxRead    = 64 << 10
+	DefaultBatch      = 5 * time.Second
+	DefaultWatchEvery = 30 * time.Second
+	DefaultMaxBatch   = 4 << 10
 )
 
 // WithDefaults returns a copy of c with the defaults filled in (Root is
@@ -69,6 +94,18 @@ func (c Config) WithDefaults() Config {
 	if c.MaxRead <= 0 {
 		c.MaxRead = DefaultMaxRead
 	}
+	if c.Batch <= 0 {
+		c.Batch = DefaultBatch
+	}
+	if c.WatchEvery <= 0 {
+		c.WatchEvery = DefaultWatchEvery
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.Jail == "" {
+		c.Jail = JailAuto
+	}
 	return c
 }
 
@@ -79,6 +116,10 @@ type Manager struct {
 	mu       sync.Mutex
 	creating sync.Mutex // git worktree add takes repository-wide locks
 	boxes    map[string]*Sandbox
+	// bwrap is the jail's bwrap, "" when commands run unjailed;
+	// jailProblem says why not (JailAuto and a failed probe).
+	bwrap, jailProblem string
+	stopping           atomic.Bool // the toolset server is stopping (Server.Stop)
 }
 
 // Sandbox is one thread's worktree.
@@ -128,7 +169,32 @@ func NewManager(cfg Config) (*Manager, error) {
 	if err := os.MkdirAll(cfg.Root, 0o755); err != nil {
 		return nil, fmt.Errorf("sandbox: creating root %s: %w", cfg.Root, err)
 	}
-	return &Manager{cfg: cfg, repo: top, boxes: map[string]*Sandbox{}}, nil
+	m := &Manager{cfg: cfg, repo: top, boxes: map[string]*Sandbox{}}
+	switch cfg.Jail {
+	case JailOff:
+	case JailOn, JailAuto:
+		bwrap, err := ProbeJail(context.Background())
+		switch {
+		case err == nil:
+			m.bwrap = bwrap
+		case cfg.Jail == JailOn:
+			return nil, fmt.Errorf("sandbox: jail: on, but %w", err)
+		default:
+			m.jailProblem = err.Error()
+		}
+	default:
+		return nil, fmt.Errorf("sandbox: jail: %q is not one of auto, on, off", cfg.Jail)
+	}
+	return m, nil
+}
+
+// Jailed says whether commands run in the bubblewrap jail, and when not,
+// why (empty when the jail was turned off).
+func (m *Manager) Jailed() (bool, string) {
+	if m.bwrap != "" {
+		return true, ""
+	}
+	return false, m.jailProblem
 }
 
 // Repo returns the top of the user's working copy.

@@ -107,6 +107,7 @@ func fingerprint(t *testing.T, repo string) string {
 type rig struct {
 	*raptest.Rig
 	m    *Manager
+	srv  *Server
 	base string
 	n    int
 }
@@ -126,7 +127,7 @@ func newRig(t *testing.T, repo string, cfg Config) *rig {
 		t.Fatal(err)
 	}
 	r := raptest.NewRig(t)
-	return &rig{Rig: r, m: m, base: raptest.StartServer(t, srv)}
+	return &rig{Rig: r, m: m, srv: srv, base: raptest.StartServer(t, srv)}
 }
 
 // call invokes tool for thread (with its ancestors) through the real
@@ -203,7 +204,7 @@ func TestSessionLeavesTheUserRepositoryUntouched(t *testing.T) {
 	}
 	mustContain(t, "edit_file", r.call(t, th, nil, "edit_file", map[string]any{"path": "calc/calc.go", "old": "a - b", "new": "a + b"}).Text, "edited calc/calc.go (1 replacement)")
 	mustContain(t, "write_file", r.call(t, th, nil, "write_file", map[string]any{"path": "calc/calc_test.go", "content": "package calc\n"}).Text, "wrote calc/calc_test.go")
-	m = r.call(t, th, nil, "run_command", map[string]any{"command": "grep -c 'a + b' calc/calc.go && echo built > out.log && exit 3"})
+	_, m = r.run(t, th, map[string]any{"command": "grep -c 'a + b' calc/calc.go && echo built > out.log && exit 3"})
 	mustContain(t, "run_command", m.Text, "exit code 3 after", "output:\n1\n")
 
 	m = r.call(t, th, nil, "diff", map[string]any{})
@@ -316,8 +317,8 @@ func TestListFilesFollowsGitignoreAndPattern(t *testing.T) {
 // timeout is reported, and a background child it started dies with it.
 func TestRunCommandTimeoutKillsTheProcessGroup(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, testRepo(t), Config{})
-	m := r.call(t, "thr_k", nil, "run_command", map[string]any{"command": "sleep 300 & echo $! > bg.pid; echo started; wait", "timeout_s": 1})
+	r := newRig(t, testRepo(t), Config{Jail: JailOff}) // bg.pid is a host pid only outside the jail's PID namespace
+	_, m := r.run(t, "thr_k", map[string]any{"command": "sleep 300 & echo $! > bg.pid; echo started; wait", "timeout_s": 1})
 	mustContain(t, "timeout", m.Text, "killed after the time limit of 1s", "output:\nstarted\n")
 	sb, err := r.m.Lookup(context.Background(), "thr_k")
 	if err != nil || sb == nil {
@@ -356,15 +357,15 @@ func gone(pid int) bool {
 func TestRunCommandGetsNoSecretsAndOutputTail(t *testing.T) {
 	t.Setenv("AGENTSLICE_TOKEN", "secret-api-token")
 	r := newRig(t, testRepo(t), Config{MaxOutput: 64})
-	m := r.call(t, "thr_v", nil, "run_command", map[string]any{"command": "env; echo END"})
-	if strings.Contains(m.Text, "AGENTSLICE_") || !strings.HasSuffix(m.Text, "END\n") {
+	_, m := r.run(t, "thr_v", map[string]any{"command": "env; echo END"})
+	if strings.Contains(m.Text, "AGENTSLICE_") || !strings.Contains(m.Text, "END\n\nfull log: ") {
 		t.Fatalf("the command saw the runtime's variables, or the tail is lost:\n%s", m.Text)
 	}
 	mustContain(t, "tail", m.Text, "exit code 0", "before them left out")
 	r = newRig(t, testRepo(t), Config{})
-	m = r.call(t, "thr_v", nil, "run_command", map[string]any{"command": "env; pwd"})
+	_, m = r.run(t, "thr_v", map[string]any{"command": "env; pwd"})
 	sb, _ := r.m.Lookup(context.Background(), "thr_v")
-	if strings.Contains(m.Text, "AGENTSLICE_") || !strings.Contains(m.Text, "PATH=") || !strings.HasSuffix(m.Text, "\n"+sb.Dir+"\n") {
+	if strings.Contains(m.Text, "AGENTSLICE_") || !strings.Contains(m.Text, "PATH=") || !strings.Contains(m.Text, "\n"+sb.Dir+"\n\nfull log: ") {
 		t.Fatalf("want the allow-listed environment and the sandbox as the directory:\n%s", m.Text)
 	}
 }

@@ -18,10 +18,21 @@ import (
 // ToolsetName is the name the sandbox toolset announces.
 const ToolsetName = "sandbox"
 
-// NewServer returns a kit server offering the manager's tools. cfg's Name
-// and Tools are set by it.
-func NewServer(m *Manager, cfg rap.ServerConfig) (*rap.Server, error) {
+// DefaultMaxRunning is the sandbox server's default bound on concurrent
+// calls (rap.ServerConfig.MaxRunning): a running command is a call until
+// it ends, so it is larger than the kit's.
+const DefaultMaxRunning = 1024
+
+// NewServer returns the server offering the manager's tools. cfg's Name
+// and Tools are set by it; MaxRunning defaults to DefaultMaxRunning.
+func NewServer(m *Manager, cfg rap.ServerConfig) (*Server, error) {
 	cfg.Name = ToolsetName
+	if cfg.MaxRunning <= 0 {
+		cfg.MaxRunning = DefaultMaxRunning
+	}
+	if m.cfg.Logger == nil {
+		m.cfg.Logger = cfg.Logger
+	}
 	if cfg.Description == "" {
 		cfg.Description = "a git worktree per thread of " + m.repo + ": read, change, run and diff without touching the user's working copy"
 	}
@@ -30,7 +41,7 @@ func NewServer(m *Manager, cfg rap.ServerConfig) (*rap.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: building the toolset: %w", err)
 	}
-	return srv, nil
+	return &Server{Server: srv, m: m}, nil
 }
 
 // Tools returns the sandbox tools.
@@ -87,14 +98,17 @@ func (m *Manager) Tools() []rap.Tool {
 		},
 		{
 			Name: "run_command",
-			Description: "Runs a shell command (sh -c) in your sandbox's directory and answers when it ends, with the exit status and the output's tail. " +
-				"It waits for the command (this version does not run commands in the background); timeout_s bounds it.",
+			Description: "Starts a shell command (sh -c) in your sandbox's directory, in the background, and answers at once with its command ID. " +
+				"You are woken by one event when it ends, with the exit status, the duration, the output's tail and the path of the full log (read_file reads it); " +
+				"until then do other work or end your turn. With watch you are also woken by its output now and then. " +
+				"cancel_subscription (tool_call_id: this call's ID) kills it; timeout_s bounds it.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{
 				"command":{"type":"string","minLength":1,"description":"the command line, run by sh -c"},
-				"timeout_s":{"type":"integer","minimum":1,"description":"kill the command after this many seconds; default and maximum: the server's limit"}},
+				"timeout_s":{"type":"integer","minimum":1,"description":"kill the command after this many seconds; default and maximum: the server's limit"},
+				"watch":{"type":"boolean","description":"also wake me with its output while it runs (batched)"}},
 				"required":["command"],"additionalProperties":false}`),
-			// Long-running: the runtime's deadline for the call is its long
-			// one, not the default hour, so a configured timeout rules.
+			// Long-running: the call becomes a subscription that lasts
+			// the command's life.
 			Annotations: &rap.Annotations{Destructive: true, LongRunning: true},
 			Run:         m.runCommand,
 		},
@@ -173,9 +187,12 @@ func (m *Manager) readFile(_ context.Context, sb *Sandbox, c *rap.Call) (string,
 	if err := c.Args(&a); err != nil {
 		return "", err
 	}
-	full, err := sb.resolve(a.Path)
-	if err != nil {
-		return "", err
+	full, isLog := m.isLog(sb, a.Path)
+	if !isLog {
+		var err error
+		if full, err = sb.resolve(a.Path); err != nil {
+			return "", err
+		}
 	}
 	if fi, err := os.Stat(full); err == nil && fi.IsDir() {
 		return "", fmt.Errorf("%s is a directory (use list_files)", a.Path)

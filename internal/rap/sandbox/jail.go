@@ -1,0 +1,83 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// The jail: where Debian's bubblewrap (bwrap) works, run_command's
+// commands run inside it. What a jailed command sees:
+//   - the whole file system read-only (--ro-bind / /), with a fresh /dev
+//     and /proc;
+//   - a private, empty /tmp (--tmpfs /tmp);
+//   - its sandbox directory writable, and a cache directory shared by the
+//     sandboxes of the repository (XDG_CACHE_HOME, so a Go build cache
+//     works), also writable;
+//   - no network (--unshare-net) unless Config.Network allows it;
+//   - its own PID namespace (--unshare-pid), ended with the process group
+//     when the command is killed (--die-with-parent as well).
+//
+// Where bwrap is missing or cannot make namespaces (unprivileged user
+// namespaces turned off, a container without the capability), ProbeJail
+// says why and commands run unjailed, as the server's user, in the sandbox
+// directory; the file tools' path checks still hold, but a command could
+// write elsewhere.
+
+// JailMode says whether commands are jailed.
+type JailMode string
+
+// Jail modes of Config.Jail.
+const (
+	// JailAuto jails when ProbeJail succeeds, else runs unjailed (the
+	// default; the server logs which).
+	JailAuto JailMode = "auto"
+	// JailOn requires the jail: NewManager fails when it does not work.
+	JailOn JailMode = "on"
+	// JailOff never jails.
+	JailOff JailMode = "off"
+)
+
+// ProbeJail checks that bwrap is on PATH and can make the namespaces the
+// jail uses, by running `true` inside one. It returns bwrap's path, or an
+// error saying what failed (bwrap's own message included).
+func ProbeJail(ctx context.Context) (string, error) {
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		return "", errors.New("bwrap (Debian's bubblewrap package) is not on PATH")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	args := append(jailArgs("/", "", false), "true")
+	cmd := exec.CommandContext(ctx, bwrap, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s cannot make a jail here (%v: %s); unprivileged user namespaces may be turned off (sysctl kernel.unprivileged_userns_clone, or the container lacks the capability)",
+			bwrap, err, strings.TrimSpace(out.String()))
+	}
+	return bwrap, nil
+}
+
+// jailArgs returns bwrap's arguments up to the command: the system
+// read-only, a private /tmp, dir and cache writable, the network cut
+// unless network.
+func jailArgs(dir, cache string, network bool) []string {
+	args := []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"}
+	if !network {
+		args = append(args, "--unshare-net")
+	}
+	// Binds come after the tmpfs, so a sandbox under /tmp stays visible.
+	if cache != "" {
+		args = append(args, "--bind", cache, cache)
+	}
+	if dir != "/" {
+		args = append(args, "--bind", dir, dir)
+	}
+	return append(args, "--chdir", dir, "--")
+}

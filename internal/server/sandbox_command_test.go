@@ -1,0 +1,268 @@
+package server
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentslice/agentslice/internal/rap/sandbox"
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// gitRepo makes a repository with one commit.
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	repo := t.TempDir()
+	for _, args := range [][]string{{"init", "--quiet", "-b", "main"}, {"add", "-A"}, {"commit", "--quiet", "-m", "first"}} {
+		if args[0] == "add" {
+			if err := os.WriteFile(filepath.Join(repo, "main.go"), []byte("package main\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if out, err := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return repo
+}
+
+// sandboxKit returns serve's sandbox toolset server.
+func sandboxKit(t *testing.T, srv *Server) *sandbox.Server {
+	t.Helper()
+	for _, m := range srv.services {
+		if k, ok := m.svc.(*sandbox.Server); ok {
+			return k
+		}
+	}
+	t.Fatal("serve has no sandbox toolset")
+	return nil
+}
+
+func waitUntil(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestServeSandboxBackgroundCommand: on serve's engine with the scripted
+// model, a thread starts a long command and ends its turn; while the
+// command runs the thread is idle (no thread of the engine has a
+// goroutine, no slice runs: only the tool server's call is running), the
+// person sees its output as a view on the event stream, and the final
+// event wakes the model once with the exit status, the tail and the log.
+func TestServeSandboxBackgroundCommand(t *testing.T) {
+	t.Parallel()
+	repo, root := gitRepo(t), t.TempDir()
+	srv := startServer(t, Config{Script: testdata(t, "sandbox_background_script.json"),
+		Sandbox: &Sandbox{Repo: repo, Root: root, OutputEvery: "10ms"}})
+	const thread = "thr_build"
+	events := openStream(t, srv.URL()+"/threads/"+thread+"/events")
+	postMessage(t, srv, thread, `{"text":"Build it."}`)
+	for ev := events.nextOf(t, "reply"); ev.Data.Text != "The build runs in the background; I will be woken when it ends."; ev = events.nextOf(t, "reply") {
+	}
+	// The output's first batch reaches the person as a view.
+	for {
+		ev := events.nextOf(t, "view")
+		var v struct {
+			ViewType string              `json:"view_type"`
+			Content  sandbox.CommandView `json:"content"`
+		}
+		if err := json.Unmarshal([]byte(ev.Data.Text), &v); err != nil {
+			t.Fatalf("view %q: %v", ev.Data.Text, err)
+		}
+		if v.ViewType == sandbox.ViewType && strings.Contains(v.Content.Output, "building\n") && v.Content.State == "running" {
+			break
+		}
+	}
+	waitIdle(t, srv)
+	kit := sandboxKit(t, srv)
+	if a, r := srv.System().Active(), kit.Running(); a != 0 || r != 1 {
+		t.Fatalf("while the command runs: %d threads with a goroutine (want 0), %d tool calls running (want the command)", a, r)
+	}
+	th := getThread(t, srv, thread)
+	last := len(th.Items) - 1
+	for last > 0 && th.Items[last].Kind == runtime.ItemMarker {
+		last--
+	}
+	if th.Status == "waiting_for_tool" || last < 0 || th.Items[last].Kind != runtime.ItemAssistant {
+		t.Fatalf("while the command runs the thread is %s: %s", th.Status, kinds(th.Items))
+	}
+	sb, err := srv.sandbox.Lookup(t.Context(), thread)
+	if err != nil || sb == nil {
+		t.Fatalf("sandbox: %v %v", sb, err)
+	}
+	if err := os.WriteFile(filepath.Join(sb.Dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for ev := events.nextOf(t, "reply"); ev.Data.Text != "The build finished."; ev = events.nextOf(t, "reply") {
+	}
+	waitIdle(t, srv)
+	th = getThread(t, srv, thread)
+	var final string
+	completions := 0
+	for _, it := range th.Items {
+		if it.Kind == runtime.ItemToolResult && it.Name == runtime.InjectedToolName {
+			final = it.Text
+		}
+		if it.Kind == runtime.ItemAssistant {
+			completions++
+		}
+	}
+	if !strings.Contains(final, "finished: exit code 2 after") || !strings.Contains(final, "output:\nbuilding\nbuilt\n") || !strings.Contains(final, "full log: "+root) {
+		t.Fatalf("the final event in history: %q (%s)", final, kinds(th.Items))
+	}
+	if completions != 3 {
+		t.Fatalf("%d completions, want 3 (start, end the turn, woken once by the final event): %s", completions, kinds(th.Items))
+	}
+	if kit.Running() != 0 {
+		t.Fatalf("%d calls still running after the command ended", kit.Running())
+	}
+}
+
+// TestServeSandboxCancelKillsTheCommand: cancel_subscription from the
+// model kills the command's process group.
+func TestServeSandboxCancelKillsTheCommand(t *testing.T) {
+	t.Parallel()
+	repo := gitRepo(t)
+	srv := startServer(t, Config{Script: testdata(t, "sandbox_stop_script.json"),
+		Sandbox: &Sandbox{Repo: repo, Root: t.TempDir(), Jail: "off"}}) // a host pid in bg.pid
+	const thread = "thr_cancel"
+	events := openStream(t, srv.URL()+"/threads/"+thread+"/events")
+	postMessage(t, srv, thread, `{"text":"Build it."}`)
+	for ev := events.nextOf(t, "reply"); ev.Data.Text != "Waiting for the build."; ev = events.nextOf(t, "reply") {
+	}
+	var sb *sandbox.Sandbox
+	waitUntil(t, "the sandbox", func() bool { sb, _ = srv.sandbox.Lookup(t.Context(), thread); return sb != nil })
+	pid := readPid(t, filepath.Join(sb.Dir, "bg.pid"))
+	waitIdle(t, srv)
+	postMessage(t, srv, thread, `{"text":"Cancel the build."}`)
+	waitUntil(t, "the command's children to die", func() bool { return processGone(pid) })
+	waitUntil(t, "the call to end", func() bool { return sandboxKit(t, srv).Running() == 0 })
+	waitIdle(t, srv)
+	th := getThread(t, srv, thread)
+	if !slices.ContainsFunc(th.Items, func(it runtime.Item) bool {
+		return it.Kind == runtime.ItemToolResult && it.Name == "cancel_subscription" && strings.HasSuffix(it.Text, " cancelled")
+	}) {
+		t.Fatalf("no cancel_subscription result: %s", kinds(th.Items))
+	}
+}
+
+// TestServeSandboxStopKillsTheCommand: a person's stop of the thread
+// ends its subscriptions, so the running command's process group is
+// killed.
+func TestServeSandboxStopKillsTheCommand(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, Config{Script: testdata(t, "sandbox_stop_script.json"),
+		Sandbox: &Sandbox{Repo: gitRepo(t), Root: t.TempDir(), Jail: "off"}}) // a host pid in bg.pid
+	const thread = "thr_stopped"
+	events := openStream(t, srv.URL()+"/threads/"+thread+"/events")
+	postMessage(t, srv, thread, `{"text":"Build it."}`)
+	for ev := events.nextOf(t, "reply"); ev.Data.Text != "Waiting for the build."; ev = events.nextOf(t, "reply") {
+	}
+	var sb *sandbox.Sandbox
+	waitUntil(t, "the sandbox", func() bool { sb, _ = srv.sandbox.Lookup(t.Context(), thread); return sb != nil })
+	pid := readPid(t, filepath.Join(sb.Dir, "bg.pid"))
+	waitIdle(t, srv)
+	var out map[string]any
+	if code := do(t, "POST", srv.URL()+"/threads/"+thread+"/stop", "", &out); code/100 != 2 {
+		t.Fatalf("stop: %d %v", code, out)
+	}
+	waitUntil(t, "the command's children to die", func() bool { return processGone(pid) })
+	waitUntil(t, "the call to end", func() bool { return sandboxKit(t, srv).Running() == 0 })
+	waitIdle(t, srv)
+	th := getThread(t, srv, thread)
+	if !slices.ContainsFunc(th.Items, func(it runtime.Item) bool {
+		return strings.HasPrefix(it.Text, "stopped by the user (active subscriptions cancelled: 1)")
+	}) {
+		t.Fatalf("no stop marker naming the cancelled subscription: %s\n%+v", kinds(th.Items), th.Items)
+	}
+}
+
+// TestServeSandboxRestartDuringACommand: serve stops while a command
+// runs (the command is killed with it); the next serve on the same data
+// and sandboxes tells the thread the truth, and the thread goes on.
+func TestServeSandboxRestartDuringACommand(t *testing.T) {
+	t.Parallel()
+	repo, root, data := gitRepo(t), t.TempDir(), t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // the same address for both servers, so the callback URLs stay good
+	// One keyring for both, so the callback URLs of the first stay good.
+	cfg := Config{Listen: addr, Data: data, Script: testdata(t, "sandbox_background_script.json"),
+		CallbackKeys: "k1:c2FtZS1rZXlzLWFjcm9zcy1ib3RoLWNvbnZlcnNhdGlvbnMtIQ",
+		Sandbox:      &Sandbox{Repo: repo, Root: root, OutputEvery: "10ms"}}
+	first := startServer(t, cfg)
+	const thread = "thr_restart"
+	events := openStream(t, first.URL()+"/threads/"+thread+"/events")
+	postMessage(t, first, thread, `{"text":"Build it."}`)
+	for ev := events.nextOf(t, "reply"); ev.Data.Text != "The build runs in the background; I will be woken when it ends."; ev = events.nextOf(t, "reply") {
+	}
+	waitIdle(t, first)
+	first.Stop()
+
+	second := startServer(t, cfg)
+	waitUntil(t, "the thread to hear of its command", func() bool {
+		th := getThread(t, second, thread)
+		return slices.ContainsFunc(th.Items, func(it runtime.Item) bool { return it.Text == "The build finished." })
+	})
+	th := getThread(t, second, thread)
+	var final string
+	for _, it := range th.Items {
+		if it.Kind == runtime.ItemToolResult && it.Name == runtime.InjectedToolName {
+			final = it.Text
+		}
+	}
+	t.Logf("after the restart the thread was told %q", final)
+	// The sandbox server's own report, or the runtime's liveness check
+	// (tool_call_status answered alive false), whichever came first.
+	if !strings.Contains(final, "did not finish: the sandbox server was stopped while it ran") &&
+		!strings.Contains(final, "no longer keeps this subscription") {
+		t.Fatalf("after the restart the thread was told %q", final)
+	}
+	if n := sandboxKit(t, second).Running(); n != 0 {
+		t.Fatalf("%d calls running after the restart", n)
+	}
+}
+
+func readPid(t *testing.T, file string) int {
+	t.Helper()
+	var pid int
+	waitUntil(t, file, func() bool {
+		b, err := os.ReadFile(file)
+		if err != nil || !strings.HasSuffix(string(b), "\n") {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	return pid
+}
+
+// processGone reports whether pid no longer runs (absent, or a zombie).
+func processGone(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	_, rest, _ := strings.Cut(string(stat), ") ")
+	return strings.HasPrefix(rest, "Z")
+}
