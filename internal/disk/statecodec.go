@@ -89,7 +89,14 @@ func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
 		}
 		b = putBytes(b, js)
 	}
-	return b, nil
+	if st.Budget == nil { // a record written before budgets ends here
+		return b, nil
+	}
+	js, err := json.Marshal(st.Budget)
+	if err != nil {
+		return nil, err
+	}
+	return putBytes(b, js), nil
 }
 
 // readState reads a state appendState wrote.
@@ -150,6 +157,12 @@ func readState(data []byte) (runtime.ThreadState, error) {
 		if js := r.bytes(); len(js) > 0 {
 			st.ModelWait = new(runtime.ModelWait)
 			r.json(js, st.ModelWait)
+		}
+	}
+	if r.err == nil && len(r.b) != 0 {
+		if js := r.bytes(); len(js) > 0 {
+			st.Budget = new(runtime.BudgetState)
+			r.json(js, st.Budget)
 		}
 	}
 	if r.err == nil && len(r.b) != 0 {
