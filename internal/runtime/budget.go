@@ -78,7 +78,9 @@ type Spend struct {
 }
 
 // Add returns a + b.
-func (a Spend) Add(b Spend) Spend { return Spend{Tokens: a.Tokens + b.Tokens, Micros: a.Micros + b.Micros} }
+func (a Spend) Add(b Spend) Spend {
+	return Spend{Tokens: a.Tokens + b.Tokens, Micros: a.Micros + b.Micros}
+}
 
 // USD is the dollars of a.
 func (a Spend) USD() float64 { return float64(a.Micros) / 1e6 }
