@@ -159,6 +159,9 @@ func ConcurrentTree(t *testing.T, l Ledger, children, perChild int) TreeResult {
 	r := TreeResult{Children: children, Limit: int64(children * perChild * res / 2), Reservation: res}
 	change(t, l, "tree", "limit", runtime.BudgetChange{Limit: runtime.Budget{Tokens: r.Limit}})
 	var inFlight, maxIn, completions, refusals atomic.Int64
+	// Each completion uses at least res/2: more than this many means
+	// the limit was passed by more than the bound.
+	most := (r.Limit + int64(children)*res) / (res / 2)
 	var wg sync.WaitGroup
 	errs := make(chan error, children)
 	for c := range children {
@@ -168,6 +171,10 @@ func ConcurrentTree(t *testing.T, l Ledger, children, perChild int) TreeResult {
 			ctx := context.Background()
 			thread := fmt.Sprintf("child%02d", c)
 			for i := 0; ; i++ {
+				if completions.Load() > most {
+					errs <- fmt.Errorf("%d completions admitted against a limit for at most %d: the limit does not hold", completions.Load(), most)
+					return
+				}
 				id := fmt.Sprintf("%s-c%d", thread, i)
 				ok, err := l.Reserve(ctx, runtime.Reservation{Tree: "tree", Thread: thread, ID: id, Amount: runtime.Spend{Tokens: res}})
 				if err != nil {
