@@ -72,6 +72,9 @@ type choiceView struct {
 	Default *int     `json:"default,omitempty"`
 	// id and responseURL are where the answer goes (never shown).
 	id, responseURL string
+	// budget marks a budget pause's choice: the answer goes to the
+	// thread alone (no tool asked it).
+	budget bool
 }
 
 // statusView is a thread's status as "state" events carry it.
