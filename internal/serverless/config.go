@@ -49,6 +49,8 @@ type SliceConfig struct {
 	// (its Timers are the function's); nil: off, a retryable model error
 	// fails the slice and the message is dead-lettered after its receives.
 	ProviderWait *runtime.ProviderWait
+	// TreeBudgets keeps trees' budgets in the dedup table (dedup.Ledger).
+	TreeBudgets bool
 }
 
 // LoadSliceConfig reads the slice function's configuration with getenv
@@ -107,6 +109,13 @@ func LoadSliceConfig(getenv func(string) string) (SliceConfig, error) {
 		}
 	}
 	c.ProviderWait = readProviderWait(r)
+	switch v := r.Opt(lambdafn.EnvTreeBudgets); v {
+	case "", "off":
+	case "on":
+		c.TreeBudgets = true
+	default:
+		r.Fail(lambdafn.EnvTreeBudgets, "%q is neither on nor off", v)
+	}
 	if raw := r.Must(lambdafn.EnvModelCatalog, "the model catalog JSON"); raw != "" && r.Err() == nil {
 		cat, err := model.DecodeCatalog([]byte(raw))
 		if err != nil {
