@@ -113,7 +113,7 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, int, error) {
 		if IsPermanent(lastErr) {
 			return nil, attempts, lastErr
 		}
-		if mctx.Err() != nil {
+		if mctx.Err() != nil || s.waitsLonger(lastErr) {
 			break
 		}
 	}
