@@ -58,6 +58,10 @@ const (
 	// (dedup.Ledger); off by default: two to four DynamoDB requests per
 	// completion. Threads' and agents' own limits need no ledger.
 	EnvTreeBudgets = "AGENTSLICE_TREE_BUDGETS"
+	// EnvSharedTPM, "on", makes the model's tokens_per_minute (the
+	// catalog's) one token bucket in the dedup table shared by every slice
+	// function; off by default.
+	EnvSharedTPM = "AGENTSLICE_SHARED_TPM"
 	EnvProviderWaitMax = "AGENTSLICE_PROVIDER_WAIT_MAX"
 	EnvProviderMaxWait = "AGENTSLICE_PROVIDER_MAX_WAIT"
 	EnvRegion          = "AWS_REGION"       // set by Lambda

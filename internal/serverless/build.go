@@ -145,6 +145,13 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 	}
 	metrics := &lambdafn.Metrics{W: opts.Stdout, Now: opts.Now}
 	mdl = &throttleCounter{Model: mdl, name: cfg.Model.Name, metrics: metrics, log: opts.Logger}
+	if cfg.SharedTPM && cfg.Model.TokensPerMinute > 0 {
+		bucket, err := dedup.NewTokenBucket(ddbClient, cfg.DedupTable, int64(cfg.Model.TokensPerMinute), opts.Now)
+		if err != nil {
+			return fail(err)
+		}
+		mdl = &sharedTPM{Model: mdl, name: cfg.Model.Name, maxOutput: cfg.Model.MaxOutputTokens, bucket: bucket, log: opts.Logger}
+	}
 	prices := slicePricer{cfg: &cfg}
 	mdl = &spendMetrics{Model: mdl, name: cfg.Model.Name, prices: prices, metrics: metrics, log: opts.Logger}
 	// The catalog entry's context window (validated positive) sets when a

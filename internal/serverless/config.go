@@ -51,6 +51,9 @@ type SliceConfig struct {
 	ProviderWait *runtime.ProviderWait
 	// TreeBudgets keeps trees' budgets in the dedup table (dedup.Ledger).
 	TreeBudgets bool
+	// SharedTPM makes Model.TokensPerMinute a token bucket in the dedup
+	// table shared by every slice function (dedup.TokenBucket).
+	SharedTPM bool
 }
 
 // LoadSliceConfig reads the slice function's configuration with getenv
@@ -109,12 +112,17 @@ func LoadSliceConfig(getenv func(string) string) (SliceConfig, error) {
 		}
 	}
 	c.ProviderWait = readProviderWait(r)
-	switch v := r.Opt(lambdafn.EnvTreeBudgets); v {
-	case "", "off":
-	case "on":
-		c.TreeBudgets = true
-	default:
-		r.Fail(lambdafn.EnvTreeBudgets, "%q is neither on nor off", v)
+	for _, f := range []struct {
+		name string
+		to   *bool
+	}{{lambdafn.EnvTreeBudgets, &c.TreeBudgets}, {lambdafn.EnvSharedTPM, &c.SharedTPM}} {
+		switch v := r.Opt(f.name); v {
+		case "", "off":
+		case "on":
+			*f.to = true
+		default:
+			r.Fail(f.name, "%q is neither on nor off", v)
+		}
 	}
 	if raw := r.Must(lambdafn.EnvModelCatalog, "the model catalog JSON"); raw != "" && r.Err() == nil {
 		cat, err := model.DecodeCatalog([]byte(raw))

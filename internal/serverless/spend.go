@@ -2,7 +2,9 @@ package serverless
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/agentslice/agentslice/internal/lambdafn"
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -87,4 +89,57 @@ func (m *spendMetrics) Complete(ctx context.Context, req *runtime.CompletionRequ
 		m.log.Warn("writing the spend metrics", "error", e)
 	}
 	return nil
+}
+
+// sharedTPM is a model whose completions take their tokens from the
+// deployment's shared bucket (dedup.TokenBucket) first: a completion the
+// bucket cannot cover now fails with the wait as its Retry-After, so the
+// thread waits through the timers (runtime.ProviderWait) at no cost
+// instead of meeting the provider's 429. A completion takes its estimate
+// (a quarter token per byte of its request, and the model's whole output)
+// and gives back what it did not use.
+type sharedTPM struct {
+	runtime.Model
+	name      string
+	maxOutput int
+	bucket    interface {
+		Take(ctx context.Context, model string, want int64) (time.Duration, error)
+		Give(ctx context.Context, model string, tokens int64) error
+	}
+	log *slog.Logger
+}
+
+// bucketWait is the error of a completion the shared bucket put off.
+type bucketWait struct{ after time.Duration }
+
+func (e *bucketWait) Error() string {
+	return fmt.Sprintf("the shared tokens-per-minute budget is spent; retry in %v", e.after)
+}
+func (e *bucketWait) RetryAfter() time.Duration { return e.after }
+
+func (m *sharedTPM) Complete(ctx context.Context, req *runtime.CompletionRequest, w runtime.TurnWriter) error {
+	bytes := len(req.System)
+	for i := range req.History {
+		it := &req.History[i]
+		bytes += len(it.Text) + len(it.Args)
+	}
+	est := int64(bytes/4 + m.maxOutput)
+	wait, err := m.bucket.Take(ctx, m.name, est)
+	if err != nil {
+		m.log.Warn("the shared token bucket is unavailable; calling the model anyway", "model", m.name, "error", err)
+		return m.Model.Complete(ctx, req, w)
+	}
+	if wait > 0 {
+		return &bucketWait{after: wait}
+	}
+	tap := &usageTap{TurnWriter: w}
+	err = m.Model.Complete(ctx, req, tap)
+	used := int64(tap.usage.Total)
+	if !tap.seen {
+		used = est
+	}
+	if gerr := m.bucket.Give(context.WithoutCancel(ctx), m.name, est-used); gerr != nil {
+		m.log.Warn("giving back to the shared token bucket", "model", m.name, "error", gerr)
+	}
+	return err
 }

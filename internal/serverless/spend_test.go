@@ -3,9 +3,11 @@ package serverless
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentslice/agentslice/internal/lambdafn"
 	"github.com/agentslice/agentslice/internal/model"
@@ -49,5 +51,42 @@ func TestSpendMetricsPerAgent(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Fatalf("metrics %s lack %s", out, want)
 		}
+	}
+}
+
+type fakeBucket struct {
+	wait  time.Duration
+	taken int64
+	given int64
+}
+
+func (b *fakeBucket) Take(_ context.Context, _ string, want int64) (time.Duration, error) {
+	if b.wait > 0 {
+		return b.wait, nil
+	}
+	b.taken += want
+	return 0, nil
+}
+
+func (b *fakeBucket) Give(_ context.Context, _ string, n int64) error { b.given += n; return nil }
+
+// A completion the shared bucket cannot cover fails with the bucket's wait
+// as its Retry-After (the engine then waits through the timers); one it
+// covers gives back what it did not use.
+func TestSharedTPMWaitsAndGivesBack(t *testing.T) {
+	b := &fakeBucket{wait: 40 * time.Second}
+	m := &sharedTPM{Model: usageOnly{}, name: "claude", maxOutput: 2000, bucket: b, log: slog.New(slog.DiscardHandler)}
+	req := &runtime.CompletionRequest{ThreadID: "t1", History: []runtime.Item{{Kind: runtime.ItemUser, Text: strings.Repeat("x", 400)}}}
+	err := m.Complete(context.Background(), req, &nopWriter{})
+	var ra runtime.RetryAfterError
+	if !errors.As(err, &ra) || ra.RetryAfter() != 40*time.Second {
+		t.Fatalf("err %v, want a Retry-After of 40s", err)
+	}
+	b.wait = 0
+	if err := m.Complete(context.Background(), req, &nopWriter{}); err != nil {
+		t.Fatal(err)
+	}
+	if b.taken != 2100 || b.given != 2100-1100 {
+		t.Fatalf("took %d gave back %d, want 2100 and 1000", b.taken, b.given)
 	}
 }
