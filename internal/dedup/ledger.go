@@ -142,6 +142,9 @@ func (l *Ledger) Reserve(ctx context.Context, r runtime.Reservation) (bool, erro
 		if err != nil {
 			return false, fmt.Errorf("dedup: reading the budget of tree %s: %w", r.Tree, err)
 		}
+		if item == nil {
+			return true, nil // no limit was ever set: nothing to keep
+		}
 		old, held := holdOf(item, r.Thread)
 		if held && old.id == r.ID {
 			return true, nil

@@ -2,9 +2,7 @@ package disk
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -18,9 +16,10 @@ import (
 // cached in memory once read; one mutex serialises the operations (one
 // process owns the data directory).
 type Ledger struct {
-	d     *DB
-	mu    sync.Mutex
-	trees map[string]*local.LedgerAccount
+	d      *DB
+	mu     sync.Mutex
+	loaded bool // trees holds every stored account
+	trees  map[string]*local.LedgerAccount
 }
 
 var _ runtime.Ledger = (*Ledger)(nil)
@@ -31,24 +30,47 @@ func (d *DB) Ledger() *Ledger {
 	return d.ledger
 }
 
-func (l *Ledger) account(ctx context.Context, tree string) (*local.LedgerAccount, error) {
-	if a := l.trees[tree]; a != nil {
-		return a, nil
-	}
-	a := &local.LedgerAccount{}
-	var data []byte
-	err := l.d.rdb.QueryRowContext(ctx, `SELECT data FROM ledger WHERE tree = ?`, tree).Scan(&data)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
-		return nil, fmt.Errorf("disk: reading the budget of tree %s: %w", tree, err)
-	default:
-		if err := json.Unmarshal(data, a); err != nil {
-			return nil, fmt.Errorf("disk: decoding the budget of tree %s: %w", tree, err)
+// account returns the tree's account; nil when it has none and create is
+// false. Only trees whose limit was set have one, so the first use reads
+// them all (a small table) and a tree not among them needs no read.
+func (l *Ledger) account(ctx context.Context, tree string, create bool) (*local.LedgerAccount, error) {
+	if !l.loaded {
+		if err := l.load(ctx); err != nil {
+			return nil, err
 		}
 	}
-	l.trees[tree] = a
+	a := l.trees[tree]
+	if a == nil && create {
+		a = &local.LedgerAccount{}
+		l.trees[tree] = a
+	}
 	return a, nil
+}
+
+func (l *Ledger) load(ctx context.Context) error {
+	rows, err := l.d.rdb.QueryContext(ctx, `SELECT tree, data FROM ledger`)
+	if err != nil {
+		return fmt.Errorf("disk: reading the budgets of trees: %w", err)
+	}
+	defer rows.Close()
+	trees := map[string]*local.LedgerAccount{}
+	for rows.Next() {
+		var tree string
+		var data []byte
+		if err := rows.Scan(&tree, &data); err != nil {
+			return fmt.Errorf("disk: reading the budgets of trees: %w", err)
+		}
+		a := &local.LedgerAccount{}
+		if err := json.Unmarshal(data, a); err != nil {
+			return fmt.Errorf("disk: decoding the budget of tree %s: %w", tree, err)
+		}
+		trees[tree] = a
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("disk: reading the budgets of trees: %w", err)
+	}
+	l.trees, l.loaded = trees, true
+	return nil
 }
 
 // write stores a's new value; on failure the cache forgets the tree, so
@@ -62,7 +84,7 @@ func (l *Ledger) write(ctx context.Context, tree string, a *local.LedgerAccount)
 		}})
 	}
 	if err != nil {
-		delete(l.trees, tree)
+		l.loaded = false // read again what is stored
 		return fmt.Errorf("disk: writing the budget of tree %s: %w", tree, err)
 	}
 	return nil
@@ -72,9 +94,9 @@ func (l *Ledger) write(ctx context.Context, tree string, a *local.LedgerAccount)
 func (l *Ledger) Reserve(ctx context.Context, r runtime.Reservation) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	a, err := l.account(ctx, r.Tree)
-	if err != nil {
-		return false, err
+	a, err := l.account(ctx, r.Tree, false)
+	if err != nil || a == nil {
+		return err == nil, err
 	}
 	ok, changed := a.Reserve(r)
 	if changed {
@@ -89,8 +111,8 @@ func (l *Ledger) Reserve(ctx context.Context, r runtime.Reservation) (bool, erro
 func (l *Ledger) Settle(ctx context.Context, tree, thread, id string, used runtime.Spend) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	a, err := l.account(ctx, tree)
-	if err != nil {
+	a, err := l.account(ctx, tree, false)
+	if err != nil || a == nil {
 		return err
 	}
 	if a.Settle(thread, id, used) {
@@ -103,7 +125,7 @@ func (l *Ledger) Settle(ctx context.Context, tree, thread, id string, used runti
 func (l *Ledger) Change(ctx context.Context, tree, id string, c runtime.BudgetChange) ([]string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	a, err := l.account(ctx, tree)
+	a, err := l.account(ctx, tree, true)
 	if err != nil {
 		return nil, err
 	}
@@ -119,8 +141,8 @@ func (l *Ledger) Change(ctx context.Context, tree, id string, c runtime.BudgetCh
 func (l *Ledger) Account(ctx context.Context, tree string) (runtime.Account, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	a, err := l.account(ctx, tree)
-	if err != nil {
+	a, err := l.account(ctx, tree, false)
+	if err != nil || a == nil {
 		return runtime.Account{}, err
 	}
 	return a.View(), nil

@@ -94,7 +94,8 @@ func (a *LedgerAccount) View() runtime.Account {
 }
 
 // Ledger is the in-memory runtime.Ledger of the embedded runtime and of
-// tests. It is safe for concurrent use.
+// tests. Only trees whose limit was set have an account (an idle agent's
+// tree costs nothing here). It is safe for concurrent use.
 type Ledger struct {
 	mu    sync.Mutex
 	trees map[string]*LedgerAccount
@@ -114,11 +115,16 @@ func (l *Ledger) account(tree string) *LedgerAccount {
 	return a
 }
 
-// Reserve implements runtime.Ledger.
+// Reserve implements runtime.Ledger. A tree whose limit was never set has
+// no account: its completions are admitted and nothing is kept.
 func (l *Ledger) Reserve(_ context.Context, r runtime.Reservation) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ok, _ := l.account(r.Tree).Reserve(r)
+	a := l.trees[r.Tree]
+	if a == nil {
+		return true, nil
+	}
+	ok, _ := a.Reserve(r)
 	return ok, nil
 }
 
@@ -126,7 +132,9 @@ func (l *Ledger) Reserve(_ context.Context, r runtime.Reservation) (bool, error)
 func (l *Ledger) Settle(_ context.Context, tree, thread, id string, used runtime.Spend) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.account(tree).Settle(thread, id, used)
+	if a := l.trees[tree]; a != nil {
+		a.Settle(thread, id, used)
+	}
 	return nil
 }
 

@@ -164,7 +164,10 @@ type Reservation struct {
 }
 
 // Ledger keeps the spend and limit of trees of threads (a root and its
-// descendants), shared by the slices of one tree running at once.
+// descendants), shared by the slices of one tree running at once. A tree
+// has an account from the first Change of its limit on: a tree whose limit
+// was never set is admitted without one (nothing kept, nothing written),
+// and a tree's spend counts from when its limit was set.
 // Implementations: internal/local (memory, and serve's durable store
 // through internal/disk), internal/dedup (DynamoDB). All pass
 // runtime/storetest.RunLedger.

@@ -111,7 +111,7 @@ func (s *Server) budgetOf(ctx context.Context, th *runtime.Thread) *budgetView {
 	}
 	if s.ledger != nil {
 		root := runtime.TreeOf(th.ID, st)
-		if acc, err := s.ledger.Account(ctx, root); err == nil {
+		if acc, err := s.ledger.Account(ctx, root); err == nil && (!acc.Limit.IsZero() || acc.Spent != (runtime.Spend{})) {
 			tv := &treeView{Root: root, Spent: viewSpend(acc.Spent), Reserved: viewSpend(acc.Reserved), Waiting: acc.Waiting}
 			if !acc.Limit.IsZero() {
 				l := acc.Limit

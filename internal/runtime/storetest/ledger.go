@@ -57,9 +57,13 @@ func change(t *testing.T, l Ledger, tree, id string, c runtime.BudgetChange) []s
 
 func testReserveSettle(t *testing.T, l Ledger) {
 	ctx := context.Background()
-	if !reserve(t, l, "r", "a", "c1", 100) {
+	if !reserve(t, l, "free", "a", "c1", 100) {
 		t.Fatal("a tree without a limit refused a reservation")
 	}
+	if a := mustAccount(t, l, "free"); a.Reserved.Tokens != 0 {
+		t.Fatalf("a tree whose limit was never set keeps an account: %+v", a)
+	}
+	change(t, l, "r", "set", runtime.BudgetChange{Limit: runtime.Budget{Tokens: 1_000_000}})
 	if !reserve(t, l, "r", "a", "c1", 100) {
 		t.Fatal("reserving the same completion again was refused")
 	}
