@@ -35,9 +35,15 @@ func TestBudgetPauseAndRaiseThroughTheAPI(t *testing.T) {
 	cfg := Config{Models: budgetCatalog(t), Data: dir}
 	srv := startServer(t, cfg)
 	const thread = "thr_budget"
+	events := openStream(t, srv.URL()+"/threads/"+thread+"/events")
 	postMessage(t, srv, thread, `{"text":"hi","budget":{"tokens":150,"scope":"tree"}}`)
 	waitIdle(t, srv)
 	postMessage(t, srv, thread, `{"text":"again"}`)
+	// The console sees the pause as a choice to answer, like a tool's.
+	if ev := events.nextOf(t, "user_choice"); ev.Data.Choice == nil || len(ev.Data.Choice.Choices) != 2 {
+		t.Fatalf("the budget pause's event %+v carries no choice", ev.Data)
+	}
+	events.close()
 	waitIdle(t, srv)
 	th := getThread(t, srv, thread)
 	if th.Status != "waiting_for_choice" || th.Choice == nil || len(th.Choice.Choices) != 2 {
