@@ -320,6 +320,35 @@ type Thread struct {
 	Items     []Item     `json:"items"`
 	Choice    *Choice    `json:"choice,omitempty"`
 	Until     *time.Time `json:"until,omitempty"`
+	// Budget is the thread's limit and spend, and its tree's.
+	Budget *Budget `json:"budget,omitempty"`
+}
+
+// Limit is a spending limit; a zero field limits nothing.
+type Limit struct {
+	Tokens int64   `json:"tokens,omitempty"`
+	USD    float64 `json:"usd,omitempty"`
+}
+
+// Spend is what was used: tokens and US dollars at the catalog's prices.
+type Spend struct {
+	Tokens int64   `json:"tokens"`
+	USD    float64 `json:"usd"`
+}
+
+// Budget is a thread's budgets as GET /threads/{id} shows them.
+type Budget struct {
+	Limit *Limit `json:"limit,omitempty"`
+	Spent Spend  `json:"spent"`
+	// Waiting is "thread" or "tree" while the thread waits on that limit.
+	Waiting string `json:"waiting,omitempty"`
+	Tree    *struct {
+		Root     string   `json:"root"`
+		Limit    *Limit   `json:"limit,omitempty"`
+		Spent    Spend    `json:"spent"`
+		Reserved Spend    `json:"reserved"`
+		Waiting  []string `json:"waiting,omitempty"`
+	} `json:"tree,omitempty"`
 }
 
 // Own is how many items the thread itself wrote: the cursor of its event

@@ -54,6 +54,9 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		head += fmt.Sprintf(", %d input and %d output tokens", u.Input, u.Output)
 	}
 	fmt.Fprintln(stdout, head)
+	if line := budgetLine(th.Budget); line != "" {
+		fmt.Fprintln(stdout, line)
+	}
 	for _, it := range th.Items {
 		fmt.Fprintln(stdout, formatItem(it))
 	}
@@ -197,4 +200,37 @@ func pickChoice(pick, prompt string, choices []string) (int, error) {
 		return 0, usagef("%q is not one of the choices of %q: %s", pick, prompt, strings.Join(opts, ", "))
 	}
 	return n, nil
+}
+
+// budgetLine says what a thread and its tree spent against their limits
+// ("" when nothing was spent and no limit is set).
+func budgetLine(b *client.Budget) string {
+	if b == nil || (b.Spent.Tokens == 0 && b.Limit == nil && (b.Tree == nil || b.Tree.Limit == nil)) {
+		return ""
+	}
+	s := "spent " + spendText(b.Spent, b.Limit)
+	if t := b.Tree; t != nil && (t.Limit != nil || t.Root != "") {
+		s += "; tree " + t.Root + " spent " + spendText(t.Spent, t.Limit)
+	}
+	if b.Waiting != "" {
+		s += "; waiting for a person to raise the " + b.Waiting + " budget"
+	}
+	return s
+}
+
+func spendText(sp client.Spend, l *client.Limit) string {
+	s := fmt.Sprintf("%d tokens, $%.4f", sp.Tokens, sp.USD)
+	if l != nil {
+		var parts []string
+		if l.Tokens > 0 {
+			parts = append(parts, fmt.Sprintf("%d tokens", l.Tokens))
+		}
+		if l.USD > 0 {
+			parts = append(parts, fmt.Sprintf("$%.4g", l.USD))
+		}
+		if len(parts) > 0 {
+			s += " of " + strings.Join(parts, " / ")
+		}
+	}
+	return s
 }

@@ -170,7 +170,7 @@ func TestServeRunsUntilCancelled(t *testing.T) {
 func TestServeDocExamples(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join("..", "..", "docs", "examples", "serve")
-	configs := map[string]bool{"serve.json": true, "agents.json": true} // the rest are scripts
+	configs := map[string]bool{"serve.json": true, "agents.json": true, "budget.json": true} // the rest are scripts
 	for name := range configs {
 		cfg, err := server.LoadConfig(filepath.Join(dir, name))
 		if err != nil {
@@ -181,6 +181,9 @@ func TestServeDocExamples(t *testing.T) {
 		}
 		if name == "agents.json" && (len(cfg.Agents) != 2 || cfg.DefaultAgent == "") {
 			t.Errorf("agents.json defines %d agents (default %q), want two and a default", len(cfg.Agents), cfg.DefaultAgent)
+		}
+		if name == "budget.json" && (len(cfg.Agents) != 1 || cfg.Agents[0].Budget == nil || cfg.Models == nil || cfg.Models.Models[0].Price == nil) {
+			t.Errorf("budget.json: want one agent with a budget and a priced model (docs/budgets.md)")
 		}
 	}
 	scripts, _ := filepath.Glob(filepath.Join(dir, "*.json"))

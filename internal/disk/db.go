@@ -72,15 +72,18 @@ func (o Options) WithDefaults() Options {
 // DB is an open data directory: the database, its lock and its writer.
 // Its stores (History, Dedup, Inbox, Timers) share it. Close it when done.
 type DB struct {
-	dir   string
-	opts  Options
-	lock  *os.File
-	rdb   *sql.DB  // read connections
-	wdb   *sql.DB  // the one write connection
-	w     *writer  // group commit to the database
-	j     *journal // group commit to the journal
-	inbox *inboxState
-	hist  *History // built by Open
+	dir  string
+	opts Options
+	lock *os.File
+	rdb  *sql.DB // read connections
+	wdb  *sql.DB // the one write connection
+	w    *writer // group commit to the database
+	// ledger is the tree budgets' ledger, made by the first Ledger call.
+	ledgerOnce sync.Once
+	ledger     *Ledger
+	j          *journal // group commit to the journal
+	inbox      *inboxState
+	hist       *History // built by Open
 	// qThread reads one thread's row (History.read).
 	qThread *sql.Stmt
 	// ids holds every thread ID the database has (and maybe others).

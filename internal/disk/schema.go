@@ -111,6 +111,12 @@ var migrations = []struct {
 			UNIQUE (thread, id)
 		)`,
 	}},
+	{"budgets: the ledger of tree budgets", []string{
+		`CREATE TABLE ledger (
+			tree TEXT PRIMARY KEY,
+			data BLOB NOT NULL
+		) WITHOUT ROWID`,
+	}},
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -94,7 +94,14 @@ func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
 		b = putBytes(b, js)
 	}
 	b = putInt(b, st.ViewStart) // V2 only
-	return b, nil
+	if st.Budget == nil { // V2 without a budget ends here
+		return b, nil
+	}
+	js, err := json.Marshal(st.Budget)
+	if err != nil {
+		return nil, err
+	}
+	return putBytes(b, js), nil
 }
 
 // readState reads a state appendState wrote.
@@ -159,6 +166,12 @@ func readState(data []byte) (runtime.ThreadState, error) {
 	}
 	if r.err == nil && data[0] == stateCodecV2 {
 		st.ViewStart = r.sint()
+	}
+	if r.err == nil && data[0] == stateCodecV2 && len(r.b) != 0 {
+		if js := r.bytes(); len(js) > 0 {
+			st.Budget = new(runtime.BudgetState)
+			r.json(js, st.Budget)
+		}
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%d bytes after the state", len(r.b))

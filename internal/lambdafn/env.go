@@ -53,7 +53,15 @@ const (
 	// waits, and the whole wait before the completion fails for good (Go
 	// durations; defaults 30s, 15m, 24h; "off" as the first wait
 	// dead-letters the message after its receives instead).
-	EnvProviderWait    = "AGENTSLICE_PROVIDER_WAIT"
+	EnvProviderWait = "AGENTSLICE_PROVIDER_WAIT"
+	// EnvTreeBudgets, "on", keeps trees' budgets in the dedup table
+	// (dedup.Ledger); off by default: two to four DynamoDB requests per
+	// completion. Threads' and agents' own limits need no ledger.
+	EnvTreeBudgets = "AGENTSLICE_TREE_BUDGETS"
+	// EnvSharedTPM, "on", makes the model's tokens_per_minute (the
+	// catalog's) one token bucket in the dedup table shared by every slice
+	// function; off by default.
+	EnvSharedTPM       = "AGENTSLICE_SHARED_TPM"
 	EnvProviderWaitMax = "AGENTSLICE_PROVIDER_WAIT_MAX"
 	EnvProviderMaxWait = "AGENTSLICE_PROVIDER_MAX_WAIT"
 	EnvRegion          = "AWS_REGION"       // set by Lambda

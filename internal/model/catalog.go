@@ -61,6 +61,11 @@ type Config struct {
 	// deployment spends on this model; set it a little below the
 	// provider's quota. 0 means no bound.
 	TokensPerMinute int `json:"tokens_per_minute,omitempty"`
+	// Price is what the model costs, in US dollars per million tokens;
+	// budgets in dollars and the cost shown per thread use it. The figures
+	// are the user's to keep current: providers change them, and they
+	// differ by region and contract. nil: the model's cost counts as 0.
+	Price *Price `json:"price,omitempty"`
 
 	Bedrock  *BedrockConfig  `json:"bedrock,omitempty"`
 	OpenAI   *OpenAIConfig   `json:"openai,omitempty"`
@@ -195,6 +200,16 @@ func (c *Config) validate(prefix string) error {
 	}
 	if r := c.MinOutputTokensPerSecond; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
 		return bad("min_output_tokens_per_second", "must be a positive rate, or 0 for the default %v (got %v)", DefaultMinOutputTokensPerSecond, r)
+	}
+	if p := c.Price; p != nil {
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"input", p.Input}, {"output", p.Output}, {"cache_read", p.CacheRead}, {"cache_write", p.CacheWrite}} {
+			if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+				return bad("price."+f.name, "must be a non-negative number of US dollars per million tokens (got %v)", f.v)
+			}
+		}
 	}
 	if c.Provider != ProviderBedrock && c.Bedrock != nil {
 		return bad("bedrock", "set for provider %q; it only applies to %q", c.Provider, ProviderBedrock)

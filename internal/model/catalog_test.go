@@ -9,6 +9,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/agentslice/agentslice/internal/runtime"
 )
 
 const goodCatalog = `{
@@ -203,4 +205,31 @@ func ExampleDecodeCatalog() {
 	info := m.(Described).Info()
 	fmt.Println(info.Provider, info.ModelID, info.ContextWindow)
 	// Output: openai llama3.1:8b 131072
+}
+
+func TestCatalogPrices(t *testing.T) {
+	c, err := DecodeCatalog([]byte(`{"default":"a","models":[
+		{"name":"a","provider":"openai","model_id":"m","context_window":1000,"max_output_tokens":100,
+		 "price":{"input":3,"output":15,"cache_read":0.3,"cache_write":3.75}},
+		{"name":"b","provider":"sim","model_id":"s","context_window":1000,"max_output_tokens":50}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := c.Price("")
+	if !ok || p.Input != 3 || p.Output != 15 || p.MaxOutputTokens != 100 || !p.InputIncludesCached {
+		t.Fatalf("price of the default = %+v, %v", p, ok)
+	}
+	// 1000 prompt tokens of which 400 cached, 200 out: 600*3 + 400*0.3 + 200*15 micro-dollars.
+	if got := p.Cost(runtime.Usage{Input: 1000, Cached: 400, Output: 200}); got != 600*3+120+3000 {
+		t.Fatalf("cost = %d micro-dollars", got)
+	}
+	if p, ok := c.Price("b"); ok || p.MaxOutputTokens != 50 {
+		t.Fatalf("a model without prices: %+v, %v", p, ok)
+	}
+	_, err = DecodeCatalog([]byte(`{"default":"a","models":[{"name":"a","provider":"sim","model_id":"s",
+		"context_window":1000,"max_output_tokens":50,"price":{"input":-1,"output":1}}]}`))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "models[0].price.input" {
+		t.Fatalf("a negative price: %v", err)
+	}
 }

@@ -23,6 +23,17 @@ import (
 // thread does not wait on call or no choice of it is pending.
 func PendingChoiceOf(th *runtime.Thread, call string) (c *UserChoice, ok bool) {
 	p := th.State.Pending
+	if b := th.State.Budget; p == nil && b != nil && b.Wait != nil && b.Wait.Call == call {
+		// A budget pause (runtime/budget.go): no tool asked, no
+		// response_url; the answer message alone raises or stops.
+		args, ok := runtime.PendingChoice(th.Items, call)
+		var u UserChoice
+		if !ok || json.Unmarshal([]byte(args), &u) != nil || len(u.Choices) == 0 {
+			return nil, false
+		}
+		u.ResponseURL = ""
+		return &u, true
+	}
 	if p == nil || p.ID != call {
 		return nil, false
 	}
@@ -95,6 +106,9 @@ func AnswerLoaded(ctx context.Context, client *http.Client, th *runtime.Thread, 
 	if call == "" && th.State.Pending != nil {
 		call = th.State.Pending.ID
 	}
+	if b := th.State.Budget; call == "" && b != nil && b.Wait != nil {
+		call = b.Wait.Call
+	}
 	c, ok := PendingChoiceOf(th, call)
 	if !ok {
 		return nil, &AnswerError{Field: "call", Reason: fmt.Sprintf(
@@ -103,7 +117,9 @@ func AnswerLoaded(ctx context.Context, client *http.Client, th *runtime.Thread, 
 	if selected < 0 || selected >= len(c.Choices) {
 		return nil, &AnswerError{Field: "selected", Reason: fmt.Sprintf("%d is not one of the choices (0 to %d)", selected, len(c.Choices)-1)}
 	}
-	if err := PostChoice(ctx, client, c.ResponseURL, c.ID, selected, policy); err != nil {
+	if c.ResponseURL == "" {
+		// A budget pause's choice: nothing to tell a tool.
+	} else if err := PostChoice(ctx, client, c.ResponseURL, c.ID, selected, policy); err != nil {
 		return nil, fmt.Errorf("rap: the tool did not take the answer to call %s of thread %s: %w", call, thread, err)
 	}
 	if err := queue.Send(ctx, AnswerMessage(th, call, c, selected)); err != nil {

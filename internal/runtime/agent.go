@@ -37,6 +37,9 @@ type Agent struct {
 	// Priority is the default priority class of the agent's threads:
 	// "interactive", "background" or "" (the deployment's default).
 	Priority string `json:"priority,omitempty"`
+	// Budget, when set, is the limit of each thread of the agent that
+	// sets none of its own (budget.go).
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // AgentLimits are per-agent overrides of the engine's limits. Zero means
@@ -126,6 +129,11 @@ func (a *Agent) Validate() error {
 	for i, s := range a.Spawnable {
 		if !ValidAgentName(s) {
 			return bad(fmt.Sprintf("spawnable[%d]", i), "%q is not an agent name", s)
+		}
+	}
+	if b := a.Budget; b != nil {
+		if err := b.Validate("budget"); err != nil {
+			return &AgentError{Agent: a.Name, Field: "budget", Reason: err.Error()}
 		}
 	}
 	switch a.Priority {

@@ -18,7 +18,7 @@ func (s *slice) complete(ctx context.Context) error {
 	}
 	for {
 		n := s.res.Completions
-		if s.st.Closed || s.st.Pending != nil {
+		if s.st.Closed || s.st.Pending != nil || s.budgetWait() != nil {
 			return nil
 		}
 		// The deadline stops a slice only after it made progress: a slice
@@ -83,6 +83,10 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, int, error) {
 			req.System += note
 		}
 	}
+	held, paused, err := s.admit(ctx)
+	if err != nil || paused {
+		return nil, 0, err
+	}
 	mctx := s.modelContext(ctx)
 	// The clock is read for the completion's duration only when the
 	// observer wants the event.
@@ -109,11 +113,14 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, int, error) {
 		if IsPermanent(lastErr) {
 			return nil, attempts, lastErr
 		}
-		if mctx.Err() != nil {
+		if mctx.Err() != nil || s.waitsLonger(lastErr) {
 			break
 		}
 	}
 	if lastErr != nil {
+		if err := s.settle(ctx, held, Usage{}); err != nil {
+			slog.WarnContext(ctx, "releasing a failed completion's reservation", "thread", s.threadID, "error", err)
+		}
 		if mctx.Err() != nil && ctx.Err() == nil {
 			attempts = 0 // the slice's own deadline cut the completion: not the provider's fault
 		}
@@ -125,6 +132,9 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, int, error) {
 	}
 	b := &s.buf
 	usage := b.usage
+	if err := s.settle(ctx, held, usage); err != nil {
+		return nil, 0, err // the slice is retried: its completion finds the reservation held
+	}
 	if usage.Total > 0 {
 		s.st.Tokens = usage.Total
 	}

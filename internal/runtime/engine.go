@@ -81,6 +81,10 @@ type Engine struct {
 	// outages through timers instead of failing the slice
 	// (provider_wait.go).
 	ProviderWait *ProviderWait
+	// Budgets, when set, prices completions and admits each against the
+	// thread's and its tree's limits (budget.go). Thread and agent limits
+	// apply without it; their cost is then 0.
+	Budgets *Budgets
 	// Entropy is where a new root thread's incarnation comes from
 	// (ThreadState.Incarnation); nil: crypto/rand. Tests that compare the
 	// IDs of separate runs set a fixed reader (runtime.FixedEntropy).

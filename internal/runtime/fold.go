@@ -24,6 +24,12 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 		if m.Agent != "" && !s.acceptAgent(ctx, m) {
 			return false
 		}
+		if m.Budget != nil {
+			if err := s.changeBudget(ctx, m.ID, *m.Budget); err != nil {
+				s.budgetRefused(ctx, m, err)
+				return false
+			}
+		}
 		s.interrupt(m)
 		if m.Kind == KindStart && m.ToolCallID != "" {
 			// A temporary child processing one subscription event: the
@@ -77,6 +83,9 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 		// one "interrupted" result and the model is not woken for it.
 		s.interrupt(m)
 		s.st.ModelWait = nil // a provider wait ends too: its retry does nothing
+		if s.budgetWait() != nil {
+			s.budgetState().Wait = nil // and a budget wait: its choice is no longer asked
+		}
 		text := "stopped by the user"
 		if m.Text != "" {
 			text += ": " + m.Text
@@ -122,7 +131,22 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 		s.addOutbox(OutboxEntry{Output: &OutputEvent{
 			ID: DeriveID("out_", s.threadID, m.ID), ThreadID: s.threadID, Kind: "notice", Text: m.Text}})
 		return false
+	case KindBudget:
+		wake, err := s.foldBudget(ctx, m)
+		if err != nil {
+			s.budgetRefused(ctx, m, err)
+			return false
+		}
+		return wake
 	case KindAnswer:
+		if w := s.budgetWait(); w != nil && m.ToolCallID == w.Call {
+			wake, err := s.foldBudgetAnswer(ctx, m, w)
+			if err != nil {
+				s.budgetRefused(ctx, m, err)
+				return false
+			}
+			return wake
+		}
 		// A person answered a call's user_choice (the server gave the tool
 		// the answer first, so the call's result may be in already).
 		if s.findCall(m.ToolCallID) == nil {

@@ -41,6 +41,7 @@ const (
 	KindRetry      Kind = "retry"       // a provider wait ended: the model runs again (provider_wait.go; Text: the wait's number)
 	KindView       Kind = "view"        // a tool's view_update (Text: {"view_type", "content"}), kept in history (human.go)
 	KindAnswer     Kind = "answer"      // a person answered the pending call's user_choice (Choice: {"id", "selected"}; human.go)
+	KindBudget     Kind = "budget"      // a person sets or raises a limit (Budget); without Budget, a tree's raise wakes the thread (budget.go)
 )
 
 // known reports whether k is one of the message kinds. (A switch, not a
@@ -48,7 +49,7 @@ const (
 func (k Kind) known() bool {
 	switch k {
 	case KindUser, KindToolResult, KindEvent, KindWake, KindReport, KindParent, KindStart, KindNotice,
-		KindContinue, KindSummary, KindCheck, KindStop, KindClose, KindModel, KindAgent, KindRetry, KindView, KindAnswer:
+		KindContinue, KindSummary, KindCheck, KindStop, KindClose, KindModel, KindAgent, KindRetry, KindView, KindAnswer, KindBudget:
 		return true
 	}
 	return false
@@ -114,6 +115,9 @@ type Message struct {
 	// (a JSON object {"type", "content"}); kept in history beside the
 	// result, never shown to the model.
 	Display string `json:"display,omitempty"`
+	// Budget, on a KindBudget message or a thread's first user message,
+	// sets or raises a limit of the thread or its tree (budget.go).
+	Budget *BudgetChange `json:"budget,omitempty"`
 }
 
 // Validate checks a message's envelope and fields. It returns a
@@ -155,6 +159,14 @@ func (m *Message) Validate() error {
 	}
 	if m.Kind == KindUser && m.Text == "" {
 		return bad("text", "empty user message")
+	}
+	if m.Budget != nil {
+		if m.Kind != KindBudget && m.Kind != KindUser {
+			return bad("budget", "only a budget or a user message carries a budget (kind %s)", m.Kind)
+		}
+		if err := m.Budget.validate(); err != nil {
+			return bad("budget", "%v", err)
+		}
 	}
 	if err := m.validateHuman(); err != nil {
 		return err

@@ -24,6 +24,9 @@ const (
 	// EventModelWaiting: every attempt of a completion failed with a
 	// retryable error and the thread waits for the provider (provider_wait.go).
 	EventModelWaiting EventType = "model_waiting"
+	// EventBudgetWaiting: a completion would pass a budget and the thread
+	// waits for a person to raise it (budget.go).
+	EventBudgetWaiting EventType = "budget_waiting"
 )
 
 // Event is one observation of the engine at work.

@@ -102,6 +102,20 @@ func retryAfter(err error) time.Duration {
 	return 0
 }
 
+// waitsLonger reports whether err asks for a wait (Retry-After) at least
+// as long as the provider wait's first: the thread then waits through the
+// timers at once, costing no held slice, instead of spending its in-slice
+// attempts on a provider that said when to come back (a 429 storm of a
+// fan-out on AWS).
+func (s *slice) waitsLonger(err error) bool {
+	w := s.e.ProviderWait
+	if w == nil || w.Timers == nil {
+		return false
+	}
+	ra := retryAfter(err)
+	return ra > 0 && ra >= w.WithDefaults().First
+}
+
 // retryKey is the timer key of a thread's n-th provider wait: each wait has
 // its own, so arming the next never collides with the one being delivered.
 func retryKey(n int) string { return "mwait" + strconv.Itoa(n) }

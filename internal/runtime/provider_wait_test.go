@@ -147,11 +147,27 @@ func equalDurations(a, b []time.Duration) bool {
 
 // Retry-After longer than the backoff is honoured.
 func TestProviderWaitHonoursRetryAfter(t *testing.T) {
-	r := newWaitRig(&outageModel{down: true, err: retryAfterErr{d: 7 * time.Minute}})
+	m := &outageModel{down: true, err: retryAfterErr{d: 7 * time.Minute}}
+	r := newWaitRig(m)
 	start := r.now
 	r.run(t, userMsg("t", "u1"))
 	if got := r.timers.last(t).At.Sub(start); got != 7*time.Minute {
 		t.Fatalf("first wait %v, want the provider's Retry-After of 7m", got)
+	}
+	// A Retry-After as long as the first wait: no attempt is spent in the
+	// slice after the first (the thread waits through the timers at once).
+	if m.calls != 1 {
+		t.Fatalf("model calls = %d, want 1 (a 429 with a long Retry-After goes straight to the wait)", m.calls)
+	}
+}
+
+// A short Retry-After is retried in the slice, as any retryable error.
+func TestShortRetryAfterRetriesInSlice(t *testing.T) {
+	m := &outageModel{down: true, err: retryAfterErr{d: time.Millisecond}}
+	r := newWaitRig(m)
+	r.run(t, userMsg("t", "u1"))
+	if m.calls != r.e.Limits.ModelAttempts {
+		t.Fatalf("model calls = %d, want %d", m.calls, r.e.Limits.ModelAttempts)
 	}
 }
 

@@ -92,6 +92,9 @@ type ThreadState struct {
 	// ModelWait is set while the thread waits for its model provider to
 	// come back (provider_wait.go).
 	ModelWait *ModelWait `json:"model_wait,omitempty"`
+	// Budget is the thread's own limit, its cost and its wait for a
+	// person to raise a limit (budget.go); nil when none was ever needed.
+	Budget *BudgetState `json:"budget,omitempty"`
 	// Incarnation tells this thread apart from every other thread that had
 	// or will have its ID (a store wiped, a thread recreated): fixed when
 	// the thread is created (a root thread's first commit, a child's in
@@ -119,6 +122,10 @@ func (s ThreadState) Clone() ThreadState {
 	c.Deferred = append([]Message(nil), s.Deferred...)
 	c.Subscriptions = append([]Subscription(nil), s.Subscriptions...)
 	c.Children = append([]string(nil), s.Children...)
+	if s.Budget != nil {
+		b := *s.Budget
+		c.Budget = &b
+	}
 	if s.ModelWait != nil {
 		w := *s.ModelWait
 		c.ModelWait = &w

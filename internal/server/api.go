@@ -64,6 +64,7 @@ func (s *Server) apiRoutes() []route {
 		{"/threads/{id}/stop", methods{http.MethodPost: s.stopThread}},
 		{"/threads/{id}/close", methods{http.MethodPost: s.closeThread}},
 		{"/threads/{id}/model", methods{http.MethodPost: s.switchModel}},
+		{"/threads/{id}/budget", methods{http.MethodPost: s.setBudget}},
 		{"/threads/{id}/agent", methods{http.MethodPost: s.switchAgent}},
 		{"/threads/{id}/sandbox", methods{http.MethodGet: s.getSandbox}},
 		{"/threads/{id}/sandbox/diff", methods{http.MethodGet: s.getSandboxDiff}},
@@ -164,6 +165,9 @@ type messageRequest struct {
 	// Agent names the agent a new thread runs as (default: the default
 	// agent); on an existing thread it must be the one it runs as.
 	Agent string `json:"agent,omitempty"`
+	// Budget sets a limit of the thread or, with scope "tree", of its
+	// tree, with the message (docs/budgets.md).
+	Budget *budgetRequest `json:"budget,omitempty"`
 }
 
 type messageResponse struct {
@@ -189,6 +193,9 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := runtime.Message{V: runtime.MessageVersion, ID: req.ID, ThreadID: thread, Kind: runtime.KindUser, Text: req.Text, UserID: req.UserID,
 		Class: req.Class, Agent: req.Agent}
+	if b := req.Budget; b != nil {
+		msg.Budget = &runtime.BudgetChange{Scope: b.Scope, Add: b.Add, Limit: runtime.Budget{Tokens: b.Tokens, USD: b.USD}}
+	}
 	if err := msg.Validate(); err != nil {
 		var bm *runtime.BadMessageError
 		if errors.As(err, &bm) {
@@ -337,8 +344,11 @@ type threadResponse struct {
 	From      int            `json:"from"`
 	Total     int            `json:"total"`
 	Items     []runtime.Item `json:"items"`
-	// Choice is the user_choice waiting for an answer, if any.
+	// Choice is the user_choice waiting for an answer, if any (a tool's,
+	// or a budget pause's).
 	Choice *choiceView `json:"choice,omitempty"`
+	// Budget is the thread's limit and spend, and its tree's.
+	Budget *budgetView `json:"budget,omitempty"`
 	// Until is when a sleeping thread wakes up, when known.
 	Until *time.Time `json:"until,omitempty"`
 	// DeadLetters are the thread's messages the system gave up on.
@@ -424,7 +434,10 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request) {
 	if p := th.State.Pending; p != nil {
 		resp.Choice = pendingChoice(th)
 		resp.Until = s.sleeps.until(thread, p)
+	} else {
+		resp.Choice = budgetChoice(th)
 	}
+	resp.Budget = s.budgetOf(r.Context(), th)
 	writeJSON(w, http.StatusOK, resp)
 }
 

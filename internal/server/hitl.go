@@ -92,6 +92,8 @@ func (s *Server) status(thread string, th *runtime.Thread) string {
 		return "closed"
 	case s.running.running(thread):
 		return "running"
+	case st.Budget != nil && st.Budget.Wait != nil && !s.answering(thread, st.Budget.Wait.Call):
+		return "waiting_for_choice" // a budget pause (runtime/budget.go)
 	case st.Pending != nil && sleepTools[st.Pending.Name]:
 		return "sleeping"
 	case st.Pending != nil && pendingChoice(th) != nil && !s.answering(thread, st.Pending.ID):
@@ -108,7 +110,7 @@ func (s *Server) status(thread string, th *runtime.Thread) string {
 func pendingChoice(th *runtime.Thread) *choiceView {
 	p := th.State.Pending
 	if p == nil {
-		return nil
+		return budgetChoice(th) // a budget pause asks without a pending call
 	}
 	args, ok := runtime.PendingChoice(th.Items, p.ID)
 	if !ok {
@@ -161,6 +163,8 @@ func (s *Server) answerChoice(w http.ResponseWriter, r *http.Request) {
 	var c *choiceView
 	if p := th.State.Pending; p != nil && p.ID == call {
 		c = pendingChoice(th)
+	} else if bc := budgetChoice(th); bc != nil && bc.CallID == call {
+		c = bc
 	}
 	if c == nil || s.answering(thread, call) {
 		writeError(w, http.StatusNotFound, "call", "no choice is waiting for an answer on call %q of thread %s (answered already, or never asked)", call, thread)
@@ -180,7 +184,9 @@ func (s *Server) answerChoice(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "call", "the choice on call %q of thread %s is being answered already", call, thread)
 		return
 	}
-	if err := rap.PostChoice(r.Context(), s.client, c.responseURL, c.id, n, rap.RetryPolicy{}); err != nil {
+	if c.budget {
+		// No tool asked: the answer message alone raises or stops.
+	} else if err := rap.PostChoice(r.Context(), s.client, c.responseURL, c.id, n, rap.RetryPolicy{}); err != nil {
 		s.answers.Delete(key)
 		writeError(w, http.StatusBadGateway, "", "the tool did not take the answer: %v", err)
 		return

@@ -103,6 +103,7 @@ type Server struct {
 	running  runningThreads
 	answers  sync.Map   // thread \x00 call → true: answered, the answer's commit pending (hitl.go)
 	models   modelSet   // the catalog's other models, for threads switched to them
+	ledger   ledger     // the trees' budgets (budget.go)
 	sleeps   sleepTimes // the timers the sleep tools get; knows when sleeps end
 	httpSrv  *http.Server
 
@@ -304,6 +305,12 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	pw := s.set.providerWait
 	pw.Timers = s.timers
 	s.sys.Engine().ProviderWait = &pw
+	// Budgets: completions are priced and admitted against the threads'
+	// and their trees' limits; trees' accounts live in the data directory
+	// (in memory with the memory and PostgreSQL stores).
+	ledger := s.openLedger()
+	s.ledger = ledger
+	s.sys.Engine().Budgets = &runtime.Budgets{Ledger: ledger, Prices: pricer{s}}
 	// Choices, views and display segments travel in messages into the
 	// threads' history (runtime/human.go), stamped with the engine's clock.
 	if s.receiver, err = rap.NewReceiver(rap.ReceiverConfig{Keys: s.keys, Queue: s.sys, Output: s.events, Logger: s.log,

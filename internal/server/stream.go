@@ -72,6 +72,9 @@ type choiceView struct {
 	Default *int     `json:"default,omitempty"`
 	// id and responseURL are where the answer goes (never shown).
 	id, responseURL string
+	// budget marks a budget pause's choice: the answer goes to the
+	// thread alone (no tool asked it).
+	budget bool
 }
 
 // statusView is a thread's status as "state" events carry it.
@@ -160,6 +163,10 @@ func (s *Server) historyEvents(thread string, base int, items []runtime.Item) []
 				ev.Kind = "agent_version"
 			case strings.HasPrefix(it.Text, "event handed to thread "):
 				ev.Kind, ev.Child = "subscription_event", strings.TrimPrefix(it.Text, "event handed to thread ")
+			case it.Name == runtime.ChoiceMarkerName && it.Input == "":
+				// A budget pause's choice (runtime/budget.go): no notice
+				// brought it; it is answered like a tool's.
+				ev.Kind, ev.Choice = "user_choice", choiceFromArgs(it.CallID, it.Args)
 			case strings.HasPrefix(it.Input, "choice_"):
 				ev.Kind = "user_choice"
 				if it.Name == runtime.ChoiceMarkerName {

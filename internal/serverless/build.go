@@ -145,6 +145,15 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 	}
 	metrics := &lambdafn.Metrics{W: opts.Stdout, Now: opts.Now}
 	mdl = &throttleCounter{Model: mdl, name: cfg.Model.Name, metrics: metrics, log: opts.Logger}
+	if cfg.SharedTPM && cfg.Model.TokensPerMinute > 0 {
+		bucket, err := dedup.NewTokenBucket(ddbClient, cfg.DedupTable, int64(cfg.Model.TokensPerMinute), opts.Now)
+		if err != nil {
+			return fail(err)
+		}
+		mdl = &sharedTPM{Model: mdl, name: cfg.Model.Name, maxOutput: cfg.Model.MaxOutputTokens, bucket: bucket, log: opts.Logger}
+	}
+	prices := slicePricer{cfg: &cfg}
+	mdl = &spendMetrics{Model: mdl, name: cfg.Model.Name, prices: prices, metrics: metrics, log: opts.Logger}
 	// The catalog entry's context window (validated positive) sets when a
 	// thread is summarised.
 	compaction := &runtime.CompactionPolicy{ContextWindow: cfg.Model.ContextWindow}
@@ -171,6 +180,17 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 	// A provider outage is a wait through the same timers (an SQS delay,
 	// a schedule beyond 15 minutes), not a held function or a dead letter
 	// (runtime/provider_wait.go).
+	// Completions are priced (cost per thread, dollar limits) and admitted
+	// against threads' and agents' limits; with TreeBudgets, against their
+	// trees' in the dedup table too (runtime/budget.go).
+	f.Engine.Budgets = &runtime.Budgets{Prices: prices}
+	if cfg.TreeBudgets {
+		l, err := dedup.NewLedger(ddbClient, cfg.DedupTable)
+		if err != nil {
+			return fail(err)
+		}
+		f.Engine.Budgets.Ledger = l
+	}
 	if cfg.ProviderWait != nil {
 		pw := *cfg.ProviderWait
 		pw.Timers = tm

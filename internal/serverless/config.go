@@ -49,6 +49,11 @@ type SliceConfig struct {
 	// (its Timers are the function's); nil: off, a retryable model error
 	// fails the slice and the message is dead-lettered after its receives.
 	ProviderWait *runtime.ProviderWait
+	// TreeBudgets keeps trees' budgets in the dedup table (dedup.Ledger).
+	TreeBudgets bool
+	// SharedTPM makes Model.TokensPerMinute a token bucket in the dedup
+	// table shared by every slice function (dedup.TokenBucket).
+	SharedTPM bool
 }
 
 // LoadSliceConfig reads the slice function's configuration with getenv
@@ -107,6 +112,18 @@ func LoadSliceConfig(getenv func(string) string) (SliceConfig, error) {
 		}
 	}
 	c.ProviderWait = readProviderWait(r)
+	for _, f := range []struct {
+		name string
+		to   *bool
+	}{{lambdafn.EnvTreeBudgets, &c.TreeBudgets}, {lambdafn.EnvSharedTPM, &c.SharedTPM}} {
+		switch v := r.Opt(f.name); v {
+		case "", "off":
+		case "on":
+			*f.to = true
+		default:
+			r.Fail(f.name, "%q is neither on nor off", v)
+		}
+	}
 	if raw := r.Must(lambdafn.EnvModelCatalog, "the model catalog JSON"); raw != "" && r.Err() == nil {
 		cat, err := model.DecodeCatalog([]byte(raw))
 		if err != nil {

@@ -233,6 +233,7 @@ function select(id) {
   if (location.hash !== "#" + encodeURIComponent(id)) history.replaceState(null, "", "#" + encodeURIComponent(id));
   state.thread = id;
   state.usage = { input: 0, output: 0, total: 0 };
+  state.budget = null;
   state.streaming = null;
   state.calls = new Map();
   state.sends = new Map();
@@ -282,6 +283,8 @@ async function refreshThread() {
       pending: th.state && th.state.pending, subscriptions: th.state && th.state.subscriptions });
   }
   fillSwitches(th);
+  state.budget = th.budget || null;
+  renderUsage();
 }
 
 // showState shows the thread's status; partial (a slice started) leaves
@@ -320,7 +323,24 @@ function updateSend() {
 
 function renderUsage() {
   const u = state.usage;
-  $("usage").textContent = u.total || u.input || u.output ? `tokens: ${u.input} in, ${u.output} out` : "";
+  let text = u.total || u.input || u.output ? `tokens: ${u.input} in, ${u.output} out` : "";
+  // The budget as GET /threads/{id} last told it (docs/budgets.md).
+  const b = state.thread && state.budget;
+  if (b) {
+    if (b.spent.usd > 0) text += ` · $${b.spent.usd.toFixed(4)}`;
+    if (b.limit) text += ` of ${limitText(b.limit)}`;
+    const t = b.tree;
+    if (t && t.limit) text += ` · tree $${t.spent.usd.toFixed(4)}, ${t.spent.tokens} tokens of ${limitText(t.limit)}`;
+    if (b.waiting) text += ` · waiting on the ${b.waiting} budget`;
+  }
+  $("usage").textContent = text;
+}
+
+function limitText(l) {
+  const parts = [];
+  if (l.tokens) parts.push(`${l.tokens} tokens`);
+  if (l.usd) parts.push(`$${l.usd}`);
+  return parts.join(" / ");
 }
 
 // scroller is what scrolls the conversation: the log, or at phone width
