@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -113,6 +114,7 @@ func (e *Engine) RunSlice(ctx context.Context, in SliceInput) (res *SliceResult,
 	s := newSlice(e, in.ThreadID)
 	out := s.res // the result outlives the recycled slice
 	start := e.now()
+	s.start = StampOf(start)
 	if in.Timeout > 0 {
 		if dl := start.Add(in.Timeout); in.Deadline.IsZero() || dl.Before(in.Deadline) {
 			in.Deadline = dl
@@ -176,6 +178,7 @@ type slice struct {
 	threadID string
 	res      *SliceResult
 	deadline time.Time
+	start    Stamp // when RunSlice began: the end of its inputs' queueing (Item.Took)
 
 	th      *Thread
 	version int64 // committed version
@@ -376,11 +379,26 @@ func (s *slice) recoverOutbox(ctx context.Context, in SliceInput, batch []Messag
 // true when one wakes the model.
 func (s *slice) foldBatch(ctx context.Context, batch []Message) (wake bool) {
 	for _, m := range s.dedupHistory(batch) {
+		n := len(s.view)
 		if s.fold(ctx, m) {
 			wake = true
 		}
+		s.stampQueued(m, n)
 	}
 	return wake
+}
+
+// stampQueued gives the items from view[n:] that consumed m its arrival
+// and the time it was queued (Item.Took) until this slice began.
+func (s *slice) stampQueued(m Message, n int) {
+	if m.At == 0 || m.At > s.start {
+		return // not stamped, or stamped by a clock ahead of the engine's
+	}
+	for i := n; i < len(s.view); i++ {
+		if it := &s.view[i]; it.Input == m.ID {
+			it.At, it.Took = m.At, uint32(min(int64(s.start-m.At), math.MaxUint32))
+		}
+	}
 }
 
 // loop completes (when woken and free to), commits and sends, until
