@@ -163,3 +163,49 @@ func TestTurns(t *testing.T) {
 		t.Fatalf("idle %v s between the turns, want 14", tl.Totals[timeline.Idle])
 	}
 }
+
+func TestQuantilesOf(t *testing.T) {
+	t.Parallel()
+	ms := make([]int64, 0, 100)
+	for i := 100; i >= 1; i-- {
+		ms = append(ms, int64(i)*10)
+	}
+	if q := timeline.QuantilesOf(ms); q.Count != 100 || q.P50 != 0.5 || q.P99 != 0.99 {
+		t.Fatalf("quantiles %+v, want 100 of them, p50 0.5 s, p99 0.99 s", q)
+	}
+	if q := timeline.QuantilesOf([]int64{7000}); q.P50 != 7 || q.P99 != 7 {
+		t.Fatalf("one sample: %+v", q)
+	}
+	if q := timeline.QuantilesOf(nil); q != (timeline.Quantiles{}) {
+		t.Fatalf("no samples: %+v", q)
+	}
+}
+
+func TestAggregate(t *testing.T) {
+	t.Parallel()
+	tool := timeline.Of([]runtime.Item{user(1000, 0), callOf("fetch", "c1", 2000, 1000), result("c1", 10_000, 500), reply(11_000, 500)}, 0)
+	plain := timeline.Of([]runtime.Item{user(1000, 1000), reply(3000, 1000)}, 0)
+	byAgent := timeline.NewAggregate("agent")
+	byAgent.Add("coder", tool)
+	byAgent.Add("coder", plain)
+	byAgent.Add("writer", plain)
+	st := byAgent.Stats()
+	if st.Threads != 3 || len(st.Groups) != 2 || st.Groups[0].Key != "coder" || st.Groups[0].Threads != 2 {
+		t.Fatalf("by agent: %+v", st)
+	}
+	// coder: 8 s waiting of 10 + 2 s active; writer: none.
+	if c := st.Groups[0]; math.Abs(c.WaitFraction-8.0/12) > 1e-9 || c.ToolLatency.Count != 1 || c.QueueDelay.Count != 3 || c.QueueDelay.P99 != 1 {
+		t.Fatalf("coder: %+v", c)
+	}
+	if w := st.Groups[1]; w.WaitFraction != 0 || w.Totals[timeline.Queued] != 1 {
+		t.Fatalf("writer: %+v", w)
+	}
+	byTool := timeline.NewAggregate("tool")
+	byTool.Add("coder", tool)
+	byTool.Add("writer", plain)
+	st = byTool.Stats()
+	if len(st.Groups) != 1 || st.Groups[0].Key != "fetch" || st.Groups[0].ToolLatency.P50 != 8 || st.Groups[0].QueueDelay.P50 != 0.5 ||
+		st.Groups[0].Totals[timeline.WaitingTool] != 8 || math.Abs(st.Groups[0].WaitFraction-8.0/12) > 1e-9 {
+		t.Fatalf("by tool: %+v", st.Groups)
+	}
+}
