@@ -132,6 +132,7 @@ async function loadTree(more) {
   $("tree-more").hidden = !state.cursor;
   filterTree();
   loadDead();
+  loadAgents();
 }
 
 function node(n) {
@@ -241,6 +242,7 @@ function select(id) {
   $("log").replaceChildren();
   $("views").replaceChildren();
   $("views").hidden = true;
+  $("timeline").hidden = true;
   showState({ status: "" });
   renderUsage();
   for (const b of document.querySelectorAll("#tree button")) {
@@ -282,6 +284,30 @@ async function refreshThread() {
       pending: th.state && th.state.pending, subscriptions: th.state && th.state.subscriptions });
   }
   fillSwitches(th);
+  loadTimeline();
+}
+
+async function loadTimeline() {
+  const id = state.thread;
+  let tl;
+  try {
+    tl = await api("GET", "/threads/" + encodeURIComponent(id) + "/timeline");
+  } catch (e) {
+    if (id === state.thread) $("timeline").hidden = true;
+    return;
+  }
+  if (id === state.thread) renderTimeline($("timeline"), tl);
+}
+
+function refreshTimelineSoon() {
+  if (state.timelineTimer) return;
+  state.timelineTimer = setTimeout(() => { state.timelineTimer = 0; loadTimeline(); }, 300);
+}
+
+async function loadAgents() {
+  try {
+    renderAgents($("agents-overview"), await api("GET", "/stats?by=agent"));
+  } catch (e) { /* the overview is optional: the threads are what matters */ }
 }
 
 // showState shows the thread's status; partial (a slice started) leaves
@@ -529,6 +555,7 @@ const render = {
     state.stateEvents++;
     showState(ev.state, ev.id.endsWith(".run"));
     treeStatus(ev.thread_id, ev.state.status);
+    if (!ev.id.endsWith(".run")) refreshTimelineSoon();
   },
   error(ev) {
     endStreaming();
