@@ -179,6 +179,10 @@ type slice struct {
 	res      *SliceResult
 	deadline time.Time
 	start    Stamp // when RunSlice began: the end of its inputs' queueing (Item.Took)
+	// loadTook is the load's duration, when the observer wants
+	// EventThreadLoaded (loadTimed).
+	loadTook  time.Duration
+	loadTimed bool
 
 	th      *Thread
 	version int64 // committed version
@@ -299,6 +303,7 @@ func (s *slice) load(ctx context.Context) (LeaseLoader, error) {
 	var th *Thread
 	var err error
 	leaser, leasing := s.e.History.(LeaseLoader)
+	t0, timed := s.startTimer(EventThreadLoaded)
 	if leasing {
 		th, err = leaser.LoadLeased(ctx, s.threadID)
 	} else {
@@ -306,6 +311,9 @@ func (s *slice) load(ctx context.Context) (LeaseLoader, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("runtime: loading thread %s: %w", s.threadID, err)
+	}
+	if timed { // told by begin, once the slice has its ID
+		s.loadTook, s.loadTimed = s.e.now().Sub(t0), true
 	}
 	s.th, s.version, s.length = th, th.State.Version, th.State.Length
 	if leasing && th.Lease != nil {
@@ -347,6 +355,9 @@ func (s *slice) begin(ctx context.Context, batch []Message) error {
 	if s.e.wants(EventSliceStarted, false) {
 		s.tell(ctx, Event{Type: EventSliceStarted, ThreadID: s.threadID,
 			MessageIDs: ids(batch), Version: s.version})
+	}
+	if s.loadTimed {
+		s.tell(ctx, Event{Type: EventThreadLoaded, ThreadID: s.threadID, Version: s.version, Duration: s.loadTook})
 	}
 	return nil
 }
@@ -446,7 +457,10 @@ func (s *slice) markDone(ctx context.Context, sentMarker string) error {
 	if sentMarker != "" {
 		ids = append(slices.Clone(ids), sentMarker)
 	}
-	if err := s.e.Dedup.Mark(ctx, s.threadID, ids); err != nil {
+	t0, timed := s.startTimer(EventInputsMarked)
+	err := s.e.Dedup.Mark(ctx, s.threadID, ids)
+	s.timedEvent(ctx, Event{Type: EventInputsMarked, ThreadID: s.threadID, Err: err}, t0, timed && err == nil)
+	if err != nil {
 		// History already records the inputs, and an outbox not marked
 		// sent is sent again (same IDs): a missing mark costs a check
 		// or a duplicate delivery, never a loss.
@@ -594,10 +608,11 @@ func (s *slice) commit(ctx context.Context, sentOnly bool) error {
 		Children: s.children, Inputs: s.inputs, Lease: s.th.Lease, SentOnly: sentOnly}
 	c := &s.commitArg
 	s.mutateCommit(ctx, c)
+	t0, timed := s.startTimer(EventTurnCommitted)
 	if err := s.e.History.Commit(ctx, c); err != nil {
 		return fmt.Errorf("runtime: committing thread %s at version %d: %w", s.threadID, s.version, err)
 	}
-	s.observe(ctx, Event{Type: EventTurnCommitted, ThreadID: s.threadID, Version: st.Version})
+	s.timedEvent(ctx, Event{Type: EventTurnCommitted, ThreadID: s.threadID, Version: st.Version}, t0, timed)
 	closing := st.Closed && !s.wasClosed
 	s.version, s.length = st.Version, st.Length
 	s.st = st
@@ -668,6 +683,7 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 	if err := s.crash(CrashBeforeDispatch); err != nil {
 		return false, err
 	}
+	t0, timed := s.startTimer(EventToolDispatched)
 	if err := entry.Async.Dispatch(ctx, inv); err != nil {
 		var rej *ToolRejectedError
 		if errors.As(err, &rej) {
@@ -676,7 +692,7 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 		}
 		return false, fmt.Errorf("runtime: dispatching %s (%s) for thread %s: %w", p.ID, p.Name, s.threadID, err)
 	}
-	s.observe(ctx, Event{Type: EventToolDispatched, ThreadID: s.threadID, ToolCallID: p.ID, ToolName: p.Name})
+	s.timedEvent(ctx, Event{Type: EventToolDispatched, ThreadID: s.threadID, ToolCallID: p.ID, ToolName: p.Name}, t0, timed)
 	s.res.Dispatched = p.ID
 	if err := s.crash(CrashAfterDispatch); err != nil {
 		return false, err
