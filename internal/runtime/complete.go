@@ -130,6 +130,7 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, int, error) {
 	}
 	end := s.e.now()
 	took := Millis(end.Sub(start))
+	s.res.Generating += end.Sub(start)
 	var up *Usage
 	if usage != (Usage{}) {
 		u := usage

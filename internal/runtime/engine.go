@@ -408,6 +408,7 @@ func (s *slice) stampQueued(m Message, n int) {
 	for i := n; i < len(s.view); i++ {
 		if it := &s.view[i]; it.Input == m.ID {
 			it.At, it.Took = m.At, uint32(min(int64(s.start-m.At), math.MaxUint32))
+			s.res.Queued = max(s.res.Queued, time.Duration(it.Took)*time.Millisecond)
 		}
 	}
 }

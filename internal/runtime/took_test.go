@@ -42,8 +42,12 @@ func TestItemsKeepDurations(t *testing.T) {
 	arrived := runtime.StampOf(clock.Add(-4 * time.Second))
 	m := userMsg("d", "u1")
 	m.At = arrived
-	if _, err := e.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "d", Messages: []runtime.Message{m}}); err != nil {
+	res, err := e.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "d", Messages: []runtime.Message{m}})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if res.Generating != 3*time.Second || res.Queued != 4*time.Second {
+		t.Fatalf("slice result: generating %v, queued %v; want 3s and 4s", res.Generating, res.Queued)
 	}
 	th, err := store.Load(context.Background(), "d")
 	if err != nil {
