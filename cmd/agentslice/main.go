@@ -45,6 +45,8 @@ func commands() []command {
 		{"send", "send a message to a thread of a serve (or, with -queue-url, a deployment's queue)", runSend},
 		{"tail", "follow a thread's events on a serve (or, with -queue-url, a deployment's output queue)", runTail},
 		{"history", "print a thread's status and history on a serve", runHistory},
+		{"timeline", "print where a thread's time went (generating, waiting on tools and people, queued)", runTimeline},
+		{"stats", "print where the time goes over every thread of a serve, by agent or by tool", runStats},
 		{"choose", "answer the choice a thread waits for (on a serve; with -queue-url, a deployment)", runChoose},
 		{"stop", "stop what a thread of a serve is doing (the completion and the pending call)", runStop},
 		{"close", "stop a thread of a serve and close it for good", runClose},

@@ -110,6 +110,12 @@ func PlayOnSystem(ctx context.Context, sc *Scenario, b Backend, target *Target) 
 // systemObserver tells crashed slices from failed ones.
 type systemObserver struct{ r *Run }
 
+// Wants reports that only slice ends matter (runtime.EventFilter): the
+// engine then times no phase for this observer.
+func (o systemObserver) Wants(t runtime.EventType, failed bool) bool {
+	return t == runtime.EventSliceFinished
+}
+
 func (o systemObserver) Observe(ctx context.Context, ev runtime.Event) {
 	if ev.Type != runtime.EventSliceFinished || ev.Reason != "" {
 		return

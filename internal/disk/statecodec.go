@@ -94,7 +94,7 @@ func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
 		b = putBytes(b, js)
 	}
 	b = putInt(b, st.ViewStart) // V2 only
-	if st.Budget == nil { // V2 without a budget ends here
+	if st.Budget == nil {       // V2 without a budget ends here
 		return b, nil
 	}
 	js, err := json.Marshal(st.Budget)

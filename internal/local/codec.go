@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math"
 	"unsafe"
 
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -37,6 +38,11 @@ type itemExtra struct {
 	CacheWrite int                     `json:"cw,omitempty"`
 	Trace      *runtime.ReasoningTrace `json:"rt,omitempty"`
 }
+
+// kindTook, set in an item's kind byte (kinds are small numbers), says
+// that Item.Took follows the item as an unsigned varint. Logs written
+// before items had durations never set it.
+const kindTook byte = 0x80
 
 var errCorrupt = errors.New("local: corrupt frozen history")
 
@@ -107,7 +113,11 @@ func appendItem(b []byte, threadID, inc string, pos int, it *runtime.Item, c *it
 			input = ""
 		}
 	}
-	b = append(b, byte(it.Kind), flags)
+	kind := byte(it.Kind)
+	if it.Took != 0 {
+		kind |= kindTook
+	}
+	b = append(b, kind, flags)
 	for _, s := range [...]string{input, it.Text, it.Reasoning, callID, it.Name, it.Args} {
 		b = appendString(b, s)
 	}
@@ -131,6 +141,9 @@ func appendItem(b []byte, threadID, inc string, pos int, it *runtime.Item, c *it
 	if flags&flagAt != 0 {
 		b = binary.AppendVarint(b, int64(it.At-c.lastAt))
 		c.lastAt = it.At
+	}
+	if it.Took != 0 {
+		b = binary.AppendUvarint(b, uint64(it.Took))
 	}
 	return b
 }
@@ -206,7 +219,8 @@ func decodeItemsAt(dst []runtime.Item, log []byte, threadID, inc string, first i
 		if len(r.b) < 2 {
 			return dst, errCorrupt
 		}
-		it := runtime.Item{Kind: runtime.ItemKind(r.b[0])}
+		it := runtime.Item{Kind: runtime.ItemKind(r.b[0] &^ kindTook)}
+		took := r.b[0]&kindTook != 0
 		flags := r.b[1]
 		r.b = r.b[2:]
 		it.Input, it.Text, it.Reasoning = r.str(), r.str(), r.str()
@@ -242,6 +256,13 @@ func decodeItemsAt(dst []runtime.Item, log []byte, threadID, inc string, first i
 			lastAt += runtime.Stamp(r.varint())
 		}
 		it.At = lastAt
+		if took {
+			v := r.uvarint()
+			if v > math.MaxUint32 {
+				return dst, errCorrupt
+			}
+			it.Took = uint32(v)
+		}
 		if r.err != nil {
 			return dst, r.err
 		}

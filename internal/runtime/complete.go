@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"time"
 )
 
 // complete runs completions until the model stops calling tools, calls an
@@ -88,13 +87,8 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, int, error) {
 		return nil, 0, err
 	}
 	mctx := s.modelContext(ctx)
-	// The clock is read for the completion's duration only when the
-	// observer wants the event.
-	var start time.Time
-	timed := s.e.wants(EventCompletionFinished, false)
-	if timed {
-		start = s.e.now()
-	}
+	// The completion's duration is kept in history (Item.Took).
+	start := s.e.now()
 	var lastErr error
 	attempts := 0
 	for attempt := 1; attempt <= s.lim.ModelAttempts; attempt++ {
@@ -144,6 +138,9 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, int, error) {
 		slog.WarnContext(ctx, "model streamed more than one tool call; only the first is executed",
 			"thread", s.threadID, "completion", req.ID(), "dropped_calls", b.dropped, "dropped_text_bytes", b.droppedAfter)
 	}
+	end := s.e.now()
+	took := Millis(end.Sub(start))
+	s.res.Generating += end.Sub(start)
 	var up *Usage
 	if usage != (Usage{}) {
 		u := usage
@@ -151,15 +148,16 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, int, error) {
 	}
 	text := string(b.text)
 	if len(b.text) > 0 || len(b.reasoning) > 0 || len(b.blocks) > 0 || b.call == nil {
-		it := Item{Kind: ItemAssistant, Text: text, Reasoning: string(b.reasoning), Usage: up}
+		it := Item{Kind: ItemAssistant, Took: took, Text: text, Reasoning: string(b.reasoning), Usage: up}
+		took = 0 // the completion's first item carries its duration
 		if len(b.blocks) > 0 {
 			it.Trace = &ReasoningTrace{Blocks: append([]ReasoningBlock(nil), b.blocks...)}
 		}
 		s.appendItem(it)
 		up = nil
 	}
-	if timed {
-		s.tell(ctx, Event{Type: EventCompletionFinished, ThreadID: s.threadID, Duration: s.e.now().Sub(start)})
+	if s.e.wants(EventCompletionFinished, false) {
+		s.tell(ctx, Event{Type: EventCompletionFinished, ThreadID: s.threadID, Duration: end.Sub(start)})
 	}
 	if b.call == nil {
 		if s.st.Compaction {
@@ -177,7 +175,7 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, int, error) {
 		s.addOutbox(OutboxEntry{Output: reply})
 		return nil, attempts, nil
 	}
-	call := Item{Kind: ItemToolCall, CallID: callID(s.threadID, s.st.Incarnation, s.ownPos()), Name: b.call.Name, Args: b.call.Args, Usage: up}
+	call := Item{Kind: ItemToolCall, Took: took, CallID: callID(s.threadID, s.st.Incarnation, s.ownPos()), Name: b.call.Name, Args: b.call.Args, Usage: up}
 	if call.Args == "" {
 		call.Args = "{}"
 	}
@@ -253,7 +251,8 @@ func (s *slice) runCall(ctx context.Context, call *Item) bool {
 		}
 	}
 	if entry.Sync != nil {
-		env := &SyncEnv{Thread: s.th, State: &s.st, Position: s.th.Base + len(s.view) - 1, CallID: c.CallID, Now: s.e.now(),
+		ran := s.e.now()
+		env := &SyncEnv{Thread: s.th, State: &s.st, Position: s.th.Base + len(s.view) - 1, CallID: c.CallID, Now: ran,
 			Agent: s.agent.v, Agents: s.e.Agents}
 		out, err := entry.Sync.Run(ctx, env, Invocation{ThreadID: s.threadID, CallID: c.CallID, Name: c.Name,
 			Args: c.Args, Ancestors: ancestors(s.st.Stack), Class: s.st.Class.OrDefault(), Incarnation: s.st.Incarnation})
@@ -266,7 +265,7 @@ func (s *slice) runCall(ctx context.Context, call *Item) bool {
 		}
 		s.children = append(s.children, env.children...)
 		s.addOutbox(env.outbox...)
-		s.appendItem(Item{Kind: ItemToolResult, CallID: c.CallID, Name: c.Name, Text: out.Text, IsError: out.IsError})
+		s.appendItem(Item{Kind: ItemToolResult, Took: Millis(s.e.now().Sub(ran)), CallID: c.CallID, Name: c.Name, Text: out.Text, IsError: out.IsError})
 		return true
 	}
 	s.st.Pending = &PendingCall{ID: c.CallID, Name: c.Name, Args: c.Args}

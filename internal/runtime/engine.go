@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/agentslice/agentslice/internal/retry"
@@ -122,6 +122,7 @@ func (e *Engine) RunSlice(ctx context.Context, in SliceInput) (res *SliceResult,
 	s := newSlice(e, in.ThreadID)
 	out := s.res // the result outlives the recycled slice
 	start := e.now()
+	s.start = StampOf(start)
 	if in.Timeout > 0 {
 		if dl := start.Add(in.Timeout); in.Deadline.IsZero() || dl.Before(in.Deadline) {
 			in.Deadline = dl
@@ -185,6 +186,11 @@ type slice struct {
 	threadID string
 	res      *SliceResult
 	deadline time.Time
+	start    Stamp // when RunSlice began: the end of its inputs' queueing (Item.Took)
+	// loadTook is the load's duration, when the observer wants
+	// EventThreadLoaded (loadTimed).
+	loadTook  time.Duration
+	loadTimed bool
 
 	th      *Thread
 	version int64 // committed version
@@ -311,9 +317,13 @@ func (s *slice) screen(ctx context.Context, in SliceInput) (batch []Message, don
 // load loads the thread, leased when the store leases; the returned
 // LeaseLoader, when not nil, must release s.th.Lease at the end.
 func (s *slice) load(ctx context.Context) (LeaseLoader, error) {
+	t0, timed := s.startTimer(EventThreadLoaded)
 	th, leaser, err := LoadForSlice(ctx, s.e.History, s.threadID)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: loading thread %s: %w", s.threadID, err)
+	}
+	if timed { // told by begin, once the slice has its ID
+		s.loadTook, s.loadTimed = s.e.now().Sub(t0), true
 	}
 	s.th, s.version, s.length = th, th.State.Version, th.State.Length
 	return leaser, nil
@@ -354,42 +364,37 @@ func (s *slice) begin(ctx context.Context, batch []Message) error {
 		s.tell(ctx, Event{Type: EventSliceStarted, ThreadID: s.threadID,
 			MessageIDs: ids(batch), Version: s.version})
 	}
+	if s.loadTimed {
+		s.tell(ctx, Event{Type: EventThreadLoaded, ThreadID: s.threadID, Version: s.version, Duration: s.loadTook})
+	}
 	return nil
-}
-
-// recoverOutbox sends what a previous slice committed and then died
-// before sending, with the same IDs, unless the batch or the dedup store
-// shows it went out; wake when a call the tool now refuses got its error
-// result, so that the model goes on.
-func (s *slice) recoverOutbox(ctx context.Context, in SliceInput, batch []Message) (wake bool, err error) {
-	if len(s.st.Outbox) == 0 && (s.st.Pending == nil || s.st.Pending.Dispatched) {
-		return false, nil
-	}
-	sent := s.outboxEvidentlySent(in, batch)
-	if !sent {
-		if sent, err = s.outboxMarkedSent(ctx); err != nil {
-			return false, err
-		}
-	}
-	if sent {
-		// The predecessor sent everything and recorded that in the
-		// dedup store instead of a second commit: clear it with ours.
-		s.clearOutbox()
-	} else if wake, err = s.resend(ctx); err != nil {
-		return false, err
-	}
-	return s.mutateRecovered(wake), nil
 }
 
 // foldBatch folds the batch's messages history has not consumed yet;
 // true when one wakes the model.
 func (s *slice) foldBatch(ctx context.Context, batch []Message) (wake bool) {
 	for _, m := range s.dedupHistory(batch) {
+		n := len(s.view)
 		if s.fold(ctx, m) {
 			wake = true
 		}
+		s.stampQueued(m, n)
 	}
 	return wake
+}
+
+// stampQueued gives the items from view[n:] that consumed m its arrival
+// and the time it was queued (Item.Took) until this slice began.
+func (s *slice) stampQueued(m Message, n int) {
+	if m.At == 0 || m.At > s.start {
+		return // not stamped, or stamped by a clock ahead of the engine's
+	}
+	for i := n; i < len(s.view); i++ {
+		if it := &s.view[i]; it.Input == m.ID {
+			it.At, it.Took = m.At, uint32(min(int64(s.start-m.At), math.MaxUint32))
+			s.res.Queued = max(s.res.Queued, time.Duration(it.Took)*time.Millisecond)
+		}
+	}
 }
 
 // loop completes (when woken and free to), commits and sends, until
@@ -437,7 +442,10 @@ func (s *slice) markDone(ctx context.Context, sentMarker string) error {
 	if sentMarker != "" {
 		ids = append(slices.Clone(ids), sentMarker)
 	}
-	if err := s.e.Dedup.Mark(ctx, s.threadID, ids); err != nil {
+	t0, timed := s.startTimer(EventInputsMarked)
+	err := s.e.Dedup.Mark(ctx, s.threadID, ids)
+	s.timedEvent(ctx, Event{Type: EventInputsMarked, ThreadID: s.threadID, Err: err}, t0, timed && err == nil)
+	if err != nil {
 		// History already records the inputs, and an outbox not marked
 		// sent is sent again (same IDs): a missing mark costs a check
 		// or a duplicate delivery, never a loss.
@@ -445,68 +453,6 @@ func (s *slice) markDone(ctx context.Context, sentMarker string) error {
 			Reason: "dedup mark failed", Err: err})
 	}
 	return s.crash(CrashAfterDedupMark)
-}
-
-// OutboxSentID is the dedup record (per thread) saying that the outbox
-// committed at version v was sent in full. With a DedupStore, the engine
-// writes it instead of a second commit; a reader of a thread's state that
-// finds an outbox at version v should treat it as sent when the record
-// exists (the next slice clears it).
-func OutboxSentID(v int64) string { return "outbox-sent:" + strconv.FormatInt(v, 10) }
-
-// outboxEvidentlySent reports whether the batch itself shows that the
-// loaded outbox was sent, so that no lookup is needed:
-//   - a result for the pending call proves the call was dispatched;
-//   - on a queue with FIFO groups, a first delivery means every earlier
-//     message of the thread was deleted, so the slice that wrote the outbox
-//     finished. That is trusted for output events only (replies, notices):
-//     if that earlier message went to the dead-letter queue instead, the
-//     cost is a lost notification of a reply that history keeps. Calls and
-//     messages to threads are always checked.
-func (s *slice) outboxEvidentlySent(in SliceInput, batch []Message) bool {
-	if s.e.Dedup == nil {
-		return false
-	}
-	if s.mutateTrustsFirstDelivery(in) {
-		return true
-	}
-	for _, o := range s.st.Outbox {
-		if o.Output == nil || !in.FirstDelivery {
-			return false
-		}
-	}
-	p := s.st.Pending
-	if p == nil || p.Dispatched {
-		return true
-	}
-	for _, m := range batch {
-		if (m.Kind == KindToolResult || m.Kind == KindWake || m.Kind == KindNotice) && m.ToolCallID == p.ID {
-			return true
-		}
-	}
-	return false
-}
-
-// outboxMarkedSent reports whether the loaded outbox was sent already.
-func (s *slice) outboxMarkedSent(ctx context.Context) (bool, error) {
-	if s.e.Dedup == nil {
-		return false, nil
-	}
-	seen, err := s.e.Dedup.Seen(ctx, s.threadID, []string{OutboxSentID(s.version)})
-	if err != nil {
-		return false, fmt.Errorf("runtime: checking the outbox of thread %s: %w", s.threadID, err)
-	}
-	return len(seen) == 1 && seen[0], nil
-}
-
-// clearOutbox records that everything the outbox held was sent.
-func (s *slice) clearOutbox() {
-	s.dropOutbox()
-	if p := s.st.Pending; p != nil && !p.Dispatched {
-		pp := *p
-		pp.Dispatched = true
-		s.st.Pending = &pp
-	}
 }
 
 // validate drops messages that can never be processed, recording why.
@@ -589,10 +535,11 @@ func (s *slice) commit(ctx context.Context, sentOnly bool) error {
 		Children: s.children, Inputs: s.inputs, Lease: s.th.Lease, SentOnly: sentOnly}
 	c := &s.commitArg
 	s.mutateCommit(ctx, c)
+	t0, timed := s.startTimer(EventTurnCommitted)
 	if err := s.e.History.Commit(ctx, c); err != nil {
 		return fmt.Errorf("runtime: committing thread %s at version %d: %w", s.threadID, s.version, err)
 	}
-	s.observe(ctx, Event{Type: EventTurnCommitted, ThreadID: s.threadID, Version: st.Version})
+	s.timedEvent(ctx, Event{Type: EventTurnCommitted, ThreadID: s.threadID, Version: st.Version}, t0, timed)
 	closing := st.Closed && !s.wasClosed
 	s.version, s.length = st.Version, st.Length
 	s.st = st
@@ -663,6 +610,7 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 	if err := s.crash(CrashBeforeDispatch); err != nil {
 		return false, err
 	}
+	t0, timed := s.startTimer(EventToolDispatched)
 	if err := entry.Async.Dispatch(ctx, inv); err != nil {
 		var rej *ToolRejectedError
 		if errors.As(err, &rej) {
@@ -671,7 +619,7 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 		}
 		return false, fmt.Errorf("runtime: dispatching %s (%s) for thread %s: %w", p.ID, p.Name, s.threadID, err)
 	}
-	s.observe(ctx, Event{Type: EventToolDispatched, ThreadID: s.threadID, ToolCallID: p.ID, ToolName: p.Name})
+	s.timedEvent(ctx, Event{Type: EventToolDispatched, ThreadID: s.threadID, ToolCallID: p.ID, ToolName: p.Name}, t0, timed)
 	s.res.Dispatched = p.ID
 	if err := s.crash(CrashAfterDispatch); err != nil {
 		return false, err

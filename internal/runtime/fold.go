@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
 )
@@ -284,6 +285,9 @@ func (s *slice) foldResult(ctx context.Context, m Message) bool {
 			Text: text, Content: m.Content, IsError: isError}
 		if m.Display != "" {
 			s.appendItem(displayMarker(p.ID, m.Display, m.At))
+		}
+		if c := s.findCall(p.ID); c != nil && c.At != 0 && m.At >= c.At {
+			s.res.Tool, s.res.ToolLatency = p.Name, time.Duration(m.At-c.At)*time.Millisecond
 		}
 		s.closePending(res)
 		return true

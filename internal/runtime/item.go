@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -94,6 +95,19 @@ func (s *Stamp) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Millis returns d in whole milliseconds as an Item.Took (0 for a
+// negative d, saturating at about 49 days).
+func Millis(d time.Duration) uint32 {
+	ms := d.Milliseconds()
+	switch {
+	case ms <= 0:
+		return 0
+	case ms > math.MaxUint32:
+		return math.MaxUint32
+	}
+	return uint32(ms)
+}
+
 // Usage is the token accounting of one completion.
 type Usage struct {
 	Input  int `json:"input,omitempty"`
@@ -121,9 +135,21 @@ type Item struct {
 	// costs the item nothing in memory (152 bytes, as before items had
 	// times: a thawed history's item slice stays in its size class).
 	IsError bool `json:"is_error,omitempty"`
+	// Took is a duration in milliseconds, in the word Kind and IsError
+	// leave free (it costs an item no memory), kept for time accounting
+	// (internal/timeline); 0 when not recorded (items written before it
+	// existed), what it times depends on the item:
+	//   - an item that consumed a message (Input set): how long the
+	//     message was queued, from its arrival (At) to the start of the
+	//     slice that consumed it;
+	//   - the first item a completion appended (its assistant item, else
+	//     its tool call): how long the completion took, retries included;
+	//   - a synchronous tool's result: how long the tool ran.
+	Took uint32 `json:"took,omitempty"`
 	// At is when the item entered history: the time of the commit that
-	// wrote it, except for a tool result, which carries the time its
-	// message arrived (Message.At). A tool call's commit is the one that
+	// wrote it, except for an item that consumed a message stamped with
+	// its arrival (Message.At: a tool result, a user message, a notice),
+	// which carries that arrival. A tool call's commit is the one that
 	// records it for dispatch, which follows at once. 0 in items written
 	// before items had times.
 	At Stamp `json:"at,omitempty"`

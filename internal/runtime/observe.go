@@ -21,6 +21,11 @@ const (
 	// EventCompletionFailed: a completion failed for good (an error item
 	// is in history). Always carries Err.
 	EventCompletionFailed EventType = "completion_failed"
+	// EventThreadLoaded: the slice loaded its thread (Duration: the load).
+	EventThreadLoaded EventType = "thread_loaded"
+	// EventInputsMarked: the slice marked its inputs processed in the
+	// dedup store (Duration: the write).
+	EventInputsMarked EventType = "inputs_marked"
 	// EventModelWaiting: every attempt of a completion failed with a
 	// retryable error and the thread waits for the provider (provider_wait.go).
 	EventModelWaiting EventType = "model_waiting"
@@ -58,6 +63,24 @@ type EventFilter interface {
 	// Wants reports whether the observer acts on events of type t;
 	// failed says whether the event carries an error.
 	Wants(t EventType, failed bool) bool
+}
+
+// A phase's duration (a load, a commit, a dispatch, a dedup mark) is
+// measured only when the observer wants its event: start reads the clock
+// then, and timedEvent tells the event with the time since.
+func (s *slice) startTimer(t EventType) (start time.Time, timed bool) {
+	if s.e.wants(t, false) {
+		return s.e.now(), true
+	}
+	return time.Time{}, false
+}
+
+// timedEvent tells ev, with its duration since start, when timed.
+func (s *slice) timedEvent(ctx context.Context, ev Event, start time.Time, timed bool) {
+	if timed {
+		ev.Duration = s.e.now().Sub(start)
+		s.tell(ctx, ev)
+	}
 }
 
 // SlogObserver logs events as structured records. Slice starts, completions

@@ -1,5 +1,7 @@
 package runtime
 
+import "time"
+
 // What a slice reports (SliceResult), and the slice ID it derives on demand.
 
 // Rejection is a message the slice refused, with the reason.
@@ -24,6 +26,16 @@ type SliceResult struct {
 	// the tokens its completions used (for per-agent metrics).
 	Agent string
 	Usage Usage
+	// Time accounting of the slice (the durations history keeps, see
+	// Item.Took), for per-agent and per-tool metrics: Generating is its
+	// completions' time; Queued the longest a message of its batch waited
+	// from its arrival to the slice; Tool and ToolLatency, when the slice
+	// consumed a pending call's result, the call's tool and the time from
+	// the call's commit to the result's arrival.
+	Generating  time.Duration
+	Queued      time.Duration
+	Tool        string
+	ToolLatency time.Duration
 
 	// What ID derives the slice's ID from, kept until it is asked for:
 	// the thread, its version when loaded (-1: nothing loaded) and the

@@ -24,6 +24,7 @@ import (
 //	GET  /threads/{id}/events    Server-Sent Events of the thread's output
 //	GET  /threads                thread trees by last activity, paged and filtered (threads.go)
 //	GET  /events                 Server-Sent Events of every thread
+//	GET  /threads/{id}/timeline  where the thread's time went; GET /stats: by agent or tool (timeline.go)
 //	GET  /dead_letters           messages the system gave up on, one per message ID
 //	GET  /healthz                liveness and counters
 //	GET  /agents, GET /models    what a person may pick from (catalogs.go)
@@ -61,6 +62,7 @@ func (s *Server) apiRoutes() []route {
 		{"/threads/{id}/events", methods{http.MethodGet: s.threadEvents}},
 		{"/threads/{id}/choices/{call}", methods{http.MethodPost: s.answerChoice}},
 		{"/threads/{id}/views", methods{http.MethodGet: s.getViews}},
+		{"/threads/{id}/timeline", methods{http.MethodGet: s.getTimeline}},
 		{"/threads/{id}/stop", methods{http.MethodPost: s.stopThread}},
 		{"/threads/{id}/close", methods{http.MethodPost: s.closeThread}},
 		{"/threads/{id}/model", methods{http.MethodPost: s.switchModel}},
@@ -75,6 +77,7 @@ func (s *Server) apiRoutes() []route {
 		{"/events", methods{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {
 			s.serveEvents(w, r, "")
 		}}},
+		{"/stats", methods{http.MethodGet: s.getStats}},
 		{"/dead_letters", methods{http.MethodGet: s.deadLetters}},
 		{"/dead_letters/{id}/redrive", methods{http.MethodPost: s.redriveDeadLetter}},
 		{"/dead_letters/{id}", methods{http.MethodDelete: s.discardDeadLetter}},

@@ -33,6 +33,21 @@ type runningThreads struct {
 	set  map[string]bool
 }
 
+// Wants is runtime.EventFilter: slice starts and ends, and what the
+// next observer wants, so that the engine times no phase nobody reads.
+func (rt *runningThreads) Wants(t runtime.EventType, failed bool) bool {
+	if t == runtime.EventSliceStarted || t == runtime.EventSliceFinished {
+		return true
+	}
+	if rt.next == nil {
+		return false
+	}
+	if f, ok := rt.next.(runtime.EventFilter); ok {
+		return f.Wants(t, failed)
+	}
+	return true
+}
+
 func (rt *runningThreads) Observe(ctx context.Context, ev runtime.Event) {
 	if rt.next != nil {
 		rt.next.Observe(ctx, ev)

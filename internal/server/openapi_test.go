@@ -393,6 +393,9 @@ func TestOpenAPIResponses(t *testing.T) {
 	}, "message", "turn", "state", "reply")
 	waitIdle(t, srv)
 	c.do("GET", "/threads/oa-1/views", "", http.StatusOK)
+	c.do("GET", "/threads/oa-1/timeline", "", http.StatusOK)
+	c.do("GET", "/stats", "", http.StatusOK)
+	c.do("GET", "/stats?by=tool", "", http.StatusOK)
 
 	// Two pages of one tree each, through the cursor.
 	var page treeResponse
@@ -445,6 +448,8 @@ func TestOpenAPIResponses(t *testing.T) {
 	// Errors: the JSON error shape, with the field where there is one.
 	c.do("GET", "/threads/nobody", "", http.StatusNotFound)
 	c.do("GET", "/threads?limit=0", "", http.StatusBadRequest)
+	c.do("GET", "/threads/nobody/timeline", "", http.StatusNotFound)
+	c.do("GET", "/stats?by=model", "", http.StatusBadRequest)
 	c.do("GET", "/threads/oa-1?from=-1", "", http.StatusBadRequest)
 	c.do("POST", "/threads/oa-1/messages", `{"text":""}`, http.StatusBadRequest)
 	c.do("POST", "/threads/oa-1/messages", `{"text":"other text","id":"m1"}`, http.StatusConflict)

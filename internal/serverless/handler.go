@@ -337,8 +337,17 @@ func (h *Handler) report(ctx context.Context, run []entry, in runtime.SliceInput
 	}, map[string]any{"thread": in.ThreadID, "slice": res.ID()}); err != nil {
 		h.logger().WarnContext(ctx, "writing metrics failed", "error", err.Error())
 	}
-	if res.Agent != "" && res.Completions > 0 {
-		if err := h.Metrics.Emit(map[string]string{"Agent": res.Agent}, agentMetrics(res), map[string]any{"thread": in.ThreadID, "slice": res.ID()}); err != nil {
+	if res.Agent != "" && (res.Completions > 0 || res.Tool != "") {
+		if err := h.Metrics.Emit(map[string]string{"Agent": res.Agent}, agentMetrics(res, dur), map[string]any{"thread": in.ThreadID, "slice": res.ID()}); err != nil {
+			h.logger().WarnContext(ctx, "writing metrics failed", "error", err.Error())
+		}
+	}
+	if res.Tool != "" {
+		// The tool's latency: from the call's commit to its result's
+		// arrival (docs/timeline.md).
+		if err := h.Metrics.Emit(map[string]string{"Tool": res.Tool}, []lambdafn.Metric{
+			{Name: "ToolLatency", Unit: "Milliseconds", Value: ms(res.ToolLatency)},
+		}, map[string]any{"thread": in.ThreadID, "slice": res.ID(), "agent": res.Agent}); err != nil {
 			h.logger().WarnContext(ctx, "writing metrics failed", "error", err.Error())
 		}
 	}
@@ -386,14 +395,27 @@ func sqsIDs(recs []events.SQSMessage) []string {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// agentMetrics are a slice's per-agent metrics: completions and tokens.
-func agentMetrics(res *runtime.SliceResult) []lambdafn.Metric {
+// agentMetrics are a slice's per-agent metrics: completions, tokens, and
+// where its time went (docs/timeline.md): generating, the rest of the
+// slice, the longest queue delay of its batch (from each message's
+// arrival: the RAP receiver's stamp, else SQS's SentTimestamp), and the
+// wait on the tool whose result it consumed. Summed per agent, their
+// ratio is the wait fraction: AgentToolWait / (AgentToolWait +
+// AgentGenerating + AgentInSlice + AgentQueueDelay).
+func agentMetrics(res *runtime.SliceResult, dur time.Duration) []lambdafn.Metric {
 	u := res.Usage
-	return []lambdafn.Metric{
+	out := []lambdafn.Metric{
 		{Name: "AgentCompletions", Unit: "Count", Value: float64(res.Completions)},
 		{Name: "AgentInputTokens", Unit: "Count", Value: float64(u.Input)},
 		{Name: "AgentOutputTokens", Unit: "Count", Value: float64(u.Output)},
 		{Name: "AgentCacheReadTokens", Unit: "Count", Value: float64(u.Cached)},
 		{Name: "AgentCacheWriteTokens", Unit: "Count", Value: float64(u.CacheWrite)},
+		{Name: "AgentGenerating", Unit: "Milliseconds", Value: ms(res.Generating)},
+		{Name: "AgentInSlice", Unit: "Milliseconds", Value: ms(max(0, dur-res.Generating))},
+		{Name: "AgentQueueDelay", Unit: "Milliseconds", Value: ms(res.Queued)},
 	}
+	if res.Tool != "" {
+		out = append(out, lambdafn.Metric{Name: "AgentToolWait", Unit: "Milliseconds", Value: ms(res.ToolLatency)})
+	}
+	return out
 }

@@ -18,7 +18,8 @@ import (
 // body must be a valid runtime message (runtime.DecodeMessage), and the
 // record's MessageGroupId must be GroupID of its thread_id. Failures are
 // *runtime.BadMessageError values naming the field at fault; they are
-// wrapped with the SQS message ID.
+// wrapped with the SQS message ID. A message its sender did not stamp
+// (Message.At) gets the record's SentTimestamp as its arrival.
 func DecodeRecord(rec events.SQSMessage) (runtime.Message, error) {
 	m, err := runtime.DecodeMessage([]byte(rec.Body))
 	if err != nil {
@@ -32,6 +33,13 @@ func DecodeRecord(rec events.SQSMessage) (runtime.Message, error) {
 	if want := GroupID(m.ThreadID); group != want {
 		return m, fmt.Errorf("sqsq: decoding SQS message %s: %w", rec.MessageId, &runtime.BadMessageError{ID: m.ID, Field: "thread_id",
 			Reason: fmt.Sprintf("thread %q must arrive in message group %q, but the record's MessageGroupId is %q", m.ThreadID, want, group)})
+	}
+	if m.At == 0 {
+		// Not stamped by its sender: its arrival is when SQS accepted it,
+		// so that its queue delay (runtime.Item.Took) is measured on AWS.
+		if ms, err := strconv.ParseInt(rec.Attributes["SentTimestamp"], 10, 64); err == nil && ms > 0 {
+			m.At = runtime.Stamp(ms)
+		}
 	}
 	return m, nil
 }

@@ -39,8 +39,9 @@ func TestDecodeRecord(t *testing.T) {
 		field  string          // BadMessageError.Field for bad ones
 		reason string          // a substring of the reason
 	}{
-		{record: "ok-user", want: runtime.Message{V: 1, ID: "m1", ThreadID: "t-1", Kind: runtime.KindUser, Text: "héllo ✓"}},
-		{record: "ok-wake", want: runtime.Message{V: 1, ID: "wake-1", ThreadID: "t-1", Kind: runtime.KindWake, ToolCallID: "call_abc", Text: "\uffff"}},
+		// Not stamped by its sender: SQS's SentTimestamp is its arrival.
+		{record: "ok-user", want: runtime.Message{V: 1, ID: "m1", ThreadID: "t-1", Kind: runtime.KindUser, Text: "héllo ✓", At: 1767225600000}},
+		{record: "ok-wake", want: runtime.Message{V: 1, ID: "wake-1", ThreadID: "t-1", Kind: runtime.KindWake, ToolCallID: "call_abc", Text: "\uffff", At: 1767225600000}},
 		{record: "ok-long-thread", want: runtime.Message{V: 1, ID: "m2", ThreadID: long, Kind: runtime.KindUser, Text: "hi"}},
 		{record: "bad-json", reason: "malformed JSON"},
 		{record: "bad-unknown-field", reason: `unknown field "colour"`},
@@ -63,7 +64,8 @@ func TestDecodeRecord(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if m.ID != tc.want.ID || m.ThreadID != tc.want.ThreadID || m.Kind != tc.want.Kind || m.Text != tc.want.Text || m.ToolCallID != tc.want.ToolCallID {
+				if m.ID != tc.want.ID || m.ThreadID != tc.want.ThreadID || m.Kind != tc.want.Kind || m.Text != tc.want.Text || m.ToolCallID != tc.want.ToolCallID ||
+					(tc.want.At != 0 && m.At != tc.want.At) {
 					t.Fatalf("decoded %+v, want %+v", m, tc.want)
 				}
 				return
@@ -79,6 +81,25 @@ func TestDecodeRecord(t *testing.T) {
 				t.Fatalf("error %q does not name the SQS message ID %s", err, tc.record)
 			}
 		})
+	}
+}
+
+// TestDecodeRecordKeepsTheSendersArrival: a message its sender stamped
+// (the RAP receiver does, when it accepts a callback) keeps that arrival,
+// the earlier one, instead of SQS's SentTimestamp; a record without
+// SentTimestamp leaves an unstamped message unstamped.
+func TestDecodeRecordKeepsTheSendersArrival(t *testing.T) {
+	t.Parallel()
+	rec := events.SQSMessage{MessageId: "s1", Body: `{"v":1,"id":"r1","thread_id":"t-1","kind":"user","text":"x","at":"2026-01-01T00:00:05.000Z"}`,
+		Attributes: map[string]string{"MessageGroupId": sqsq.GroupID("t-1"), "SentTimestamp": "1767225609000"}}
+	m, err := sqsq.DecodeRecord(rec)
+	if err != nil || m.At != 1767225605000 {
+		t.Fatalf("decoded at %v (%v), want the sender's 1767225605000", m.At, err)
+	}
+	rec.Body = `{"v":1,"id":"r1","thread_id":"t-1","kind":"user","text":"x"}`
+	delete(rec.Attributes, "SentTimestamp")
+	if m, err = sqsq.DecodeRecord(rec); err != nil || m.At != 0 {
+		t.Fatalf("decoded at %v (%v), want none", m.At, err)
 	}
 }
 

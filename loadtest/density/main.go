@@ -34,6 +34,7 @@ import (
 
 	"github.com/agentslice/agentslice/internal/local"
 	"github.com/agentslice/agentslice/internal/runtime"
+	"github.com/agentslice/agentslice/internal/timeline"
 	"github.com/agentslice/agentslice/loadtest/hostinfo"
 )
 
@@ -205,6 +206,9 @@ type Result struct {
 	Verified           bool   `json:"history_verified"`
 	HeapLivePerAgent   int64  `json:"heap_live_bytes_per_agent"`
 	HeapSpanPerAgent   int64  `json:"heap_inuse_span_bytes_per_agent"`
+	// Time is where the workload's time went (internal/timeline), over
+	// every agent's history, read after the measurements.
+	Time *timeline.Stats `json:"time,omitempty"`
 }
 
 type sample struct {
@@ -337,6 +341,9 @@ func run(c config) error {
 		return fmt.Errorf("history check failed: %w", err)
 	}
 	res.Verified, res.AgentHistoryZstdRatio = true, ratio
+	if res.Time, err = timeOf(store, c); err != nil {
+		return fmt.Errorf("reading the time accounting: %w", err)
+	}
 
 	if c.baselineAgents > 0 {
 		b, err := runBaseline(c.baselineAgents, c.turns, c.profile)
@@ -595,6 +602,20 @@ func verify(store runtime.HistoryStore, w *workload, c config) (float64, error) 
 	return ratio, nil
 }
 
+// timeOf is where the time of every agent's history went.
+func timeOf(store runtime.HistoryStore, c config) (*timeline.Stats, error) {
+	agg := timeline.NewAggregate("tool")
+	for i := range c.agents {
+		th, err := store.Load(context.Background(), agentName(i))
+		if err != nil {
+			return nil, err
+		}
+		agg.Add("", timeline.Of(th.Own(), 0))
+	}
+	st := agg.Stats()
+	return &st, nil
+}
+
 func summary(out io.Writer, r *Result) {
 	fmt.Fprintf(out, "# %d completions in %.1f s = %.0f completions/s (freezing idle histories: %.2f s of it); %.1f CPU-s = %.0f completions per CPU-second\n",
 		r.Completions, r.Seconds, r.CompletionsPerSec, r.FreezeSeconds, r.CPUSeconds, r.CompletionsPerCPUSec)
@@ -613,6 +634,15 @@ func summary(out io.Writer, r *Result) {
 	if r.ConventionalBytesPerAgt > 0 {
 		fmt.Fprintf(out, "# conventional design (goroutine per agent, history in a slice): %d bytes per waiting agent, %.1fx ours\n",
 			r.ConventionalBytesPerAgt, r.ConventionalRatio)
+	}
+	if t := r.Time; t != nil {
+		fmt.Fprintf(out, "# where the time goes (committed history, %d agents): wait fraction %.1f%% of %.1f agent-seconds active; ", t.Threads, 100*t.WaitFraction, t.Totals.Active())
+		for _, c := range timeline.Causes {
+			if c != timeline.Idle && t.Totals[c] > 0 {
+				fmt.Fprintf(out, "%s %.1f s, ", c, t.Totals[c])
+			}
+		}
+		fmt.Fprintf(out, "queue delay p50 %.3f s p99 %.3f s, tool latency p50 %.3f s p99 %.3f s\n", t.QueueDelay.P50, t.QueueDelay.P99, t.ToolLatency.P50, t.ToolLatency.P99)
 	}
 	fmt.Fprintf(out, "# reference: Infinity published ~154 KB per idle agent (50,000 x 20), later ~100 KB (80,000 x 20); ~7,800 completions/s on one EPYC thread\n")
 }

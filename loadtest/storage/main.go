@@ -121,13 +121,47 @@ type Result struct {
 	RoundTripsPerSlice                                          float64
 	FailedSlices, DeadLetters                                   int
 	Verified                                                    int
+	// Phases is the latency of each phase of a slice, from the engine's
+	// timed events: load, completion, commit, dispatch, mark (in order).
+	Phases []Phase
 }
+
+// Phase is the latency of one phase of the slices.
+type Phase struct {
+	Name          string
+	Count         int
+	P50Ms, P99Ms  float64
+	MeanMs, MaxMs float64
+	PerSlice      float64 // how often a slice goes through it
+}
+
+// phaseOf names the slice phase an event times ("" for none).
+func phaseOf(t runtime.EventType) string {
+	switch t {
+	case runtime.EventThreadLoaded:
+		return "load"
+	case runtime.EventCompletionFinished:
+		return "completion"
+	case runtime.EventTurnCommitted:
+		return "commit"
+	case runtime.EventToolDispatched:
+		return "dispatch"
+	case runtime.EventInputsMarked:
+		return "mark"
+	}
+	return ""
+}
+
+var phaseNames = []string{"load", "completion", "commit", "dispatch", "mark"}
 
 func (r *Result) print(w *os.File) {
 	fmt.Fprintf(w, "# agentslice storage load: %d threads x %d turns, %d in flight, %d PostgreSQL connections; %s\n",
 		r.Threads, r.Turns, r.Concurrency, r.PGConns, r.Machine)
 	fmt.Fprintf(w, "completions      %d in %.1fs: %.0f completions/s, %.0f slices/s\n", r.Completions, r.Seconds, r.CompletionsPerSec, r.SlicesPerSec)
 	fmt.Fprintf(w, "slice latency    p50 %.2fms  p90 %.2fms  p99 %.2fms  max %.1fms\n", r.SliceP50Ms, r.SliceP90Ms, r.SliceP99Ms, r.SliceMaxMs)
+	for _, p := range r.Phases {
+		fmt.Fprintf(w, "phase %-10s p50 %.2fms  p99 %.2fms  mean %.2fms  max %.1fms  (%.2f per slice)\n", p.Name, p.P50Ms, p.P99Ms, p.MeanMs, p.MaxMs, p.PerSlice)
+	}
 	fmt.Fprintf(w, "store calls      per slice: %.2f loads, %.2f commits, %.2f dedup reads, %.2f dedup writes\n",
 		r.LoadsPerSlice, r.CommitsPerSlice, r.SeenPerSlice, r.MarksPerSlice)
 	fmt.Fprintf(w, "round trips      per slice: %.2f PostgreSQL + %.2f DynamoDB = %.2f\n", r.PGRoundTripsPerSlice, r.DynamoRoundTripsPerSlice, r.RoundTripsPerSlice)
@@ -213,6 +247,20 @@ func run(ctx context.Context, c config) (*Result, error) {
 		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))]) / float64(time.Millisecond)
 	}
 	res.SliceP50Ms, res.SliceP90Ms, res.SliceP99Ms = pct(0.50), pct(0.90), pct(0.99)
+	for _, name := range phaseNames {
+		d := obs.phase(name)
+		if len(d) == 0 {
+			continue
+		}
+		var sum time.Duration
+		for _, v := range d {
+			sum += v
+		}
+		ms := func(v time.Duration) float64 { return float64(v) / float64(time.Millisecond) }
+		res.Phases = append(res.Phases, Phase{Name: name, Count: len(d), P50Ms: ms(d[min(len(d)-1, len(d)/2)]),
+			P99Ms: ms(d[min(len(d)-1, int(0.99*float64(len(d))))]), MeanMs: ms(sum) / float64(len(d)), MaxMs: ms(d[len(d)-1]),
+			PerSlice: float64(len(d)) / float64(max(1, len(lat)))})
+	}
 	if len(lat) > 0 {
 		res.SliceMaxMs = float64(lat[len(lat)-1]) / float64(time.Millisecond)
 	}
@@ -447,11 +495,20 @@ func (d *driver) firstErr() error {
 type observer struct {
 	mu          sync.Mutex
 	lat         []time.Duration
+	phases      map[string][]time.Duration
 	completions atomic.Int64
 	failed      atomic.Int64
 }
 
 func (o *observer) Observe(ctx context.Context, ev runtime.Event) {
+	if p := phaseOf(ev.Type); p != "" && ev.Err == nil && ev.Reason == "" {
+		o.mu.Lock()
+		if o.phases == nil {
+			o.phases = map[string][]time.Duration{}
+		}
+		o.phases[p] = append(o.phases[p], ev.Duration)
+		o.mu.Unlock()
+	}
 	switch ev.Type {
 	case runtime.EventCompletionFinished:
 		o.completions.Add(1)
@@ -466,6 +523,15 @@ func (o *observer) Observe(ctx context.Context, ev runtime.Event) {
 		o.lat = append(o.lat, ev.Duration)
 		o.mu.Unlock()
 	}
+}
+
+// phase returns the sorted durations of one phase.
+func (o *observer) phase(name string) []time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	d := slices.Clone(o.phases[name])
+	slices.Sort(d)
+	return d
 }
 
 func (o *observer) latencies() []time.Duration {

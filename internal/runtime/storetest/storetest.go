@@ -72,6 +72,11 @@ func items(prefix string, n int) []runtime.Item {
 		case 3:
 			out[i].At = itemTime + runtime.Stamp(i/5)*60_000 + 700
 		}
+		// Durations (Item.Took): none on every third item, small and
+		// large ones on the others.
+		if i%3 != 0 {
+			out[i].Took = uint32(i*37) << (i % 24)
+		}
 	}
 	return out
 }

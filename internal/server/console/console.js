@@ -132,6 +132,7 @@ async function loadTree(more) {
   $("tree-more").hidden = !state.cursor;
   filterTree();
   loadDead();
+  loadAgents();
 }
 
 function node(n) {
@@ -242,6 +243,7 @@ function select(id) {
   $("log").replaceChildren();
   $("views").replaceChildren();
   $("views").hidden = true;
+  $("timeline").hidden = true;
   showState({ status: "" });
   renderUsage();
   for (const b of document.querySelectorAll("#tree button")) {
@@ -285,6 +287,30 @@ async function refreshThread() {
   fillSwitches(th);
   state.budget = th.budget || null;
   renderUsage();
+  loadTimeline();
+}
+
+async function loadTimeline() {
+  const id = state.thread;
+  let tl;
+  try {
+    tl = await api("GET", "/threads/" + encodeURIComponent(id) + "/timeline");
+  } catch (e) {
+    if (id === state.thread) $("timeline").hidden = true;
+    return;
+  }
+  if (id === state.thread) renderTimeline($("timeline"), tl);
+}
+
+function refreshTimelineSoon() {
+  if (state.timelineTimer) return;
+  state.timelineTimer = setTimeout(() => { state.timelineTimer = 0; loadTimeline(); }, 300);
+}
+
+async function loadAgents() {
+  try {
+    renderAgents($("agents-overview"), await api("GET", "/stats?by=agent"));
+  } catch (e) { /* the overview is optional: the threads are what matters */ }
 }
 
 // showState shows the thread's status; partial (a slice started) leaves
@@ -549,6 +575,7 @@ const render = {
     state.stateEvents++;
     showState(ev.state, ev.id.endsWith(".run"));
     treeStatus(ev.thread_id, ev.state.status);
+    if (!ev.id.endsWith(".run")) refreshTimelineSoon();
   },
   error(ev) {
     endStreaming();

@@ -1,0 +1,86 @@
+package runtime_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/agentslice/agentslice/internal/local"
+	"github.com/agentslice/agentslice/internal/runtime"
+	"github.com/agentslice/agentslice/internal/runtime/runtimetest"
+)
+
+// slowModel takes 1.5 s of the test's clock per completion: the first
+// calls the synchronous tool, the second answers.
+type slowModel struct{ clock *time.Time }
+
+func (m slowModel) Complete(_ context.Context, req *runtime.CompletionRequest, w runtime.TurnWriter) error {
+	*m.clock = m.clock.Add(1500 * time.Millisecond)
+	if last := req.History[len(req.History)-1]; last.Kind == runtime.ItemUser {
+		w.ToolCall("", "tick", "{}")
+		return nil
+	}
+	w.Text("done")
+	return nil
+}
+
+// TestItemsKeepDurations: a consumed message's item has its arrival and
+// its queue delay, a completion's first item its duration, a synchronous
+// tool's result its run time (Item.Took), on the engine's clock.
+func TestItemsKeepDurations(t *testing.T) {
+	t.Parallel()
+	clock := time.Date(2026, 3, 28, 12, 0, 0, 0, time.UTC)
+	tb := runtime.NewToolbox()
+	tb.MustAdd(runtime.ToolEntry{Spec: runtime.ToolSpec{Name: "tick"}, Sync: runtimetest.SyncFunc(
+		func(ctx context.Context, env *runtime.SyncEnv, inv runtime.Invocation) (runtime.ToolOutput, error) {
+			clock = clock.Add(300 * time.Millisecond)
+			return runtime.ToolOutput{Text: "tock"}, nil
+		})})
+	store := local.NewHistoryStore()
+	e := &runtime.Engine{History: store, Queue: &sink{}, Model: slowModel{&clock}, Tools: tb,
+		Limits: runtime.Limits{RetryBase: time.Millisecond}, Now: func() time.Time { return clock }}
+	arrived := runtime.StampOf(clock.Add(-4 * time.Second))
+	m := userMsg("d", "u1")
+	m.At = arrived
+	res, err := e.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "d", Messages: []runtime.Message{m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Generating != 3*time.Second || res.Queued != 4*time.Second {
+		t.Fatalf("slice result: generating %v, queued %v; want 3s and 4s", res.Generating, res.Queued)
+	}
+	th, err := store.Load(context.Background(), "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		kind runtime.ItemKind
+		took uint32
+		at   runtime.Stamp
+	}{
+		{runtime.ItemUser, 4000, arrived},
+		{runtime.ItemToolCall, 1500, runtime.StampOf(clock)},
+		{runtime.ItemToolResult, 300, runtime.StampOf(clock)},
+		{runtime.ItemAssistant, 1500, runtime.StampOf(clock)},
+	}
+	if len(th.Items) != len(want) {
+		t.Fatalf("history %+v, want %d items", th.Items, len(want))
+	}
+	for i, w := range want {
+		if it := th.Items[i]; it.Kind != w.kind || it.Took != w.took || it.At != w.at {
+			t.Errorf("item %d: %s took %d at %v, want %s took %d at %v", i, it.Kind, it.Took, it.At, w.kind, w.took, w.at)
+		}
+	}
+}
+
+func TestMillis(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		d    time.Duration
+		want uint32
+	}{{-time.Second, 0}, {999 * time.Microsecond, 0}, {1500 * time.Millisecond, 1500}, {60 * 24 * time.Hour, 1<<32 - 1}} {
+		if got := runtime.Millis(c.d); got != c.want {
+			t.Errorf("Millis(%v) = %d, want %d", c.d, got, c.want)
+		}
+	}
+}
