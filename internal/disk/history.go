@@ -100,8 +100,8 @@ func (h *History) Load(ctx context.Context, threadID string) (*runtime.Thread, e
 		return &runtime.Thread{ID: threadID, State: runtime.ThreadState{Stack: []string{threadID}}}, nil
 	}
 	var items []runtime.Item
-	if p := ht.state.Parent; p != "" {
-		if items, err = h.view(ctx, p, ht.spawnAt, len(ht.items)+headroom); err != nil {
+	if p, at := ht.state.Inherits(ht.spawnAt); p != "" {
+		if items, err = h.view(ctx, p, at, len(ht.items)+headroom); err != nil {
 			return nil, fmt.Errorf("disk: loading ancestors of %s: %w", threadID, err)
 		}
 	} else {
@@ -126,7 +126,7 @@ func (h *History) LoadLeased(ctx context.Context, threadID string) (*runtime.Thr
 	sh := h.shard(threadID)
 	sh.mu.Lock()
 	ht := sh.hot[threadID]
-	if ht == nil || ht.state.Parent != "" || ht.lease != nil {
+	if ht == nil || ht.state.Parent != "" || ht.state.Fork != nil || ht.lease != nil {
 		sh.mu.Unlock()
 		return h.Load(ctx, threadID)
 	}
@@ -285,8 +285,8 @@ func (h *History) view(ctx context.Context, id string, limit, extra int) ([]runt
 		return nil, fmt.Errorf("ancestor %s does not exist", id)
 	}
 	var items []runtime.Item
-	if p := ht.state.Parent; p != "" {
-		if items, err = h.view(ctx, p, ht.spawnAt, limit+extra); err != nil {
+	if p, at := ht.state.Inherits(ht.spawnAt); p != "" {
+		if items, err = h.view(ctx, p, at, limit+extra); err != nil {
 			return nil, err
 		}
 	} else {

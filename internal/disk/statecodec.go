@@ -89,6 +89,21 @@ func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
 		}
 		b = putBytes(b, js)
 	}
+	// Forks and upgrade policies (fork.go); a record written before them
+	// ends here.
+	if st.Fork == nil && st.Upgrade == "" {
+		return b, nil
+	}
+	if st.Fork == nil {
+		b = putBytes(b, nil)
+	} else {
+		js, err := json.Marshal(st.Fork)
+		if err != nil {
+			return nil, err
+		}
+		b = putBytes(b, js)
+	}
+	b = putString(b, st.Upgrade)
 	return b, nil
 }
 
@@ -151,6 +166,13 @@ func readState(data []byte) (runtime.ThreadState, error) {
 			st.ModelWait = new(runtime.ModelWait)
 			r.json(js, st.ModelWait)
 		}
+	}
+	if r.err == nil && len(r.b) != 0 {
+		if js := r.bytes(); len(js) > 0 {
+			st.Fork = new(runtime.ForkPoint)
+			r.json(js, st.Fork)
+		}
+		st.Upgrade = r.string()
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%d bytes after the state", len(r.b))

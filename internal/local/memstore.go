@@ -115,7 +115,8 @@ func (s *HistoryStore) load(threadID string, lease bool) (*runtime.Thread, error
 		return nil, err
 	}
 	h := rec.hot
-	own, parent, spawnAt := h.items, h.state.Parent, h.spawnAt
+	own := h.items
+	parent, spawnAt := h.state.Inherits(h.spawnAt)
 	if lease && parent == "" && h.lease == nil {
 		// The common case: hand the slice the stored items themselves,
 		// with room to append in place, and the stored state, whose
@@ -176,7 +177,8 @@ func (s *HistoryStore) view(threadID string, limit, extra int) ([]runtime.Item, 
 	var parent string
 	var spawnAt int
 	if h := rec.hot; h != nil {
-		own, parent, spawnAt = h.items, h.state.Parent, h.spawnAt
+		own = h.items
+		parent, spawnAt = h.state.Inherits(h.spawnAt)
 		sh.mu.Unlock()
 	} else {
 		// Read a frozen ancestor without thawing it: it is not being written.
@@ -186,7 +188,8 @@ func (s *HistoryStore) view(threadID string, limit, extra int) ([]runtime.Item, 
 		if err != nil {
 			return nil, err
 		}
-		own, parent, spawnAt = items, st.Parent, at
+		own = items
+		parent, spawnAt = st.Inherits(at)
 	}
 	var items []runtime.Item
 	if parent != "" {
