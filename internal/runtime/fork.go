@@ -1,6 +1,10 @@
 package runtime
 
-import "fmt"
+import (
+	"crypto/rand"
+	"fmt"
+	"io"
+)
 
 // A fork is a new root thread whose history starts as a prefix of another
 // thread's view. It inherits that prefix by position, the way a child
@@ -75,4 +79,28 @@ func ForkCut(items []Item, at int) error {
 		return fmt.Errorf("position %d follows tool call %s (at %d), which has no result yet: fork at %d", at, id, pos, pos)
 	}
 	return fmt.Errorf("position %d splits tool call %s (at %d) from its result (at %d): fork at %d or at %d or later", at, id, pos, next, pos, next+1)
+}
+
+// NewFork returns the first commit of thread id, a fork of src at at (a
+// position in src's full view, checked with ForkCut). The fork runs as
+// src's agent and model with src's class and upgrade policy, a pinned
+// thread on src's version; it has a random incarnation of its own
+// (entropy nil: crypto/rand) and nothing of src's state after the fork
+// point: no pending call, subscriptions, children, outbox or usage. The
+// caller may change Agent, AgentHash and Model before committing.
+func NewFork(src *Thread, id string, at int, entropy io.Reader) (*Commit, error) {
+	if err := ForkCut(src.Items, at); err != nil {
+		return nil, err
+	}
+	if entropy == nil {
+		entropy = rand.Reader
+	}
+	inc, err := newIncarnation(entropy, id)
+	if err != nil {
+		return nil, err
+	}
+	st := ThreadState{Version: 1, Stack: []string{id}, Fork: &ForkPoint{Thread: src.ID, At: at},
+		Class: src.State.Class, Agent: src.State.Agent, AgentHash: src.State.AgentHash, Model: src.State.Model,
+		Upgrade: src.State.Upgrade, Incarnation: inc}
+	return &Commit{ThreadID: id, Expected: 0, State: st}, nil
 }

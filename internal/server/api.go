@@ -65,6 +65,7 @@ func (s *Server) apiRoutes() []route {
 		{"/threads/{id}/close", methods{http.MethodPost: s.closeThread}},
 		{"/threads/{id}/model", methods{http.MethodPost: s.switchModel}},
 		{"/threads/{id}/agent", methods{http.MethodPost: s.switchAgent}},
+		{"/threads/{id}/fork", methods{http.MethodPost: s.forkThread}},
 		{"/threads/{id}/sandbox", methods{http.MethodGet: s.getSandbox}},
 		{"/threads/{id}/sandbox/diff", methods{http.MethodGet: s.getSandboxDiff}},
 		{"/threads/{id}/sandbox/apply", methods{http.MethodPost: s.applySandbox}},
@@ -366,6 +367,10 @@ type stateSummary struct {
 	Usage runtime.Usage `json:"usage"`
 	// Model is the model the thread was switched to ("": its default).
 	Model string `json:"model,omitempty"`
+	// Fork is where a forked thread's history comes from.
+	Fork *runtime.ForkPoint `json:"fork,omitempty"`
+	// Upgrade is the thread's agent upgrade policy ("": latest).
+	Upgrade string `json:"upgrade,omitempty"`
 }
 
 func summarize(st runtime.ThreadState) (string, stateSummary) {
@@ -379,7 +384,7 @@ func summarize(st runtime.ThreadState) (string, stateSummary) {
 	return status, stateSummary{Version: st.Version, Length: st.Length, Parent: st.Parent, Stack: st.Stack,
 		Children: st.Children, Closed: st.Closed, Temporary: st.Temporary, Pending: st.Pending,
 		Subscriptions: st.Subscriptions, Deferred: len(st.Deferred), Tokens: st.Tokens, Compacting: st.Compacting,
-		Agent: st.Agent, AgentHash: st.AgentHash, Usage: st.Usage, Model: st.Model}
+		Agent: st.Agent, AgentHash: st.AgentHash, Usage: st.Usage, Model: st.Model, Fork: st.Fork, Upgrade: st.Upgrade}
 }
 
 func (s *Server) getThread(w http.ResponseWriter, r *http.Request) {

@@ -76,21 +76,9 @@ func (s *Server) switchModel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "model", "missing: the name of a model of the catalog (\"\" for the default, %q)", s.set.model.Name)
 		return
 	}
-	name := *req.Model
-	if name == s.set.model.Name {
-		name = ""
-	}
-	if name != "" {
-		if s.cfg.Models == nil {
-			writeError(w, http.StatusBadRequest, "model", "%q: this server runs %q and has no models catalog to switch to", name, s.set.model.Name)
-			return
-		}
-		if _, err := s.cfg.Models.Lookup(name); err != nil {
-			writeError(w, http.StatusBadRequest, "model", "%q is not in the models catalog", name)
-			return
-		}
-		if _, err := s.models.get(r.Context(), s, name); err != nil {
-			writeError(w, http.StatusBadRequest, "model", "%v", err)
+	name := ""
+	if *req.Model != "" {
+		if name, ok = s.checkModel(w, r, *req.Model); !ok {
 			return
 		}
 	}
