@@ -303,6 +303,19 @@ type ThreadState struct {
 	Agent    string   `json:"agent,omitempty"`
 	Model    string   `json:"model,omitempty"`
 	Usage    Usage    `json:"usage"`
+	// Fork says where a forked thread's history comes from.
+	Fork *ForkPoint `json:"fork,omitempty"`
+	// AgentHash is the version of the agent definition the thread runs;
+	// Upgrade its upgrade policy ("": latest).
+	AgentHash string `json:"agent_hash,omitempty"`
+	Upgrade   string `json:"upgrade,omitempty"`
+}
+
+// ForkPoint is the source thread of a fork and how many of its items the
+// fork inherits.
+type ForkPoint struct {
+	Thread string `json:"thread"`
+	At     int    `json:"at"`
 }
 
 // Thread is the answer of GET /threads/{id}.
@@ -364,4 +377,33 @@ func (c *Client) control(ctx context.Context, thread, what, reason string) error
 		body["reason"] = reason
 	}
 	return c.call(ctx, http.MethodPost, "/threads/"+url.PathEscape(thread)+"/"+what, nil, body, nil)
+}
+
+// ForkOptions is what a fork changes: its agent and model (default: the
+// source's) and its first user message (default: none, the fork is idle).
+type ForkOptions struct {
+	Agent string `json:"agent,omitempty"`
+	Model string `json:"model,omitempty"`
+	Text  string `json:"text,omitempty"`
+}
+
+// Forked is the answer of a Fork: the new thread and, when a text was
+// given, the ID of its first message.
+type Forked struct {
+	Thread  string `json:"thread"`
+	Message string `json:"message,omitempty"`
+}
+
+// Fork creates a new root thread whose history is thread's items [0, at)
+// (positions as Thread numbers Items), shared with thread rather than
+// copied, and that goes on as opts says. A position outside the history is
+// a 400 *APIError, one between a tool call and its result a 409.
+func (c *Client) Fork(ctx context.Context, thread string, at int, opts ForkOptions) (Forked, error) {
+	body := struct {
+		At int `json:"at"`
+		ForkOptions
+	}{at, opts}
+	var f Forked
+	err := c.call(ctx, http.MethodPost, "/threads/"+url.PathEscape(thread)+"/fork", nil, body, &f)
+	return f, err
 }

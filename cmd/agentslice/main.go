@@ -6,6 +6,8 @@
 //	agentslice send     send a message to a thread of a serve, or of a deployed queue (-queue-url)
 //	agentslice tail     follow a thread of a serve, or a deployment's output queue (-queue-url)
 //	agentslice history  print a serve's thread
+//	agentslice fork     fork a serve's thread at a position of its history
+//	agentslice replay   replay a thread's user messages on another model (JSON lines)
 //	agentslice choose   answer the choice a thread waits for, on a serve or a deployment (-queue-url)
 //	agentslice stop     stop a serve's thread; close: stop it and close it for good
 //	agentslice dead-letters  list, redrive or discard a running serve's dead letters
@@ -40,6 +42,8 @@ func commands() []command {
 		{"send", "send a message to a thread of a serve (or, with -queue-url, a deployment's queue)", runSend},
 		{"tail", "follow a thread's events on a serve (or, with -queue-url, a deployment's output queue)", runTail},
 		{"history", "print a thread's status and history on a serve", runHistory},
+		{"fork", "fork a thread of a serve at a position of its history, on another agent, model or message", runFork},
+		{"replay", "replay a finished thread's user messages on another model, printing old and new replies as JSON lines", runReplay},
 		{"choose", "answer the choice a thread waits for (on a serve; with -queue-url, a deployment)", runChoose},
 		{"stop", "stop what a thread of a serve is doing (the completion and the pending call)", runStop},
 		{"close", "stop a thread of a serve and close it for good", runClose},
