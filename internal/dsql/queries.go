@@ -101,6 +101,17 @@ SELECT $1::text, p.depth, p.id, $3::bigint, p.spawn_at
   FROM threads p
  WHERE p.id = $2::text`
 
+// insertAgentSQL keeps an agent definition version unless it is kept.
+//
+// $1 name, $2 hash, $3 definition (JSON), $4 stored (Unix microseconds).
+const insertAgentSQL = `INSERT INTO agent_versions (name, hash, definition, stored)
+SELECT $1::text, $2::text, $3::text, $4::bigint
+ WHERE NOT EXISTS (SELECT 1 FROM agent_versions WHERE name = $1::text AND hash = $2::text)`
+
+// loadAgentsSQL reads every kept version; they are few (one per
+// definition change), sorted in the query.
+const loadAgentsSQL = `SELECT name, hash, definition, stored FROM agent_versions ORDER BY stored, name, hash`
+
 // dmlStatements lists the statements above for the DSQL compatibility scan.
 var dmlStatements = map[string]string{
 	"load":         loadSQL,
@@ -111,6 +122,8 @@ var dmlStatements = map[string]string{
 	"insertItem":   insertItemSQL,
 	"insertChild":  insertChildSQL,
 	"ancestors":    insertAncestorsSQL,
+	"insertAgent":  insertAgentSQL,
+	"loadAgents":   loadAgentsSQL,
 	"migrations":   createMigrationsSQL,
 	"applied":      appliedSQL,
 	"record":       recordSQL,

@@ -22,6 +22,9 @@ var appGrants = []struct{ table, privileges string }{
 	{"threads", "SELECT, INSERT, UPDATE"},
 	{"items", "SELECT, INSERT"},
 	{"thread_ancestors", "SELECT, INSERT"},
+	// Read only: the deploy (agentslice migrate -agents, as admin) stores
+	// the definitions; a slice resolves a pinned thread's version.
+	{"agent_versions", "SELECT"},
 }
 
 var roleName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
