@@ -80,6 +80,7 @@ func (s *Server) apiRoutes() []route {
 		{"/dead_letters/{id}", methods{http.MethodDelete: s.discardDeadLetter}},
 		{"/healthz", methods{http.MethodGet: s.healthz}},
 		{"/agents", methods{http.MethodGet: s.listAgents}},
+		{"/agents/{name}/versions", methods{http.MethodGet: s.listAgentVersions}},
 		{"/models", methods{http.MethodGet: s.listModels}},
 		{"/markdown", methods{http.MethodPost: s.renderMarkdown}},
 		{"/readyz", methods{http.MethodGet: s.readyz}},
@@ -165,6 +166,9 @@ type messageRequest struct {
 	// Agent names the agent a new thread runs as (default: the default
 	// agent); on an existing thread it must be the one it runs as.
 	Agent string `json:"agent,omitempty"`
+	// Upgrade is a new thread's agent upgrade policy: "latest" (the
+	// default) or "pinned" (versions.go); an existing thread keeps its own.
+	Upgrade string `json:"upgrade,omitempty"`
 }
 
 type messageResponse struct {
@@ -189,7 +193,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		req.ID = newMessageID()
 	}
 	msg := runtime.Message{V: runtime.MessageVersion, ID: req.ID, ThreadID: thread, Kind: runtime.KindUser, Text: req.Text, UserID: req.UserID,
-		Class: req.Class, Agent: req.Agent}
+		Class: req.Class, Agent: req.Agent, Upgrade: req.Upgrade}
 	if err := msg.Validate(); err != nil {
 		var bm *runtime.BadMessageError
 		if errors.As(err, &bm) {
@@ -209,6 +213,10 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.checkAgent(w, req.Agent, th.State) {
+		return
+	}
+	if pol := req.Upgrade; pol != "" && th.State.Version > 0 && (pol == runtime.UpgradePinned) != (th.State.Upgrade == runtime.UpgradePinned) {
+		writeError(w, http.StatusConflict, "upgrade", "thread %s's upgrade policy was fixed when it was created; a message cannot change it to %q", thread, pol)
 		return
 	}
 	if th.State.Class != "" {

@@ -95,8 +95,11 @@ func (s *Server) switchModel(w http.ResponseWriter, r *http.Request) {
 
 // agentRequest is the body of POST /threads/{id}/agent.
 type agentRequest struct {
-	Agent string `json:"agent"`
-	ID    string `json:"id,omitempty"`
+	Agent string `json:"agent,omitempty"`
+	// Version, when set, is a kept version of the agent (default: the
+	// thread's) to upgrade a pinned thread to (versions.go).
+	Version string `json:"version,omitempty"`
+	ID      string `json:"id,omitempty"`
 }
 
 func (s *Server) switchAgent(w http.ResponseWriter, r *http.Request) {
@@ -110,6 +113,10 @@ func (s *Server) switchAgent(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.agents == nil {
 		writeError(w, http.StatusBadRequest, "agent", "this server defines no agents (see the agents configuration)")
+		return
+	}
+	if req.Version != "" {
+		s.upgradeAgent(w, r, thread, req)
 		return
 	}
 	if _, ok := s.agents.Agent(req.Agent); !ok || req.Agent == "" {
