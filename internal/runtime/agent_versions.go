@@ -51,6 +51,41 @@ type AgentVersions interface {
 type keptVersions struct {
 	mu sync.RWMutex
 	m  map[string]*AgentVersion // name \x00 hash
+	// source, when set, is read (until a read succeeds) the first time a
+	// version is asked for that the set does not hold.
+	source AgentStore
+	loaded bool
+}
+
+// LoadMissingFrom makes AgentVersion read store's kept versions the first
+// time it is asked for one the set does not hold (a pinned thread on a
+// version from before this process), so a process that never needs one
+// never reads them. A failed read is tried again at the next miss.
+func (s *AgentSet) LoadMissingFrom(store AgentStore) {
+	s.kept.mu.Lock()
+	s.kept.source, s.kept.loaded = store, false
+	s.kept.mu.Unlock()
+}
+
+// loadMissing reads the source once; it reports whether it read.
+func (s *AgentSet) loadMissing() bool {
+	s.kept.mu.RLock()
+	src, done := s.kept.source, s.kept.loaded
+	s.kept.mu.RUnlock()
+	if src == nil || done {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	versions, err := src.LoadAgents(ctx)
+	if err != nil {
+		return false
+	}
+	_ = s.Keep(versions) // a version that cannot run stays unresolved: its thread fails saying so
+	s.kept.mu.Lock()
+	s.kept.loaded = true
+	s.kept.mu.Unlock()
+	return true
 }
 
 func keptKey(name, hash string) string { return name + "\x00" + hash }
@@ -104,6 +139,16 @@ func (s *AgentSet) AgentVersion(name, hash string) (*AgentVersion, bool) {
 	if name == "" {
 		name = s.Default()
 	}
+	if v, ok := s.keptVersion(name, hash); ok {
+		return v, true
+	}
+	if s.loadMissing() {
+		return s.keptVersion(name, hash)
+	}
+	return nil, false
+}
+
+func (s *AgentSet) keptVersion(name, hash string) (*AgentVersion, bool) {
 	s.kept.mu.RLock()
 	defer s.kept.mu.RUnlock()
 	v, ok := s.kept.m[keptKey(name, hash)]
