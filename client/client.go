@@ -245,6 +245,9 @@ type Message struct {
 	Agent string `json:"agent,omitempty"`
 	// Class is "interactive" (default) or "background", for a new thread.
 	Class string `json:"class,omitempty"`
+	// Upgrade is a new thread's agent upgrade policy: "latest" (default)
+	// or "pinned" (it keeps the definition version it started with).
+	Upgrade string `json:"upgrade,omitempty"`
 }
 
 // Accepted is the answer of a Send: the message's ID and its thread.
@@ -406,4 +409,39 @@ func (c *Client) Fork(ctx context.Context, thread string, at int, opts ForkOptio
 	var f Forked
 	err := c.call(ctx, http.MethodPost, "/threads/"+url.PathEscape(thread)+"/fork", nil, body, &f)
 	return f, err
+}
+
+// AgentVersion is one kept version of an agent's definition.
+type AgentVersion struct {
+	Hash    string    `json:"hash"`
+	Stored  time.Time `json:"stored"`
+	Current bool      `json:"current,omitempty"`
+	Model   string    `json:"model,omitempty"`
+	Tools   []string  `json:"tools,omitempty"`
+	// Threads counts the threads whose latest completion ran it, Pinned
+	// those of them pinned to it.
+	Threads int `json:"threads"`
+	Pinned  int `json:"pinned"`
+}
+
+// AgentVersions is the answer of GET /agents/{name}/versions.
+type AgentVersions struct {
+	Agent    string         `json:"agent"`
+	Current  string         `json:"current,omitempty"`
+	Versions []AgentVersion `json:"versions"`
+}
+
+// AgentVersions lists the kept versions of an agent, oldest first.
+func (c *Client) AgentVersions(ctx context.Context, agent string) (*AgentVersions, error) {
+	var v AgentVersions
+	if err := c.getJSON(ctx, "/agents/"+url.PathEscape(agent)+"/versions", nil, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// UpgradeAgent makes a pinned thread run a kept version of its agent from
+// its next completion (recorded in its history).
+func (c *Client) UpgradeAgent(ctx context.Context, thread, version string) error {
+	return c.call(ctx, http.MethodPost, "/threads/"+url.PathEscape(thread)+"/agent", nil, map[string]string{"version": version}, nil)
 }

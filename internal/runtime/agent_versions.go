@@ -182,6 +182,9 @@ func (s *slice) pinnedAgent() (v *AgentVersion, ok bool, err error) {
 	if s.st.Upgrade != UpgradePinned || s.st.AgentHash == "" {
 		return nil, false, nil
 	}
+	if v, found := s.e.Agents.Agent(s.st.Agent); found && v.Hash == s.st.AgentHash {
+		return v, true, nil // its version is the current one
+	}
 	if va, is := s.e.Agents.(AgentVersions); is {
 		if v, found := va.AgentVersion(s.st.Agent, s.st.AgentHash); found {
 			return v, true, nil
