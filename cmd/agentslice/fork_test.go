@@ -61,7 +61,9 @@ func TestForkAndReplay(t *testing.T) {
 	}
 	forked := strings.TrimSpace(out)
 	if code, out, _ := runCmd("history", "-server", url, "-json", forked); code != 0 || !strings.Contains(out, `"inherited": 1`) || !strings.Contains(out, `"model": "b"`) {
-		t.Fatalf("history of the fork: %s", out)
+		_, src, _ := runCmd("history", "-server", url, "-json", "conv")
+		_, again, _ := runCmd("history", "-server", url, "-json", forked)
+		t.Fatalf("history of the fork: %s\nof the source: %s\nthe fork read again: %s", out, src, again)
 	}
 	if code, _, errOut := runCmd("fork", "-server", url, "-at", "3", "conv"); code == 0 || !strings.Contains(errOut, "409") || !strings.Contains(errOut, "splits tool call") {
 		t.Fatalf("fork between a call and its result: %d %s", code, errOut)
