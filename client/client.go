@@ -245,6 +245,9 @@ type Message struct {
 	Agent string `json:"agent,omitempty"`
 	// Class is "interactive" (default) or "background", for a new thread.
 	Class string `json:"class,omitempty"`
+	// Upgrade is a new thread's agent upgrade policy: "latest" (default)
+	// or "pinned" (it keeps the definition version it started with).
+	Upgrade string `json:"upgrade,omitempty"`
 }
 
 // Accepted is the answer of a Send: the message's ID and its thread.
@@ -303,6 +306,19 @@ type ThreadState struct {
 	Agent    string   `json:"agent,omitempty"`
 	Model    string   `json:"model,omitempty"`
 	Usage    Usage    `json:"usage"`
+	// Fork says where a forked thread's history comes from.
+	Fork *ForkPoint `json:"fork,omitempty"`
+	// AgentHash is the version of the agent definition the thread runs;
+	// Upgrade its upgrade policy ("": latest).
+	AgentHash string `json:"agent_hash,omitempty"`
+	Upgrade   string `json:"upgrade,omitempty"`
+}
+
+// ForkPoint is the source thread of a fork and how many of its items the
+// fork inherits.
+type ForkPoint struct {
+	Thread string `json:"thread"`
+	At     int    `json:"at"`
 }
 
 // Thread is the answer of GET /threads/{id}.
@@ -393,4 +409,68 @@ func (c *Client) control(ctx context.Context, thread, what, reason string) error
 		body["reason"] = reason
 	}
 	return c.call(ctx, http.MethodPost, "/threads/"+url.PathEscape(thread)+"/"+what, nil, body, nil)
+}
+
+// ForkOptions is what a fork changes: its agent and model (default: the
+// source's) and its first user message (default: none, the fork is idle).
+type ForkOptions struct {
+	Agent string `json:"agent,omitempty"`
+	Model string `json:"model,omitempty"`
+	Text  string `json:"text,omitempty"`
+}
+
+// Forked is the answer of a Fork: the new thread and, when a text was
+// given, the ID of its first message.
+type Forked struct {
+	Thread  string `json:"thread"`
+	Message string `json:"message,omitempty"`
+}
+
+// Fork creates a new root thread whose history is thread's items [0, at)
+// (positions as Thread numbers Items), shared with thread rather than
+// copied, and that goes on as opts says. A position outside the history is
+// a 400 *APIError, one between a tool call and its result a 409.
+func (c *Client) Fork(ctx context.Context, thread string, at int, opts ForkOptions) (Forked, error) {
+	body := struct {
+		At int `json:"at"`
+		ForkOptions
+	}{at, opts}
+	var f Forked
+	err := c.call(ctx, http.MethodPost, "/threads/"+url.PathEscape(thread)+"/fork", nil, body, &f)
+	return f, err
+}
+
+// AgentVersion is one kept version of an agent's definition.
+type AgentVersion struct {
+	Hash    string    `json:"hash"`
+	Stored  time.Time `json:"stored"`
+	Current bool      `json:"current,omitempty"`
+	Model   string    `json:"model,omitempty"`
+	Tools   []string  `json:"tools,omitempty"`
+	// Threads counts the threads whose latest completion ran it, Pinned
+	// those of them pinned to it.
+	Threads int `json:"threads"`
+	Pinned  int `json:"pinned"`
+}
+
+// AgentVersions is the answer of GET /agents/{name}/versions.
+type AgentVersions struct {
+	Agent    string         `json:"agent"`
+	Current  string         `json:"current,omitempty"`
+	Versions []AgentVersion `json:"versions"`
+}
+
+// AgentVersions lists the kept versions of an agent, oldest first.
+func (c *Client) AgentVersions(ctx context.Context, agent string) (*AgentVersions, error) {
+	var v AgentVersions
+	if err := c.getJSON(ctx, "/agents/"+url.PathEscape(agent)+"/versions", nil, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// UpgradeAgent makes a pinned thread run a kept version of its agent from
+// its next completion (recorded in its history).
+func (c *Client) UpgradeAgent(ctx context.Context, thread, version string) error {
+	return c.call(ctx, http.MethodPost, "/threads/"+url.PathEscape(thread)+"/agent", nil, map[string]string{"version": version}, nil)
 }

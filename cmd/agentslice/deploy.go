@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -336,12 +339,13 @@ func (r *recent) add(id string) bool {
 
 // runMigrate creates or upgrades the history schema.
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("migrate", "migrate (--dsn DSN | --dsql-endpoint HOST [--region R] [--user ROLE] [--app-role-arn ARN] [--receiver-role-arn ARN])", stderr)
+	fs := newFlagSet("migrate", "migrate (--dsn DSN | --dsql-endpoint HOST [--region R] [--user ROLE] [--app-role-arn ARN] [--receiver-role-arn ARN] [--agents FILE])", stderr)
 	dsn := fs.String("dsn", "", "PostgreSQL connection string (local development and tests)")
 	endpoint := fs.String("dsql-endpoint", "", "Aurora DSQL cluster endpoint host name (IAM authentication)")
 	region := fs.String("region", "", "the DSQL cluster's region (default: AWS_REGION or the shared config)")
 	user := fs.String("user", "admin", "DSQL database role")
 	appARN := fs.String("app-role-arn", "", "the slice function's IAM role (stack output SliceRoleArn): create the least-privilege database role "+dsql.AppRole+" and let that IAM role connect as it (DSQL); with --dsn, only the database role and its grants")
+	agentsFile := fs.String("agents", "", "an agents document (deploy/agents.json): store its definitions beside history, keeping the earlier versions, so pinned threads go on with theirs (run it with every deploy)")
 	appRole := fs.String("app-role", "", "create the least-privilege database role even without --app-role-arn (PostgreSQL); default "+dsql.AppRole+" when --app-role-arn is set")
 	readerARN := fs.String("receiver-role-arn", "", "the callback receiver's IAM role (stack output ReceiverRoleArn): create the database role "+dsql.ReaderRole+" (SELECT on the thread rows only, to look up thread classes) and let that IAM role connect as it (DSQL)")
 	readerRole := fs.String("receiver-role", "", "create the receiver's database role even without --receiver-role-arn (PostgreSQL); default "+dsql.ReaderRole+" when --receiver-role-arn is set")
@@ -373,6 +377,11 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	fmt.Fprintf(stdout, "schema is at version %d (%s)\n", dsql.SchemaVersion(), cfg.Dialect)
+	if *agentsFile != "" {
+		if err := storeAgentVersions(ctx, dsql.New(pool, dsql.Options{}), *agentsFile, stdout); err != nil {
+			return err
+		}
+	}
 	roles := []struct {
 		arn, role, def, what string
 		grant                func(context.Context, dsql.DB, dsql.Dialect, string, string) error
@@ -397,5 +406,43 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		fmt.Fprintln(stdout)
 	}
+	return nil
+}
+
+// storeAgentVersions stores the definitions of an agents document as
+// versions (kept ones stay as they were) and says how many are kept.
+func storeAgentVersions(ctx context.Context, store runtime.AgentStore, path string, stdout io.Writer) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading the agents: %w", err)
+	}
+	bad := func(err error) error {
+		var ae *runtime.AgentError
+		if errors.As(err, &ae) && ae.Field != "" {
+			return fmt.Errorf("%s: field %q: %s", path, ae.Field, ae.Reason)
+		}
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	doc, err := runtime.DecodeAgentsDoc(b)
+	if err != nil {
+		return bad(err)
+	}
+	defs, err := doc.Resolve(filepath.Dir(path), os.ReadFile)
+	if err != nil {
+		return bad(err)
+	}
+	now := time.Now()
+	versions := make([]runtime.StoredAgent, len(defs))
+	for i, a := range defs {
+		versions[i] = runtime.NewStoredAgent(a, now)
+	}
+	if err := store.PutAgents(ctx, versions); err != nil {
+		return err
+	}
+	kept, err := store.LoadAgents(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "agent versions: %d current, %d kept in all\n", len(versions), len(kept))
 	return nil
 }

@@ -7,6 +7,8 @@
 //	agentslice send     send a message to a thread of a serve, or of a deployed queue (-queue-url)
 //	agentslice tail     follow a thread of a serve, or a deployment's output queue (-queue-url)
 //	agentslice history  print a serve's thread
+//	agentslice fork     fork a serve's thread at a position of its history
+//	agentslice replay   replay a thread's user messages on another model (JSON lines)
 //	agentslice choose   answer the choice a thread waits for, on a serve or a deployment (-queue-url)
 //	agentslice stop     stop a serve's thread; close: stop it and close it for good
 //	agentslice dead-letters  list, redrive or discard a running serve's dead letters
@@ -47,6 +49,8 @@ func commands() []command {
 		{"history", "print a thread's status and history on a serve", runHistory},
 		{"timeline", "print where a thread's time went (generating, waiting on tools and people, queued)", runTimeline},
 		{"stats", "print where the time goes over every thread of a serve, by agent or by tool", runStats},
+		{"fork", "fork a thread of a serve at a position of its history, on another agent, model or message", runFork},
+		{"replay", "replay a finished thread's user messages on another model, printing old and new replies as JSON lines", runReplay},
 		{"choose", "answer the choice a thread waits for (on a serve; with -queue-url, a deployment)", runChoose},
 		{"stop", "stop what a thread of a serve is doing (the completion and the pending call)", runStop},
 		{"close", "stop a thread of a serve and close it for good", runClose},

@@ -106,11 +106,12 @@ func (h *History) load(ctx context.Context, threadID string, forSlice bool) (*ru
 		return &runtime.Thread{ID: threadID, State: runtime.ThreadState{Stack: []string{threadID}}}, nil
 	}
 	from := viewFrom(ht, forSlice)
-	ownFrom := max(0, from-ht.spawnAt)
-	size := max(0, ht.spawnAt-from) + len(ht.items) - ownFrom + headroom
+	_, base := ht.inherits()
+	ownFrom := max(0, from-base)
+	size := max(0, base-from) + len(ht.items) - ownFrom + headroom
 	var items []runtime.Item
-	if p := ht.state.Parent; p != "" && from < ht.spawnAt {
-		if items, err = h.view(ctx, p, from, ht.spawnAt, size); err != nil {
+	if p, off := ht.inherits(); p != "" && from < off {
+		if items, err = h.view(ctx, p, from, off, size); err != nil {
 			return nil, fmt.Errorf("disk: loading ancestors of %s: %w", threadID, err)
 		}
 	} else {
@@ -124,11 +125,16 @@ func (h *History) load(ctx context.Context, threadID string, forSlice bool) (*ru
 // viewFrom is where a load of ht starts: 0, or for a slice its view start
 // when that lies within its view.
 func viewFrom(ht *hotThread, forSlice bool) int {
-	if vs := ht.state.ViewStart; forSlice && vs > 0 && vs <= ht.spawnAt+len(ht.items) {
-		return vs
+	if _, base := ht.inherits(); forSlice && ht.state.ViewStart > 0 && ht.state.ViewStart <= base+len(ht.items) {
+		return ht.state.ViewStart
 	}
 	return 0
 }
+
+// inherits is the thread ht's view inherits from ("" for a root) and the
+// view position its own items start at: its spawn point for a child, its
+// fork point for a fork (runtime.ThreadState.Inherits), 0 for a root.
+func (ht *hotThread) inherits() (string, int) { return ht.state.Inherits(ht.spawnAt) }
 
 // leaseToken identifies one LoadLeased.
 type leaseToken struct{}
@@ -146,7 +152,7 @@ func (h *History) LoadLeased(ctx context.Context, threadID string) (*runtime.Thr
 	sh := h.shard(threadID)
 	sh.mu.Lock()
 	ht := sh.hot[threadID]
-	if ht == nil || ht.state.Parent != "" || ht.lease != nil {
+	if ht == nil || ht.state.Parent != "" || ht.state.Fork != nil || ht.lease != nil {
 		sh.mu.Unlock()
 		return h.load(ctx, threadID, true)
 	}
@@ -306,14 +312,15 @@ func (h *History) view(ctx context.Context, id string, from, limit, size int) ([
 		return nil, fmt.Errorf("ancestor %s does not exist", id)
 	}
 	var items []runtime.Item
-	if p := ht.state.Parent; p != "" && from < min(limit, ht.spawnAt) {
-		if items, err = h.view(ctx, p, from, min(limit, ht.spawnAt), size); err != nil {
+	if p, off := ht.inherits(); p != "" && from < min(limit, off) {
+		if items, err = h.view(ctx, p, from, min(limit, off), size); err != nil {
 			return nil, err
 		}
 	} else {
 		items = make([]runtime.Item, 0, max(size, limit-from))
 	}
-	if lo, hi := max(0, from-ht.spawnAt), min(len(ht.items), limit-ht.spawnAt); lo < hi {
+	_, base := ht.inherits()
+	if lo, hi := max(0, from-base), min(len(ht.items), limit-base); lo < hi {
 		items = append(items, ht.items[lo:hi]...)
 	}
 	return items, nil
@@ -328,7 +335,8 @@ func (h *History) Consumed(ctx context.Context, threadID string, before int, ids
 	if err != nil || ht == nil {
 		return seen, err
 	}
-	for _, it := range ht.items[:min(len(ht.items), max(0, before-ht.spawnAt))] {
+	_, base := ht.inherits()
+	for _, it := range ht.items[:min(len(ht.items), max(0, before-base))] {
 		if it.Input == "" {
 			continue
 		}

@@ -117,6 +117,15 @@ var migrations = []struct {
 			data BLOB NOT NULL
 		) WITHOUT ROWID`,
 	}},
+	{"agent definition versions (pinned threads run them)", []string{
+		`CREATE TABLE agent_versions (
+			name       TEXT NOT NULL,
+			hash       TEXT NOT NULL,
+			definition BLOB NOT NULL,
+			stored     INTEGER NOT NULL,
+			PRIMARY KEY (name, hash)
+		) WITHOUT ROWID`,
+	}},
 }
 
 // SchemaVersion is the schema version this build writes.

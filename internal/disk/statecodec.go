@@ -94,14 +94,25 @@ func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
 		b = putBytes(b, js)
 	}
 	b = putInt(b, st.ViewStart) // V2 only
-	if st.Budget == nil {       // V2 without a budget ends here
+	// The rare tail: budgets (budget.go), then forks and upgrade policies
+	// (fork.go); a V2 record without any of them ends here.
+	if st.Budget == nil && st.Fork == nil && st.Upgrade == "" {
 		return b, nil
 	}
-	js, err := json.Marshal(st.Budget)
-	if err != nil {
-		return nil, err
+	var budget, fork []byte
+	var err error
+	if st.Budget != nil {
+		if budget, err = json.Marshal(st.Budget); err != nil {
+			return nil, err
+		}
 	}
-	return putBytes(b, js), nil
+	if st.Fork != nil {
+		if fork, err = json.Marshal(st.Fork); err != nil {
+			return nil, err
+		}
+	}
+	b = putBytes(putBytes(b, budget), fork)
+	return putString(b, st.Upgrade), nil
 }
 
 // readState reads a state appendState wrote.
@@ -172,6 +183,13 @@ func readState(data []byte) (runtime.ThreadState, error) {
 			st.Budget = new(runtime.BudgetState)
 			r.json(js, st.Budget)
 		}
+	}
+	if r.err == nil && data[0] == stateCodecV2 && len(r.b) != 0 {
+		if js := r.bytes(); len(js) > 0 {
+			st.Fork = new(runtime.ForkPoint)
+			r.json(js, st.Fork)
+		}
+		st.Upgrade = r.string()
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%d bytes after the state", len(r.b))

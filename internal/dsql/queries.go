@@ -52,6 +52,18 @@ const insertRootSQL = `INSERT INTO threads (id, parent, depth, spawn_at, version
 SELECT $1::text, $2::text, 0, 0, $3::bigint, $4::bigint, $5::smallint, $6::text
  WHERE NOT EXISTS (SELECT 1 FROM threads WHERE id = $1::text)`
 
+// insertForkSQL creates the row of a fork (runtime.ForkPoint) on its first
+// commit: a root thread (no parent) whose view inherits the source's up to
+// spawn_at, one level deeper than the source so that its ancestor rows
+// (insertAncestorsSQL, from the source's) keep their depths apart. A
+// source that does not exist inserts nothing (the server checks first).
+//
+// $1 id, $2 source, $3 spawn_at, $4 version, $5 length, $6 format, $7 state.
+const insertForkSQL = `INSERT INTO threads (id, parent, depth, spawn_at, version, length, format, state)
+SELECT $1::text, '', p.depth + 1, $3::bigint, $4::bigint, $5::bigint, $6::smallint, $7::text
+  FROM threads p
+ WHERE p.id = $2::text AND NOT EXISTS (SELECT 1 FROM threads WHERE id = $1::text)`
+
 // guardSQL fails the transaction (22P02 with the conflict marker) when the
 // thread row is missing although a version > 0 was expected. count(*) keeps
 // the cast from being folded at plan time.
@@ -89,15 +101,29 @@ SELECT $1::text, p.depth, p.id, $3::bigint, p.spawn_at
   FROM threads p
  WHERE p.id = $2::text`
 
+// insertAgentSQL keeps an agent definition version unless it is kept.
+//
+// $1 name, $2 hash, $3 definition (JSON), $4 stored (Unix microseconds).
+const insertAgentSQL = `INSERT INTO agent_versions (name, hash, definition, stored)
+SELECT $1::text, $2::text, $3::text, $4::bigint
+ WHERE NOT EXISTS (SELECT 1 FROM agent_versions WHERE name = $1::text AND hash = $2::text)`
+
+// loadAgentsSQL reads every kept version; they are few (one per
+// definition change), sorted in the query.
+const loadAgentsSQL = `SELECT name, hash, definition, stored FROM agent_versions ORDER BY stored, name, hash`
+
 // dmlStatements lists the statements above for the DSQL compatibility scan.
 var dmlStatements = map[string]string{
 	"load":         loadSQL,
 	"updateThread": updateThreadSQL,
 	"insertRoot":   insertRootSQL,
+	"insertFork":   insertForkSQL,
 	"guard":        guardSQL,
 	"insertItem":   insertItemSQL,
 	"insertChild":  insertChildSQL,
 	"ancestors":    insertAncestorsSQL,
+	"insertAgent":  insertAgentSQL,
+	"loadAgents":   loadAgentsSQL,
 	"migrations":   createMigrationsSQL,
 	"applied":      appliedSQL,
 	"record":       recordSQL,

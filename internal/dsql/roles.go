@@ -22,6 +22,9 @@ var appGrants = []grant{
 	{"threads", "SELECT, INSERT, UPDATE"},
 	{"items", "SELECT, INSERT"},
 	{"thread_ancestors", "SELECT, INSERT"},
+	// Read only: the deploy (agentslice migrate -agents, as admin) stores
+	// the definitions; a slice resolves a pinned thread's version.
+	{"agent_versions", "SELECT"},
 }
 
 // ReaderRole is the database role the callback receiver connects as, to

@@ -26,6 +26,7 @@ func TestGrantStatements(t *testing.T) {
 		`GRANT SELECT, INSERT, UPDATE ON threads TO "agentslice_app"`,
 		`GRANT SELECT, INSERT ON items TO "agentslice_app"`,
 		`GRANT SELECT, INSERT ON thread_ancestors TO "agentslice_app"`,
+		`GRANT SELECT ON agent_versions TO "agentslice_app"`,
 		`AWS IAM GRANT "agentslice_app" TO 'arn:aws:iam::123456789012:role/Agentslice-SliceFunctionRole''x'`,
 	}
 	if !slices.Equal(dsql, want) {
@@ -139,6 +140,15 @@ func TestStoreRunsAsAppRole(t *testing.T) {
 	})
 }
 
+// The app role reads the agent versions the deploy stored.
+func TestAppRoleReadsAgentVersions(t *testing.T) {
+	t.Parallel()
+	pool := appRolePool(t)
+	if _, err := New(pool, Options{}).LoadAgents(context.Background()); err != nil {
+		t.Fatalf("LoadAgents as the app role: %v", err)
+	}
+}
+
 // The app role is refused DDL and the DML the store does not use.
 func TestAppRoleIsRefusedDDL(t *testing.T) {
 	t.Parallel()
@@ -151,6 +161,7 @@ func TestAppRoleIsRefusedDDL(t *testing.T) {
 		`DELETE FROM items`,
 		`TRUNCATE threads`,
 		`SELECT * FROM schema_migrations`,
+		`INSERT INTO agent_versions VALUES ('a', 'h', '{}', 0)`,
 	} {
 		_, err := pool.Exec(context.Background(), stmt)
 		var pg *pgconn.PgError

@@ -78,6 +78,17 @@ var migrations = []migration{
 		// costs one write per thread created.
 		return []string{createIndex(d, "threads_parent_idx", "threads", "parent")}
 	}},
+	{3, "agent_versions", func(Dialect) []string {
+		// Every agent definition version a deployment ran, so that pinned
+		// threads keep theirs (runtime.AgentStore).
+		return []string{`CREATE TABLE IF NOT EXISTS agent_versions (
+	name       TEXT   NOT NULL,
+	hash       TEXT   NOT NULL,
+	definition TEXT   NOT NULL,
+	stored     BIGINT NOT NULL,
+	PRIMARY KEY (name, hash)
+)`}
+	}},
 }
 
 const (

@@ -357,7 +357,10 @@ func (s *Store) plan(c *runtime.Commit) (*write, error) {
 func (w *write) queue(b *pgx.Batch) {
 	c := w.c
 	b.Queue(updateThreadSQL, c.ThreadID, c.Expected, int64(w.oldLen), c.State.Version, int64(c.State.Length), stateFormatJSON, w.state)
-	if c.Expected == 0 {
+	if f := c.State.Fork; c.Expected == 0 && f != nil {
+		b.Queue(insertForkSQL, c.ThreadID, f.Thread, int64(f.At), c.State.Version, int64(c.State.Length), stateFormatJSON, w.state)
+		b.Queue(insertAncestorsSQL, c.ThreadID, f.Thread, int64(f.At))
+	} else if c.Expected == 0 {
 		b.Queue(insertRootSQL, c.ThreadID, c.State.Parent, c.State.Version, int64(c.State.Length), stateFormatJSON, w.state)
 	} else {
 		b.Queue(guardSQL, c.ThreadID)

@@ -339,3 +339,10 @@ func waitForLockWait(t *testing.T, pool interface {
 	}
 	t.Fatal("the store's commit never waited on the lock")
 }
+
+// TestAgentVersionConformance: agent definition versions on PostgreSQL,
+// in the schema Migrate makes.
+func TestAgentVersionConformance(t *testing.T) {
+	t.Parallel()
+	storetest.RunAgents(t, func(t *testing.T) runtime.AgentStore { return New(newSchemaPool(t), Options{}) })
+}

@@ -118,7 +118,8 @@ func (s *HistoryStore) load(threadID string, lease bool) (*runtime.Thread, error
 		return nil, err
 	}
 	h := rec.hot
-	own, parent, spawnAt := h.items, h.state.Parent, h.spawnAt
+	own := h.items
+	parent, spawnAt := h.state.Inherits(h.spawnAt)
 	from := 0
 	if vs := h.state.ViewStart; lease && vs > 0 && vs <= spawnAt+len(own) {
 		from = vs
@@ -185,7 +186,8 @@ func (s *HistoryStore) view(threadID string, from, limit, size int) ([]runtime.I
 	var parent string
 	var spawnAt int
 	if h := rec.hot; h != nil {
-		own, parent, spawnAt = h.items, h.state.Parent, h.spawnAt
+		own = h.items
+		parent, spawnAt = h.state.Inherits(h.spawnAt)
 		sh.mu.Unlock()
 	} else {
 		// Read a frozen ancestor without thawing it: it is not being written.
@@ -195,7 +197,8 @@ func (s *HistoryStore) view(threadID string, from, limit, size int) ([]runtime.I
 		if err != nil {
 			return nil, err
 		}
-		own, parent, spawnAt = items, st.Parent, at
+		own = items
+		parent, spawnAt = st.Inherits(at)
 	}
 	var items []runtime.Item
 	if parent != "" && from < min(limit, spawnAt) {

@@ -99,3 +99,7 @@ func TestLeasedViewGrowth(t *testing.T) {
 		}
 	}
 }
+
+func TestAgentStoreConformance(t *testing.T) {
+	storetest.RunAgents(t, func(t *testing.T) runtime.AgentStore { return &AgentStore{} })
+}

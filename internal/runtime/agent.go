@@ -199,6 +199,9 @@ type ModelResolver func(name string) (m Model, contextWindow int, err error)
 type AgentSet struct {
 	models ModelResolver
 	cur    atomic.Pointer[agentSnapshot]
+	// kept are the versions current earlier in this process and those
+	// given to Keep (agent_versions.go).
+	kept keptVersions
 }
 
 type agentSnapshot struct {
@@ -243,6 +246,11 @@ func (s *AgentSet) Replace(defs []Agent, defaultAgent string) error {
 			v.Model, v.ContextWindow = m, cw
 		}
 		snap.byName[a.Name] = v
+	}
+	if old := s.cur.Load(); old != nil {
+		for _, v := range old.byName {
+			s.keep(v) // a pinned thread may still run it
+		}
 	}
 	s.cur.Store(snap)
 	return nil

@@ -50,6 +50,12 @@ func (s *slice) resolveAgent() (*AgentVersion, error) {
 	if s.agent.v != nil {
 		return s.agent.v, nil
 	}
+	if v, pinned, err := s.pinnedAgent(); pinned {
+		if err == nil {
+			s.agent.v = v
+		}
+		return v, err
+	}
 	v, ok := s.e.Agents.Agent(s.st.Agent)
 	if !ok {
 		name := s.st.Agent

@@ -79,6 +79,9 @@ func spawnThread(ctx context.Context, env *SyncEnv, inv Invocation) (ToolOutput,
 	st := ThreadState{Parent: env.Thread.ID, Stack: stack, SpawnCall: inv.CallID, Agent: agent, AgentHash: hash,
 		ParentClass: env.State.Class.OrDefault(), Incarnation: childIncarnation(env.State.Incarnation, child)}
 	st.Class = childClass(st.ParentClass, st)
+	if hash != "" {
+		st.Upgrade = env.State.Upgrade // the caller's own version: a pinned caller's child stays on it
+	}
 	env.CreateChild(ChildThread{ID: child, SpawnAt: env.Position, State: st})
 	env.State.Children = append(env.State.Children, child)
 	env.Send(Message{ID: DeriveID("start_", child), ThreadID: child, Kind: KindStart, Class: st.Class,

@@ -99,7 +99,7 @@ func (s *slice) maybeCompact() {
 	child := incarnationID("cmp_", s.st.Incarnation, s.threadID, strconv.FormatInt(s.version+1, 10))
 	stack := append(append([]string(nil), s.st.Stack...), child)
 	st := ThreadState{Parent: s.threadID, Stack: stack, Temporary: true, Compaction: true, Covers: covers,
-		Agent: s.st.Agent, AgentHash: s.st.AgentHash, ParentClass: s.st.Class.OrDefault(),
+		Agent: s.st.Agent, AgentHash: s.st.AgentHash, Upgrade: s.st.Upgrade, ParentClass: s.st.Class.OrDefault(),
 		Incarnation: childIncarnation(s.st.Incarnation, child)}
 	st.Class = childClass(st.ParentClass, st)
 	s.children = append(s.children, ChildThread{ID: child, SpawnAt: covers, State: st})

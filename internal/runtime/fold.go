@@ -31,6 +31,9 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 				return false
 			}
 		}
+		if m.Upgrade != "" && s.version == 0 && s.st.Upgrade == "" && m.Upgrade != UpgradeLatest {
+			s.st.Upgrade = m.Upgrade // fixed with the thread's first items
+		}
 		s.interrupt(m)
 		if m.Kind == KindStart && m.ToolCallID != "" {
 			// A temporary child processing one subscription event: the
@@ -65,6 +68,9 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 		if _, ok := s.e.Agents.Agent(m.Agent); !ok {
 			s.reject(ctx, m.ID, &BadMessageError{ID: m.ID, Field: "agent", Reason: fmt.Sprintf("unknown agent %q", m.Agent)})
 			return false
+		}
+		if m.Text != "" {
+			return s.upgradeAgent(ctx, m)
 		}
 		prev := s.st.Agent
 		s.st.Agent, s.st.AgentHash = m.Agent, ""
@@ -230,7 +236,7 @@ func (s *slice) threaded(m Message) {
 	s.appendItem(Item{Kind: ItemMarker, Input: m.ID, CallID: m.ToolCallID, Text: "event handed to thread " + child})
 	stack := append(append([]string(nil), s.st.Stack...), child)
 	st := ThreadState{Parent: s.threadID, Stack: stack, SpawnCall: m.ToolCallID, Temporary: true,
-		Agent: s.st.Agent, AgentHash: s.st.AgentHash, ParentClass: s.st.Class.OrDefault(),
+		Agent: s.st.Agent, AgentHash: s.st.AgentHash, Upgrade: s.st.Upgrade, ParentClass: s.st.Class.OrDefault(),
 		Incarnation: childIncarnation(s.st.Incarnation, child)}
 	st.Class = childClass(st.ParentClass, st)
 	s.children = append(s.children, ChildThread{ID: child, SpawnAt: s.th.Base + len(s.view) - 1, State: st})

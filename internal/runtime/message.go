@@ -102,6 +102,10 @@ type Message struct {
 	// thread's first message binds it; naming another agent later is an
 	// error.
 	Agent string `json:"agent,omitempty"`
+	// Upgrade, on a new thread's first user message, is its agent upgrade
+	// policy (UpgradeLatest, the default, or UpgradePinned); later
+	// messages' are ignored.
+	Upgrade string `json:"upgrade,omitempty"`
 	// At is when the message arrived (the receiver or the embedded
 	// system stamps it when it accepts it, from the system's clock); a
 	// tool result's item keeps it. 0: not stamped (the item then gets its
@@ -155,6 +159,14 @@ func (m *Message) Validate() error {
 		}
 		if !ValidAgentName(m.Agent) {
 			return bad("agent", "%q is not an agent name ([A-Za-z0-9_-]{1,64})", m.Agent)
+		}
+	}
+	if m.Upgrade != "" {
+		if m.Kind != KindUser {
+			return bad("upgrade", "only a user message may set an upgrade policy (kind %s)", m.Kind)
+		}
+		if !ValidUpgrade(m.Upgrade) {
+			return bad("upgrade", "unknown upgrade policy %q (want %q or %q)", m.Upgrade, UpgradeLatest, UpgradePinned)
 		}
 	}
 	if m.Kind == KindUser && m.Text == "" {

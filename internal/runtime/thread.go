@@ -107,6 +107,14 @@ type ThreadState struct {
 	// from its parent's. "" in states written before incarnations existed:
 	// IDs are derived as they were then.
 	Incarnation string `json:"incarnation,omitempty"`
+	// Fork is set on a root thread forked from another (fork.go): its
+	// inherited history is the source's view up to Fork.At, shared, not
+	// copied, as a child inherits its parent's. nil for every other thread.
+	Fork *ForkPoint `json:"fork,omitempty"`
+	// Upgrade is the thread's agent upgrade policy: "" (UpgradeLatest,
+	// each slice runs the current definition) or UpgradePinned (the
+	// version in AgentHash until a person upgrades it).
+	Upgrade string `json:"upgrade,omitempty"`
 }
 
 // Clone returns a deep copy of s, so a slice can build the next state without
@@ -129,6 +137,10 @@ func (s ThreadState) Clone() ThreadState {
 	if s.ModelWait != nil {
 		w := *s.ModelWait
 		c.ModelWait = &w
+	}
+	if s.Fork != nil {
+		f := *s.Fork
+		c.Fork = &f
 	}
 	return c
 }

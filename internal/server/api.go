@@ -68,6 +68,7 @@ func (s *Server) apiRoutes() []route {
 		{"/threads/{id}/model", methods{http.MethodPost: s.switchModel}},
 		{"/threads/{id}/budget", methods{http.MethodPost: s.setBudget}},
 		{"/threads/{id}/agent", methods{http.MethodPost: s.switchAgent}},
+		{"/threads/{id}/fork", methods{http.MethodPost: s.forkThread}},
 		{"/threads/{id}/sandbox", methods{http.MethodGet: s.getSandbox}},
 		{"/threads/{id}/sandbox/diff", methods{http.MethodGet: s.getSandboxDiff}},
 		{"/threads/{id}/sandbox/apply", methods{http.MethodPost: s.applySandbox}},
@@ -83,6 +84,7 @@ func (s *Server) apiRoutes() []route {
 		{"/dead_letters/{id}", methods{http.MethodDelete: s.discardDeadLetter}},
 		{"/healthz", methods{http.MethodGet: s.healthz}},
 		{"/agents", methods{http.MethodGet: s.listAgents}},
+		{"/agents/{name}/versions", methods{http.MethodGet: s.listAgentVersions}},
 		{"/models", methods{http.MethodGet: s.listModels}},
 		{"/markdown", methods{http.MethodPost: s.renderMarkdown}},
 		{"/readyz", methods{http.MethodGet: s.readyz}},
@@ -171,6 +173,9 @@ type messageRequest struct {
 	// Budget sets a limit of the thread or, with scope "tree", of its
 	// tree, with the message (docs/budgets.md).
 	Budget *budgetRequest `json:"budget,omitempty"`
+	// Upgrade is a new thread's agent upgrade policy: "latest" (the
+	// default) or "pinned" (versions.go); an existing thread keeps its own.
+	Upgrade string `json:"upgrade,omitempty"`
 }
 
 type messageResponse struct {
@@ -195,7 +200,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		req.ID = newMessageID()
 	}
 	msg := runtime.Message{V: runtime.MessageVersion, ID: req.ID, ThreadID: thread, Kind: runtime.KindUser, Text: req.Text, UserID: req.UserID,
-		Class: req.Class, Agent: req.Agent}
+		Class: req.Class, Agent: req.Agent, Upgrade: req.Upgrade}
 	if b := req.Budget; b != nil {
 		msg.Budget = &runtime.BudgetChange{Scope: b.Scope, Add: b.Add, Limit: runtime.Budget{Tokens: b.Tokens, USD: b.USD}}
 	}
@@ -218,6 +223,10 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.checkAgent(w, req.Agent, th.State) {
+		return
+	}
+	if pol := req.Upgrade; pol != "" && th.State.Version > 0 && (pol == runtime.UpgradePinned) != (th.State.Upgrade == runtime.UpgradePinned) {
+		writeError(w, http.StatusConflict, "upgrade", "thread %s's upgrade policy was fixed when it was created; a message cannot change it to %q", thread, pol)
 		return
 	}
 	if th.State.Class != "" {
@@ -379,6 +388,10 @@ type stateSummary struct {
 	Usage runtime.Usage `json:"usage"`
 	// Model is the model the thread was switched to ("": its default).
 	Model string `json:"model,omitempty"`
+	// Fork is where a forked thread's history comes from.
+	Fork *runtime.ForkPoint `json:"fork,omitempty"`
+	// Upgrade is the thread's agent upgrade policy ("": latest).
+	Upgrade string `json:"upgrade,omitempty"`
 }
 
 func summarize(st runtime.ThreadState) (string, stateSummary) {
@@ -392,7 +405,7 @@ func summarize(st runtime.ThreadState) (string, stateSummary) {
 	return status, stateSummary{Version: st.Version, Length: st.Length, Parent: st.Parent, Stack: st.Stack,
 		Children: st.Children, Closed: st.Closed, Temporary: st.Temporary, Pending: st.Pending,
 		Subscriptions: st.Subscriptions, Deferred: len(st.Deferred), Tokens: st.Tokens, Compacting: st.Compacting,
-		Agent: st.Agent, AgentHash: st.AgentHash, Usage: st.Usage, Model: st.Model}
+		Agent: st.Agent, AgentHash: st.AgentHash, Usage: st.Usage, Model: st.Model, Fork: st.Fork, Upgrade: st.Upgrade}
 }
 
 func (s *Server) getThread(w http.ResponseWriter, r *http.Request) {

@@ -487,3 +487,35 @@ func TestConsoleItemsInBrowser(t *testing.T) {
 		poll(sendFits), shot("16-phone-markdown"))
 	t.Logf("screenshots in %s", b.dir)
 }
+
+// TestConsoleForkFromHere: each history item of the console has a "fork
+// from here" button; clicking the first reply's forks the thread after that
+// reply (its first two items) and opens the fork.
+func TestConsoleForkFromHere(t *testing.T) {
+	b := newBrowser(t)
+	srv := startServerWith(t, Config{}, newCountingModel(mustScripted(t, `{"default": [{"text": "First answer."}, {"text": "Second answer."}]}`)))
+	const thread = "thr_forkui"
+	postMessage(t, srv, thread, `{"text":"one"}`)
+	waitIdle(t, srv)
+	postMessage(t, srv, thread, `{"text":"two"}`)
+	waitIdle(t, srv)
+	b.run("open the thread", chromedp.Navigate(srv.URL()+"/#"+thread),
+		poll(`[...document.querySelectorAll('#log [data-kind="turn"]')].some(e => e.textContent.includes("Second answer."))`),
+		poll(`document.querySelectorAll('#log li button.fork').length >= 4`))
+	b.run("fork after the first reply", js(`document.querySelector('#log li[data-kind="turn"] button.fork').click()`),
+		poll(`location.hash.startsWith("#fork_")`), b.shot("fork-opened"))
+	id := strings.TrimPrefix(eval[string](b, `decodeURIComponent(location.hash)`), "#")
+	th := getThread(t, srv, id)
+	if th.Inherited != 2 || th.State.Fork == nil || th.State.Fork.Thread != thread || len(th.Items) != 2 || th.Items[1].Text != "First answer." {
+		t.Fatalf("the fork %s: inherited %d, state %+v, %s", id, th.Inherited, th.State, kinds(th.Items))
+	}
+}
+
+func mustScripted(t *testing.T, script string) runtime.Model {
+	t.Helper()
+	s, err := model.ParseScript([]byte(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return model.NewScripted(s)
+}

@@ -75,6 +75,9 @@ type Server struct {
 	token string // required on the API when set (auth.go)
 	// agents is nil when the configuration defines none.
 	agents *runtime.AgentSet
+	// agentStore keeps every agent definition version this server ran
+	// (versions.go).
+	agentStore runtime.AgentStore
 
 	ln     net.Listener
 	url    string
@@ -234,6 +237,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	s.client = &http.Client{Timeout: 30 * time.Second,
 		Transport: &tokenTransport{base: http.DefaultTransport.(*http.Transport).Clone(), self: s.url, token: s.token}}
 	if err := s.openStore(ctx); err != nil {
+		return err
+	}
+	if err := s.keepAgentVersions(ctx); err != nil {
 		return err
 	}
 	s.sleeps.Timers = s.timers // the sleep tools' timers, remembering when sleeps end (hitl.go)

@@ -159,6 +159,7 @@ func (s *Server) openStore(ctx context.Context) error {
 	case StoreMemory:
 		s.store = local.NewHistoryStore()
 		s.timers = memTimers{local.NewTimers(nil)}
+		s.agentStore = &local.AgentStore{}
 	case StorePostgres:
 		pool, err := dsql.NewPool(ctx, dsql.Config{Dialect: dsql.Postgres, DSN: st.dsn})
 		if err != nil {
@@ -168,8 +169,10 @@ func (s *Server) openStore(ctx context.Context) error {
 		if err := dsql.Migrate(ctx, pool, dsql.Postgres); err != nil {
 			return fmt.Errorf("server: migrating the PostgreSQL schema: %w", err)
 		}
-		s.store = pgThreads{Store: dsql.New(pool, dsql.Options{}), pool: pool, s: s}
+		pg := dsql.New(pool, dsql.Options{})
+		s.store = pgThreads{Store: pg, pool: pool, s: s}
 		s.timers = memTimers{local.NewTimers(nil)}
+		s.agentStore = pg
 	default:
 		db, err := disk.Open(ctx, s.dataDir(), disk.Options{Logger: s.log})
 		if err != nil {
@@ -180,6 +183,7 @@ func (s *Server) openStore(ctx context.Context) error {
 		s.timers = diskTimers{db.Timers(nil)}
 		s.inbox = db.Inbox()
 		s.deadStore = db.DeadLetters()
+		s.agentStore = db.Agents()
 	}
 	return nil
 }

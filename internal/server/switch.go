@@ -76,21 +76,9 @@ func (s *Server) switchModel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "model", "missing: the name of a model of the catalog (\"\" for the default, %q)", s.set.model.Name)
 		return
 	}
-	name := *req.Model
-	if name == s.set.model.Name {
-		name = ""
-	}
-	if name != "" {
-		if s.cfg.Models == nil {
-			writeError(w, http.StatusBadRequest, "model", "%q: this server runs %q and has no models catalog to switch to", name, s.set.model.Name)
-			return
-		}
-		if _, err := s.cfg.Models.Lookup(name); err != nil {
-			writeError(w, http.StatusBadRequest, "model", "%q is not in the models catalog", name)
-			return
-		}
-		if _, err := s.models.get(r.Context(), s, name); err != nil {
-			writeError(w, http.StatusBadRequest, "model", "%v", err)
+	name := ""
+	if *req.Model != "" {
+		if name, ok = s.checkModel(w, r, *req.Model); !ok {
 			return
 		}
 	}
@@ -107,8 +95,11 @@ func (s *Server) switchModel(w http.ResponseWriter, r *http.Request) {
 
 // agentRequest is the body of POST /threads/{id}/agent.
 type agentRequest struct {
-	Agent string `json:"agent"`
-	ID    string `json:"id,omitempty"`
+	Agent string `json:"agent,omitempty"`
+	// Version, when set, is a kept version of the agent (default: the
+	// thread's) to upgrade a pinned thread to (versions.go).
+	Version string `json:"version,omitempty"`
+	ID      string `json:"id,omitempty"`
 }
 
 func (s *Server) switchAgent(w http.ResponseWriter, r *http.Request) {
@@ -122,6 +113,10 @@ func (s *Server) switchAgent(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.agents == nil {
 		writeError(w, http.StatusBadRequest, "agent", "this server defines no agents (see the agents configuration)")
+		return
+	}
+	if req.Version != "" {
+		s.upgradeAgent(w, r, thread, req)
 		return
 	}
 	if _, ok := s.agents.Agent(req.Agent); !ok || req.Agent == "" {

@@ -161,8 +161,15 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 	if err != nil {
 		return fail(fmt.Errorf("serverless: %s: %w", lambdafn.EnvAgents, err))
 	}
+	history := dsql.New(pool, dsql.Options{})
+	if set, ok := agents.(*runtime.AgentSet); ok {
+		// Pinned threads run versions the deploy stored beside history
+		// (`agentslice migrate -agents`), read when a thread first asks
+		// for one the configuration does not hold.
+		set.LoadMissingFrom(history)
+	}
 	f.Engine = &runtime.Engine{
-		History:    dsql.New(pool, dsql.Options{}),
+		History:    history,
 		Dedup:      dd,
 		Queue:      queue,
 		Output:     output,

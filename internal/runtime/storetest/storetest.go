@@ -36,6 +36,7 @@ func RunHistory(t *testing.T, newStore func(t *testing.T) runtime.HistoryStore) 
 		{"ThreeLevels", testThreeLevels},
 		{"ExistingChildConflicts", testExistingChild},
 		{"LoadAfterCompactionIsTheModelsView", testLoadAfterCompaction},
+		{"ForkInheritsUpToForkPoint", testFork},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -423,4 +424,61 @@ func RunDedup(t *testing.T, newStore func(t *testing.T) runtime.DedupStore) {
 			}
 		}
 	})
+}
+
+// testFork: a fork is a root thread created by its own first commit whose
+// view is its source's up to Fork.At (here a child's, so the fork reads
+// two levels), then its own items; the source going on changes nothing, a
+// child of the fork inherits through it, and a fork of the fork works too.
+func testFork(t *testing.T, s runtime.HistoryStore, id string) {
+	ctx := context.Background()
+	kid, fk, fk2, fkid := id+"-kid", id+"-fork", id+"-fork2", id+"-fork-kid"
+	p := items(id, 6)
+	if err := commit(t, s, id, 0, 0, p, nil, child(id, kid, 4)); err != nil {
+		t.Fatal(err)
+	}
+	own := items(kid, 3)
+	if err := s.Commit(ctx, &runtime.Commit{ThreadID: kid, Expected: 0, Append: own,
+		State: runtime.ThreadState{Version: 1, Length: 3, Parent: id, Stack: []string{id, kid}}}); err != nil {
+		t.Fatal(err)
+	}
+	fork := func(th, src string, at int, add []runtime.Item, children ...runtime.ChildThread) {
+		t.Helper()
+		err := s.Commit(ctx, &runtime.Commit{ThreadID: th, Expected: 0, Append: add, Children: children,
+			State: runtime.ThreadState{Version: 1, Length: len(add), Stack: []string{th}, Fork: &runtime.ForkPoint{Thread: src, At: at}, Upgrade: runtime.UpgradePinned}})
+		if err != nil {
+			t.Fatalf("forking %s at %d: %v", src, at, err)
+		}
+	}
+	fork(fk, kid, 5, nil) // the parent's 4 and the child's first
+	if err := s.Commit(ctx, &runtime.Commit{ThreadID: kid, Expected: 1, Append: items(kid+"later", 2),
+		State: runtime.ThreadState{Version: 2, Length: 5, Parent: id, Stack: []string{id, kid}}}); err != nil {
+		t.Fatal(err)
+	}
+	want := append(append([]runtime.Item{}, p[:4]...), own[:1]...)
+	th := load(t, s, fk)
+	equalItems(t, "fork view", th.Items, want)
+	if th.Inherited != 5 || th.State.Parent != "" || th.State.Fork == nil || *th.State.Fork != (runtime.ForkPoint{Thread: kid, At: 5}) ||
+		th.State.Upgrade != runtime.UpgradePinned {
+		t.Fatalf("fork loads inherited %d, state %+v", th.Inherited, th.State)
+	}
+	mine := items(fk, 2)
+	err := s.Commit(ctx, &runtime.Commit{ThreadID: fk, Expected: 1, Append: mine,
+		State:    runtime.ThreadState{Version: 2, Length: 2, Stack: []string{fk}, Fork: &runtime.ForkPoint{Thread: kid, At: 5}},
+		Children: []runtime.ChildThread{child(fk, fkid, 6)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th = load(t, s, fk)
+	equalItems(t, "fork view after its own commit", th.Items, append(append([]runtime.Item{}, want...), mine...))
+	equalItems(t, "fork own", th.Own(), mine)
+	equalItems(t, "child of the fork", load(t, s, fkid).Items, append(append([]runtime.Item{}, want...), mine[:1]...))
+	fork(fk2, fk, 7, nil)
+	equalItems(t, "fork of the fork", load(t, s, fk2).Items, append(append([]runtime.Item{}, want...), mine...))
+	// A second first commit of a fork is a conflict, as for any thread.
+	err = s.Commit(ctx, &runtime.Commit{ThreadID: fk2, Expected: 0,
+		State: runtime.ThreadState{Version: 1, Stack: []string{fk2}, Fork: &runtime.ForkPoint{Thread: fk, At: 1}}})
+	if !errors.Is(err, runtime.ErrConflict) {
+		t.Fatalf("second first commit of a fork: %v, want ErrConflict", err)
+	}
 }

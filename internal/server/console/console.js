@@ -22,6 +22,7 @@ const state = {
   cursor: "",       // the tree's next page, when the server pages
   stateEvents: 0,   // "state" events seen: a slower GET does not undo them
   treeTimer: 0,
+  inherited: 0,     // how many of the thread's items come from its ancestors (or fork source)
 };
 
 // ACTIVE are the statuses with something to stop: a completion, a tool
@@ -276,6 +277,7 @@ async function refreshThread() {
     return;
   }
   if (id !== state.thread) return;
+  state.inherited = th.inherited || 0;
   if (th.title) {
     $("thread-title").textContent = th.title;
     $("thread-title").title = id;
@@ -376,7 +378,14 @@ function scroller() {
   return getComputedStyle(log).overflowY === "visible" ? document.scrollingElement : log;
 }
 
+// forkButton gives a history item's <li> its "fork from here" button.
+function forkButton(li) {
+  if (li.tagName !== "LI" || !/#\d+$/.test(li.dataset.id || "") || li.querySelector(":scope > button.fork")) return;
+  li.append(el("button", { class: "fork", type: "button", title: "fork a new thread with the history up to here", text: "fork from here" }));
+}
+
 function add(li) {
+  forkButton(li);
   const log = $("log");
   const sc = scroller();
   const stick = sc.scrollHeight - sc.scrollTop - sc.clientHeight < 60;
@@ -468,6 +477,7 @@ const render = {
       state.sends.delete(ev.input);
       pending.classList.remove("pending");
       pending.dataset.id = ev.id;
+      forkButton(pending);
       pending.querySelector(".who").textContent = "you";
       stamp(pending, ev);
       return;
@@ -726,7 +736,28 @@ window.addEventListener("hashchange", () => {
   if (id && id !== state.thread) select(id);
 });
 
+// forkFrom forks the selected thread after the history item of the event
+// whose element holds button b, and opens the fork.
+async function forkFrom(b) {
+  const item = b.closest("[data-id]");
+  const m = item && /#(\d+)$/.exec(item.dataset.id || "");
+  if (!m) return;
+  b.disabled = true;
+  try {
+    const f = await api("POST", "/threads/" + encodeURIComponent(state.thread) + "/fork", { at: state.inherited + Number(m[1]) + 1 });
+    refreshTreeSoon();
+    select(f.thread);
+  } catch (e) {
+    sys("fork failed: " + e.message, null, true);
+    b.disabled = false;
+  }
+}
+
 async function start() {
+  $("log").addEventListener("click", (e) => {
+    const b = e.target.closest("button.fork");
+    if (b) forkFrom(b);
+  });
   loadTree();
   watchAll();
   await loadCatalogs();
