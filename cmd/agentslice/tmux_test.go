@@ -168,6 +168,9 @@ func TestCodeUnderTmux(t *testing.T) {
 		{"text": "I need to know one thing.", "tool_call": map[string]any{"name": "ask", "args": map[string]any{}}},
 		{"text": "Green, then. Building now.", "tool_call": map[string]any{"name": "run_command",
 			"args": map[string]any{"command": "echo building; while [ ! -f " + release + " ]; do sleep 0.05; done; echo built"}}},
+		// run_command answers "started" at once and runs in the background;
+		// the agent sleeps until the command's final event wakes it.
+		{"text": "Waiting for the build.", "tool_call": map[string]any{"name": "sleep_until_event_or_input", "args": map[string]any{}}},
 		{"text": "All done: the build passed."},
 	}
 	url := codeServe(t, repo, map[string]any{"default": []map[string]any{{"text": "?"}},
@@ -183,7 +186,8 @@ func TestCodeUnderTmux(t *testing.T) {
 	tm.keys("first", "Down")
 	tm.waitFor("first", "choice-moved", "  1. red", "› 2. green")
 	tm.keys("first", "Enter")
-	tm.waitFor("first", "running", "▸ ask [done]", "Green, then. Building now.", "▸ run_command [running]", "● waiting on run_command")
+	tm.waitFor("first", "running", "▸ ask [done]", "Green, then. Building now.", "▸ run_command [done]", "Waiting for the build.",
+		"▸ sleep_until_event_or_input [waiting]", "● sleeping")
 	tm.typeLine("first", "/quit")
 	tm.waitFor("first", "quit-asks", "The agent is busy: › keep running in the background", "stop it")
 	tm.keys("first", "Enter")
@@ -198,8 +202,8 @@ func TestCodeUnderTmux(t *testing.T) {
 	if !strings.HasPrefix(thread, codeThreadPrefix(repo)) {
 		t.Fatalf("the session's thread %q is not named after the repository (%s)", thread, codeThreadPrefix(repo))
 	}
-	if th, err := c.Thread(context.Background(), thread, math.MaxInt32); err != nil || th.Status != "waiting_for_tool" {
-		t.Fatalf("after detaching, the thread is %+v, %v; want it still waiting on its command", th, err)
+	if th, err := c.Thread(context.Background(), thread, math.MaxInt32); err != nil || (th.Status != "sleeping" && th.Status != "waiting_for_tool") {
+		t.Fatalf("after detaching, the thread is %+v, %v; want it still waiting for its command", th, err)
 	}
 	if err := os.WriteFile(release, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -209,7 +213,7 @@ func TestCodeUnderTmux(t *testing.T) {
 	}
 
 	tm.start("again", repo, "code", "-server", url)
-	tm.waitFor("again", "reattached", "thread "+thread[:20], "you: please fix a.txt", "▸ run_command [done]",
+	tm.waitFor("again", "reattached", "thread "+thread[:20], "Green, then. Building now.", "▸ run_command [done]",
 		"All done: the build passed.", "● idle")
 	// A smaller terminal: the screen is drawn again to its size.
 	tm.tmux("resize-window", "-t", "tui:again", "-x", "60", "-y", "16")
@@ -221,14 +225,14 @@ func TestCodeUnderTmux(t *testing.T) {
 			return false
 		}
 		for _, l := range lines {
-			if strings.HasPrefix(l, "▸ write_file [done]") && strings.HasSuffix(l, "…") && len([]rune(l)) == 60 {
+			if strings.HasPrefix(l, "▸ run_command [done]") && strings.HasSuffix(l, "…") && len([]rune(l)) == 60 {
 				return strings.Contains(screen, "● idle") && strings.Contains(screen, "> message")
 			}
 		}
 		return false
 	})
 	tm.tmux("resize-window", "-t", "tui:again", "-x", "80", "-y", "24")
-	tm.waitFor("again", "resized-back", "you: please fix a.txt", "All done: the build passed.")
+	tm.waitFor("again", "resized-back", "Green, then. Building now.", "All done: the build passed.")
 
 	// The session's changes: the diff in a pager, then applied.
 	tm.typeLine("again", "/diff")

@@ -106,6 +106,12 @@ func TestForkCallsTheModelOnlyForNewTurns(t *testing.T) {
 	dir := t.TempDir()
 	srv, m := forkServer(t, dir)
 	postMessage(t, srv, "thr_src", `{"text":"What time is it?"}`)
+	// The system is idle while get_time's answer is on its way back, so
+	// wait for the turn's last reply, not for idleness alone.
+	waitUntil(t, "the first turn's reply", func() bool {
+		var th threadResponse
+		return do(t, http.MethodGet, srv.URL()+"/threads/thr_src", "", &th) == http.StatusOK && len(th.Items) >= 5
+	})
 	waitIdle(t, srv)
 	postMessage(t, srv, "thr_src", `{"text":"And tomorrow?"}`)
 	waitIdle(t, srv)
