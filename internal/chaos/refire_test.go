@@ -144,3 +144,23 @@ func TestRefiredWakeUpIsNotTheNextOne(t *testing.T) {
 	}
 	t.Logf("%s; %d fired wake-ups re-armed by restarts", rep.Line(), refired.Load())
 }
+
+// TestChaosLostTimerDeletes is the matrix on lostDeletes timers, every
+// scenario and driver mode: wake-ups and liveness checks that went out
+// come back at every restart, deterministically, where the disk matrix
+// meets them only when a restart's copy wins the race with the store's
+// writer. Sampled like the disk suite unless built with the chaos tag.
+func TestChaosLostTimerDeletes(t *testing.T) {
+	var refired atomic.Int64
+	s := suite{backend: "lost-deletes", new: lostDeleteStores(&refired), crash: true, double: 2, races: true, superset: true,
+		seeds: []uint64{1, 2, 3}, crashDup: true, held: true, dlq: 3}
+	if !fullChaos {
+		s.sample, s.double, s.seeds = 3, 1, []uint64{1}
+	}
+	rep := chaos.NewReport()
+	s.run(t, rep, false)
+	if refired.Load() == 0 {
+		t.Fatal("no restart re-armed a timer that had fired: the backend does not do what it is for")
+	}
+	t.Logf("%s; %d fired timers re-armed by restarts", rep.Line(), refired.Load())
+}
