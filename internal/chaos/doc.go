@@ -13,7 +13,10 @@
 // and moves the clock to each: a scenario with Liveness set (deadlines and
 // status checks on, armed through the run's timers) is driven that way to
 // its deadlines. FireTimers fires every armed timer without moving the
-// clock. The timers are the real ones (a Backend may bring its own: the
+// clock; a step that fired only timers that had fired before (durable
+// timers re-arm, after a restart, a fired timer whose row the crash kept)
+// has not fired the wake-up it is for, and is played again once held and
+// dead-lettered batches have run. The timers are the real ones (a Backend may bring its own: the
 // disk store's durable timers, stopped at every restart and re-armed from
 // their rows), so a sleep scheduled again (a redelivered dispatch)
 // replaces its timer and may wake a second time, and a timer that

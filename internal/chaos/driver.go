@@ -548,7 +548,13 @@ func (r *Run) Calls(tool string) []runtime.Invocation {
 // through the run's queue. late also sends the wake-ups cancelled before
 // they fired (a wake-up already on its way when the sleep was
 // interrupted). It fails when none is due: a scenario fires timers only
-// once a sleep has scheduled one.
+// once a sleep has scheduled one. A timer that had fired already and was
+// armed again (durable timers re-arm, after a restart, a fired timer whose
+// row the crash kept: its wake-up goes out twice) fires too, but is not
+// what the step waits for: when every timer that fired was such a
+// repeat, FireTimers fails as when none is due, so that Play lets held
+// and dead-lettered batches arm the wake-up the step is for, and fires
+// again (issue 36).
 func (r *Run) FireTimers(ctx context.Context, late bool) error {
 	armed := r.clk.takeAll()
 	var sent []runtime.Message
@@ -558,10 +564,14 @@ func (r *Run) FireTimers(ctx context.Context, late bool) error {
 	if len(armed) == 0 && len(sent) == 0 {
 		return errNothingDue
 	}
+	fresh := r.timers.freshCount()
 	for _, a := range armed {
 		a.f()
 	}
 	if len(sent) == 0 {
+		if r.timers.freshCount() == fresh {
+			return errOnlyRepeats
+		}
 		return nil
 	}
 	return r.Send(ctx, sent...)
@@ -621,9 +631,12 @@ func Play(ctx context.Context, sc *Scenario, b Backend, plan Plan) *Run {
 	r := newRun(sc, b, plan)
 	for i, step := range sc.Steps {
 		err := step(ctx, r)
-		if err != nil && r.releaseHeld() {
+		if err != nil && (r.releaseHeld() || len(r.ready) > 0) {
 			// The input needs work a held or dead-lettered batch still
-			// has to send (a call to answer): it waits for that work.
+			// has to send (a call to answer, a sleep to schedule): it
+			// waits for that work. A step that failed may have sent
+			// mail that releases a held batch itself (FireTimers'
+			// repeated wake-ups).
 			r.drain(ctx, false)
 			err = step(ctx, r)
 		}

@@ -72,6 +72,10 @@ type recordedTimers struct {
 	calls     int // Schedule calls, repeats included
 	cancelled map[string]bool
 	fired     map[string]bool // keys whose message the timers delivered (or FireTimers sent late)
+	// fresh counts the deliveries of a key not fired before: a timer
+	// re-armed after it fired (a durable row whose delete a restart lost)
+	// delivers its wake-up again and is not counted.
+	fresh int
 	// disarmed holds the keys cancelled since they were last scheduled:
 	// the timers must not deliver them. Checked only when strict (the
 	// driver's runs: on the embedded System a cancel may race a timer
@@ -132,11 +136,22 @@ func (m *recordedTimers) delivered(msg runtime.Message) {
 		if m.scheduled[k].Message.ID != msg.ID {
 			continue
 		}
+		if !m.fired[k] {
+			m.fresh++
+		}
 		m.fired[k] = true
 		if m.strict && m.disarmed[k] {
 			m.problems = append(m.problems, fmt.Sprintf("timer %s delivered %s after it was cancelled", k, msg.ID))
 		}
 	}
+}
+
+// freshCount is how many timers delivered their message for the first
+// time.
+func (m *recordedTimers) freshCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.fresh
 }
 
 // late returns the wake-ups cancelled before they fired, in schedule

@@ -102,6 +102,10 @@ func fire(late bool) Step {
 // errNothingDue is FireTimers' error when no wake-up is due.
 var errNothingDue = errors.New("no wake-up is due")
 
+// errOnlyRepeats is FireTimers' error when every timer it fired had
+// delivered its wake-up before.
+var errOnlyRepeats = errors.New("no new wake-up is due: every timer that fired had fired before (re-armed by a restart)")
+
 func subscribeSteps(after ...model.Step) []model.Step {
 	return append([]model.Step{
 		{Text: "Watching the build.", ToolCall: call("work", `{"watch":"ci"}`)},
