@@ -16,7 +16,7 @@ AGENTS  ?= 20000
 TURNS   ?= 20
 WAVE    ?= 500
 
-.PHONY: all test test-go e2e loadtest loadtest-full loadtest-durable loadtest-scaling loadtest-storage loadtest-cost loadtest-priority bench-codec vet fmt fuzz chaos mutants mutation build synth deploy destroy cdk-deps
+.PHONY: all test test-go e2e loadtest loadtest-full loadtest-durable loadtest-scaling loadtest-storage loadtest-cost loadtest-priority loadtest-peers test-peers bench-codec vet fmt fuzz chaos mutants mutation build synth deploy destroy cdk-deps
 
 all: test
 
@@ -80,6 +80,20 @@ bench-codec:
 # JSON and SVG land in loadtest/results/.
 loadtest-priority:
 	$(GO) run ./loadtest/priority
+
+# The same agent workload on agentslice (memory and durable store), Restate
+# and DBOS, one after the other, each in processes of its own (issue 37,
+# docs/peers.md). DBOS needs PostgreSQL: AGENTSLICE_TEST_PG_DSN (a schema of
+# its own is created and dropped). One JSON line per system, then the table.
+PEERS_AGENTS ?= 1000
+loadtest-peers:
+	bash scripts/peers-deps.sh
+	$(GO) run ./loadtest/peers -agents $(PEERS_AGENTS) -turns $(TURNS)
+
+# The peers harness's own test: a few agents through every system (not in make test).
+test-peers:
+	bash scripts/peers-deps.sh
+	AGENTSLICE_PEERS_TEST=1 $(GO) test -count=1 -v -run TestPeers ./loadtest/peers
 
 # Many threads on the real stores (DSQL store on PostgreSQL, DynamoDB dedup
 # on DynamoDB Local): completions/s, slice latency, round trips per slice.
