@@ -40,7 +40,7 @@ type densityResult struct {
 // memory figure is per agent idle after its last turn, which for
 // agentslice is the same row of data as an agent waiting for a tool result.
 func runAgentslice(ctx context.Context, root, workDir, store string, agents, turns int) (row, error) {
-	r := row{System: "agentslice-" + store, Mode: "in process (density benchmark as a child; users and tool are goroutines, no HTTP)"}
+	r := row{System: "density-" + store, Mode: "in process (density benchmark as a child; users and tool are goroutines, no HTTP)"}
 	bin := filepath.Join(workDir, "density")
 	if _, err := os.Stat(bin); err != nil {
 		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./loadtest/density")

@@ -29,7 +29,7 @@ type dbosPeer struct {
 
 func (d *dbosPeer) name() string { return "dbos" }
 
-func (d *dbosPeer) start(ctx context.Context, harnessURL, workDir string) error {
+func (d *dbosPeer) start(ctx context.Context, cb *callbacks, workDir string) error {
 	if d.dsn == "" {
 		return fmt.Errorf("no PostgreSQL: set -pg-dsn or AGENTSLICE_TEST_PG_DSN")
 	}
@@ -59,7 +59,7 @@ func (d *dbosPeer) start(ctx context.Context, harnessURL, workDir string) error 
 	}
 	d.base = "http://127.0.0.1:" + strconv.Itoa(port)
 	d.http = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: time.Minute}
-	env := []string{"PEERS_HARNESS_URL=" + harnessURL, "PORT=" + strconv.Itoa(port),
+	env := []string{"PEERS_HARNESS_URL=" + cb.url, "PORT=" + strconv.Itoa(port),
 		"DBOS_SYSTEM_DATABASE_URL=" + u.String(), "DBOS_SCHEMA=" + d.schema}
 	if d.worker, err = startChild("dbos-worker", d.dir, workDir, env, "node", "dbos.js"); err != nil {
 		return err

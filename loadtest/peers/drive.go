@@ -19,9 +19,9 @@ import (
 // called concurrently.
 type peer interface {
 	name() string
-	// start brings the system up; harnessURL is where its workers post
+	// start brings the system up; cb.url is where its workers post
 	// "waiting" and "done".
-	start(ctx context.Context, harnessURL, workDir string) error
+	start(ctx context.Context, cb *callbacks, workDir string) error
 	// pids are the system's processes whose memory and CPU count.
 	pids() []int
 	// begin makes the agent exist (DBOS starts its workflow; Restate
@@ -91,9 +91,15 @@ func (cb *callbacks) handle(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "want {agent, turn, id}", http.StatusBadRequest)
 		return
 	}
+	cb.deliver(strings.HasSuffix(r.URL.Path, "/waiting"), s)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// deliver hands s to the agent's waiting (or done) channel.
+func (cb *callbacks) deliver(waiting bool, s signal) {
 	wc, dc := cb.chans(s.Agent)
 	c := dc
-	if strings.HasSuffix(r.URL.Path, "/waiting") {
+	if waiting {
 		c = wc
 	}
 	select {
@@ -101,7 +107,6 @@ func (cb *callbacks) handle(w http.ResponseWriter, r *http.Request) {
 	default:
 		cb.dropped.Add(1)
 	}
-	w.WriteHeader(http.StatusNoContent)
 }
 
 // await takes the agent's next signal for turn from c (a replayed one of

@@ -68,7 +68,7 @@ type config struct {
 	keep                bool
 }
 
-const allSystems = "agentslice-memory,agentslice-sqlite,restate,dbos,cloudflare"
+const allSystems = "agentslice-memory,agentslice-sqlite,density-sqlite,restate,dbos,cloudflare"
 
 // cloudflareReason is why the Cloudflare Agents SDK row is not run.
 const cloudflareReason = "not implemented in this round: workerd@1.20261117.1 and agents@0.32.0 are on npm, but an Agents SDK worker needs bundling (wrangler/esbuild) and a Durable Object namespace in a workerd config; that worker is not written yet (issue 37, open part)"
@@ -133,7 +133,12 @@ func run(ctx context.Context, c config, w io.Writer) ([]row, error) {
 		var r row
 		switch s {
 		case "agentslice-memory", "agentslice-sqlite":
-			r, err = runAgentslice(ctx, root, work, strings.TrimPrefix(s, "agentslice-"), c.agents, c.turns)
+			r, err = runPeer(ctx, c, &aslicePeer{store: strings.TrimPrefix(s, "agentslice-"), root: root}, work)
+			if err == nil {
+				r.Mode = "in process (the harness's process: the driver's Sends go straight to the input queue, no HTTP)"
+			}
+		case "density-memory", "density-sqlite":
+			r, err = runAgentslice(ctx, root, work, strings.TrimPrefix(s, "density-"), c.agents, c.turns)
 		case "restate":
 			r, err = runPeer(ctx, c, &restatePeer{dir: filepath.Join(root, "loadtest/peers")}, work)
 		case "dbos":
@@ -173,7 +178,7 @@ func runPeer(ctx context.Context, c config, p peer, work string) (r row, err err
 		return r, err
 	}
 	defer p.stop()
-	if err := p.start(ctx, cb.url, dir); err != nil {
+	if err := p.start(ctx, cb, dir); err != nil {
 		return r, err
 	}
 	r.Settings = p.settings()
@@ -206,6 +211,9 @@ func runPeer(ctx context.Context, c config, p peer, work string) (r row, err err
 	r.CPUSeconds = d.cpu.Seconds()
 	r.CPUMsPerCompletion = r.CPUSeconds * 1e3 / float64(d.completions)
 	time.Sleep(c.settle)
+	if s, ok := p.(interface{ settled() }); ok {
+		s.settled()
+	}
 	pids := p.pids()
 	held := memOf(pids)
 	r.Processes = fmt.Sprintf("%d processes: %s (sum of Pss from smaps_rollup; rss_sum sums VmRSS)", len(pids), processNames(pids))

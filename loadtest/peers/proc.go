@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentslice/agentslice/loadtest/hostinfo"
 )
 
 // clkTck is USER_HZ, the unit of utime and stime in /proc/PID/stat (100 on
@@ -52,10 +54,16 @@ func memOf(pids []int) procMem {
 }
 
 // cpuOf sums utime+stime of pids (their own threads; children they reaped
-// are not counted, and none of these processes reaps any).
+// are not counted, and none of these processes reaps any). The harness's
+// own process is read from getrusage, at microseconds rather than ticks.
 func cpuOf(pids []int) time.Duration {
 	var ticks int64
+	var self time.Duration
 	for _, pid := range pids {
+		if pid == os.Getpid() {
+			self += hostinfo.CPUTime()
+			continue
+		}
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
 			continue
@@ -74,7 +82,7 @@ func cpuOf(pids []int) time.Duration {
 		st, _ := strconv.ParseInt(f[12], 10, 64)
 		ticks += u + st
 	}
-	return time.Duration(ticks) * time.Second / clkTck
+	return self + time.Duration(ticks)*time.Second/clkTck
 }
 
 // withDescendants returns roots and every live descendant of them.
@@ -121,15 +129,14 @@ func withDescendants(roots []int) []int {
 	return out
 }
 
-// dirBytes is the disk a directory tree takes (allocated blocks, as du).
+// dirBytes is the apparent size of the files under dir (du
+// --apparent-size): RocksDB preallocates its logs' blocks, so the blocks
+// allocated would not move with what was written.
 func dirBytes(dir string) int64 {
 	var n int64
 	filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
-		if err != nil {
-			return nil
-		}
-		if st, ok := info.Sys().(*syscall.Stat_t); ok && !info.IsDir() {
-			n += st.Blocks * 512
+		if err == nil && info.Mode().IsRegular() {
+			n += info.Size()
 		}
 		return nil
 	})

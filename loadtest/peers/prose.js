@@ -70,4 +70,4 @@ function completion(agent, turn, step) {
 const toolResult = (agent, turn) => text(seedOf('result', agent, turn), RESULT_BYTES);
 const userText = (agent, turn) => text(seedOf('user', agent, turn), 120);
 
-module.exports = { completion, toolResult, userText, CHUNKS, CHUNK_BYTES };
+module.exports = { completion, toolResult, userText, text, seedOf, CHUNKS, CHUNK_BYTES };

@@ -49,7 +49,7 @@ func freePorts(n int) ([]int, error) {
 	return ps, nil
 }
 
-func (r *restatePeer) start(ctx context.Context, harnessURL, workDir string) error {
+func (r *restatePeer) start(ctx context.Context, cb *callbacks, workDir string) error {
 	bin := filepath.Join(r.dir, "node_modules/@restatedev/restate-server-linux-x64/bin/restate-server")
 	if _, err := os.Stat(bin); err != nil {
 		return fmt.Errorf("restate-server binary missing (%w); run scripts/peers-deps.sh", err)
@@ -83,7 +83,7 @@ func (r *restatePeer) start(ctx context.Context, harnessURL, workDir string) err
 	if err := waitHTTP(ctx, r.ingress+"/restate/health", r.server, time.Minute); err != nil {
 		return err
 	}
-	workerEnv := []string{"PEERS_HARNESS_URL=" + harnessURL, "PORT=" + strconv.Itoa(ps[3])}
+	workerEnv := []string{"PEERS_HARNESS_URL=" + cb.url, "PORT=" + strconv.Itoa(ps[3])}
 	if r.worker, err = startChild("restate-worker", r.dir, workDir, workerEnv, "node", "restate.js"); err != nil {
 		return err
 	}

@@ -27,9 +27,11 @@ func printTable(w io.Writer, rows []row) {
 		fmt.Fprintf(tw, "\nratios to %s (x = peer / agentslice; * = the peer does better)\n", ref.System)
 	}
 	fmt.Fprintln(tw, "system\tstatus\tbytes/waiting agent\tcompletions/s\tCPU ms/completion\twake p50/p99 ms\tdisk bytes/agent\t")
+	var notes []string
 	for _, r := range rows {
 		if r.Status != "ok" {
-			fmt.Fprintf(tw, "%s\t%s: %s\t\t\t\t\t\t\n", r.System, r.Status, r.Reason)
+			fmt.Fprintf(tw, "%s\t%s (below)\t\t\t\t\t\t\n", r.System, r.Status)
+			notes = append(notes, fmt.Sprintf("%s %s: %s", r.System, r.Status, r.Reason))
 			continue
 		}
 		wake := "n/a"
@@ -44,6 +46,9 @@ func printTable(w io.Writer, rows []row) {
 			r.DiskBytesPerAgent, ratio(ref, float64(r.DiskBytesPerAgent), refVal(ref, func(x *row) float64 { return float64(x.DiskBytesPerAgent) }), false))
 	}
 	tw.Flush()
+	for _, n := range notes {
+		fmt.Fprintln(w, n)
+	}
 }
 
 func refVal(ref *row, f func(*row) float64) float64 {
@@ -56,7 +61,7 @@ func refVal(ref *row, f func(*row) float64) float64 {
 // ratio formats " (N.Nx)" with a star where the peer does better (higher
 // is better when higherBetter); nothing when there is no reference figure.
 func ratio(ref *row, v, base float64, higherBetter bool) string {
-	if ref == nil || base <= 0 {
+	if ref == nil || base <= 0 || v <= 0 {
 		return ""
 	}
 	x := v / base
