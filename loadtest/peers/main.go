@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -34,29 +35,33 @@ import (
 type row struct {
 	System string `json:"system"`
 	// Status is ok, failed (Reason says why) or not_run (Reason says why).
-	Status                  string            `json:"status"`
-	Reason                  string            `json:"reason,omitempty"`
-	Mode                    string            `json:"mode,omitempty"`
-	Agents                  int               `json:"agents"`
-	Turns                   int               `json:"turns"`
-	Completions             int64             `json:"completions"`
-	Seconds                 float64           `json:"seconds"`
-	CompletionsPerSec       float64           `json:"completions_per_sec"`
-	CPUSeconds              float64           `json:"cpu_seconds"`
-	CPUMsPerCompletion      float64           `json:"cpu_ms_per_completion"`
-	BaselineBytes           int64             `json:"baseline_bytes"`
-	WaitingBytes            int64             `json:"waiting_bytes"`
-	BytesPerWaitingAgent    int64             `json:"bytes_per_waiting_agent"`
-	RSSBytesPerWaitingAgent int64             `json:"rss_sum_bytes_per_waiting_agent"`
-	WakeP50Ms               float64           `json:"wake_p50_ms,omitempty"`
-	WakeP99Ms               float64           `json:"wake_p99_ms,omitempty"`
-	WakeSamples             int               `json:"wake_samples,omitempty"`
-	WakeNote                string            `json:"wake_note,omitempty"`
-	DiskBytesPerAgent       int64             `json:"disk_bytes_per_agent"`
-	Processes               string            `json:"processes_counted,omitempty"`
-	Settings                map[string]string `json:"settings,omitempty"`
-	Machine                 string            `json:"machine"`
-	Date                    string            `json:"date"`
+	Status                  string  `json:"status"`
+	Reason                  string  `json:"reason,omitempty"`
+	Mode                    string  `json:"mode,omitempty"`
+	Agents                  int     `json:"agents"`
+	Turns                   int     `json:"turns"`
+	Completions             int64   `json:"completions"`
+	Seconds                 float64 `json:"seconds"`
+	CompletionsPerSec       float64 `json:"completions_per_sec"`
+	CPUSeconds              float64 `json:"cpu_seconds"`
+	CPUMsPerCompletion      float64 `json:"cpu_ms_per_completion"`
+	BaselineBytes           int64   `json:"baseline_bytes"`
+	WaitingBytes            int64   `json:"waiting_bytes"`
+	BytesPerWaitingAgent    int64   `json:"bytes_per_waiting_agent"`
+	RSSBytesPerWaitingAgent int64   `json:"rss_sum_bytes_per_waiting_agent"`
+	// BytesPerIdleAgent is the same figure once every agent has been woken
+	// and finished its last turn (idle, waiting for a next user message;
+	// what the density benchmark measures), after a 2 s pause.
+	BytesPerIdleAgent int64             `json:"bytes_per_idle_agent,omitempty"`
+	WakeP50Ms         float64           `json:"wake_p50_ms,omitempty"`
+	WakeP99Ms         float64           `json:"wake_p99_ms,omitempty"`
+	WakeSamples       int               `json:"wake_samples,omitempty"`
+	WakeNote          string            `json:"wake_note,omitempty"`
+	DiskBytesPerAgent int64             `json:"disk_bytes_per_agent"`
+	Processes         string            `json:"processes_counted,omitempty"`
+	Settings          map[string]string `json:"settings,omitempty"`
+	Machine           string            `json:"machine"`
+	Date              string            `json:"date"`
 }
 
 type config struct {
@@ -66,6 +71,9 @@ type config struct {
 	settle, timeout     time.Duration
 	root, out, dsn      string
 	keep                bool
+	// child: run the one system in this process (agentslice's rows run
+	// so, each in a fresh child of the harness).
+	child bool
 }
 
 const allSystems = "agentslice-memory,agentslice-sqlite,density-sqlite,restate,dbos,cloudflare"
@@ -88,6 +96,7 @@ func main() {
 	flag.StringVar(&c.out, "out", "loadtest/results", "directory for peers.jsonl")
 	flag.StringVar(&c.dsn, "pg-dsn", os.Getenv("AGENTSLICE_TEST_PG_DSN"), "PostgreSQL for DBOS (a schema of its own is created and dropped)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory (logs, Restate's base dir)")
+	flag.BoolVar(&c.child, "child", false, "internal: run the one agentslice system of -systems in this process and print its row")
 	flag.Parse()
 	c.systems = strings.Split(systems, ",")
 	if c.agents <= 0 || c.turns <= 0 || c.conc <= 0 || c.samples < 0 {
@@ -117,6 +126,7 @@ func run(ctx context.Context, c config, w io.Writer) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.root = root
 	work, err := os.MkdirTemp("", "peers-")
 	if err != nil {
 		return nil, err
@@ -133,6 +143,10 @@ func run(ctx context.Context, c config, w io.Writer) ([]row, error) {
 		var r row
 		switch s {
 		case "agentslice-memory", "agentslice-sqlite":
+			if !c.child {
+				r, err = runChild(ctx, c, s)
+				break
+			}
 			r, err = runPeer(ctx, c, &aslicePeer{store: strings.TrimPrefix(s, "agentslice-"), root: root}, work)
 			if err == nil {
 				r.Mode = "in process (the harness's process: the driver's Sends go straight to the input queue, no HTTP)"
@@ -161,8 +175,47 @@ func run(ctx context.Context, c config, w io.Writer) ([]row, error) {
 		fmt.Fprintln(w, string(line))
 		rows = append(rows, r)
 	}
-	printTable(w, rows)
+	if !c.child {
+		printTable(w, rows)
+	}
 	return rows, nil
+}
+
+// runChild runs an in-process system in a fresh child of the harness
+// (this binary with -child), so that no other system's heap shares its
+// process, and returns its row.
+func runChild(ctx context.Context, c config, system string) (row, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return row{}, err
+	}
+	out, err := os.MkdirTemp("", "peers-child-")
+	if err != nil {
+		return row{}, err
+	}
+	defer os.RemoveAll(out)
+	cmd := exec.CommandContext(ctx, exe, "-child", "-systems", system, "-agents", fmt.Sprint(c.agents), "-turns", fmt.Sprint(c.turns),
+		"-conc", fmt.Sprint(c.conc), "-samples", fmt.Sprint(c.samples), "-warmup", fmt.Sprint(c.warmup),
+		"-settle", c.settle.String(), "-timeout", c.timeout.String(), "-root", c.root, "-out", out)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		return row{}, fmt.Errorf("child for %s: %w", system, err)
+	}
+	for _, line := range strings.Split(string(stdout), "\n") {
+		if strings.HasPrefix(line, "{") {
+			var r row
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				return row{}, fmt.Errorf("child for %s printed %q: %w", system, line, err)
+			}
+			if r.Status != "ok" {
+				return r, fmt.Errorf("%s", r.Reason)
+			}
+			r.Status = ""
+			return r, nil
+		}
+	}
+	return row{}, fmt.Errorf("child for %s printed no row: %s", system, stdout)
 }
 
 // runPeer starts p, drives the workload, measures, wakes, stops.
@@ -202,6 +255,7 @@ func runPeer(ctx context.Context, c config, p peer, work string) (r row, err err
 	if err != nil {
 		return r, err
 	}
+	fmt.Fprintf(os.Stderr, "peers: %s: %d agents × %d turns\n", p.name(), c.agents, c.turns)
 	d, err := drive(ctx, p, cb, "agent", c.agents, c.turns, c.conc, c.timeout)
 	if err != nil {
 		return r, err
@@ -210,6 +264,7 @@ func runPeer(ctx context.Context, c config, p peer, work string) (r row, err err
 	r.CompletionsPerSec = float64(d.completions) / d.seconds
 	r.CPUSeconds = d.cpu.Seconds()
 	r.CPUMsPerCompletion = r.CPUSeconds * 1e3 / float64(d.completions)
+	fmt.Fprintf(os.Stderr, "peers: %s: %.0f completions/s; every agent waiting; settling %s\n", p.name(), r.CompletionsPerSec, c.settle)
 	time.Sleep(c.settle)
 	if s, ok := p.(interface{ settled() }); ok {
 		s.settled()
@@ -230,6 +285,11 @@ func runPeer(ctx context.Context, c config, p peer, work string) (r row, err err
 	if err != nil {
 		return r, fmt.Errorf("waking the waiting agents: %w", err)
 	}
+	time.Sleep(2 * time.Second)
+	if s, ok := p.(interface{ settled() }); ok {
+		s.settled()
+	}
+	r.BytesPerIdleAgent = (memOf(p.pids()).PSS - base.PSS) / int64(c.agents)
 	r.WakeSamples = len(lat)
 	r.WakeP50Ms, r.WakeP99Ms = quantileMS(lat, 0.5), quantileMS(lat, 0.99)
 	r.WakeNote = fmt.Sprintf("time from the tool result sent to the agent's done callback (wake-up, one completion, the callback), one sampled agent at a time while %d releasers wake the others", max(c.conc-1, 1))
