@@ -97,7 +97,17 @@ func main() {
 	flag.StringVar(&c.dsn, "pg-dsn", os.Getenv("AGENTSLICE_TEST_PG_DSN"), "PostgreSQL for DBOS (a schema of its own is created and dropped)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory (logs, Restate's base dir)")
 	flag.BoolVar(&c.child, "child", false, "internal: run the one agentslice system of -systems in this process and print its row")
+	table := flag.String("table", "", "print the table of an earlier run's peers.jsonl and exit")
 	flag.Parse()
+	if *table != "" {
+		rows, err := readRows(*table)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "peers:", err)
+			os.Exit(1)
+		}
+		printTable(os.Stdout, rows)
+		return
+	}
 	c.systems = strings.Split(systems, ",")
 	if c.agents <= 0 || c.turns <= 0 || c.conc <= 0 || c.samples < 0 {
 		fmt.Fprintln(os.Stderr, "peers: -agents, -turns and -conc must be positive and -samples not negative")
@@ -331,4 +341,21 @@ func writeRows(dir string, rows []row) error {
 		b.WriteByte('\n')
 	}
 	return os.WriteFile(filepath.Join(dir, "peers.jsonl"), []byte(b.String()), 0o644)
+}
+
+// readRows reads a peers.jsonl.
+func readRows(path string) ([]row, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rows []row
+	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r row
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", path, i+1, err)
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
 }

@@ -26,7 +26,7 @@ func printTable(w io.Writer, rows []row) {
 	if ref != nil {
 		fmt.Fprintf(tw, "\nratios to %s (x = peer / agentslice; * = the peer does better)\n", ref.System)
 	}
-	fmt.Fprintln(tw, "system\tstatus\tbytes/waiting agent\tcompletions/s\tCPU ms/completion\twake p50/p99 ms\tdisk bytes/agent\t")
+	fmt.Fprintln(tw, "system\tstatus\tbytes/waiting agent\tcompletions/s\tCPU ms/completion\twake p50/p99 ms (ratio of p50)\tdisk bytes/agent\t")
 	var notes []string
 	for _, r := range rows {
 		if r.Status != "ok" {
@@ -36,7 +36,7 @@ func printTable(w io.Writer, rows []row) {
 		}
 		wake := "n/a"
 		if r.WakeSamples > 0 {
-			wake = fmt.Sprintf("%.1f / %.1f", r.WakeP50Ms, r.WakeP99Ms)
+			wake = fmt.Sprintf("%.1f / %.1f%s", r.WakeP50Ms, r.WakeP99Ms, ratio(ref, r.WakeP50Ms, refVal(ref, func(x *row) float64 { return x.WakeP50Ms }), false))
 		}
 		fmt.Fprintf(tw, "%s\tok\t%d%s\t%.0f%s\t%.3f%s\t%s\t%d%s\t\n", r.System,
 			r.BytesPerWaitingAgent, ratio(ref, float64(r.BytesPerWaitingAgent), refVal(ref, func(x *row) float64 { return float64(x.BytesPerWaitingAgent) }), false),
