@@ -191,6 +191,9 @@ func run(ctx context.Context, c config, w io.Writer) ([]row, error) {
 	return rows, nil
 }
 
+// childEnv marks a child of the harness (see runChild).
+const childEnv = "AGENTSLICE_PEERS_CHILD"
+
 // runChild runs an in-process system in a fresh child of the harness
 // (this binary with -child), so that no other system's heap shares its
 // process, and returns its row.
@@ -208,6 +211,9 @@ func runChild(ctx context.Context, c config, system string) (row, error) {
 		"-conc", fmt.Sprint(c.conc), "-samples", fmt.Sprint(c.samples), "-warmup", fmt.Sprint(c.warmup),
 		"-settle", c.settle.String(), "-timeout", c.timeout.String(), "-root", c.root, "-out", out)
 	cmd.Stderr = os.Stderr
+	// The test binary runs main when it sees this (TestMain), so the
+	// harness's tests fork children the same way.
+	cmd.Env = append(os.Environ(), childEnv+"=1")
 	stdout, err := cmd.Output()
 	if err != nil {
 		return row{}, fmt.Errorf("child for %s: %w", system, err)
