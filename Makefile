@@ -1,6 +1,7 @@
 # agentslice — the two commands a newcomer needs:
 #   make loadtest   the density benchmark on the embedded runtime (the main job)
 #   make loadtest-priority  priority classes under a background flood (issue 17)
+#   make loadtest-peers     the same agent workload on Restate, DBOS and agentslice (docs/peers.md)
 #   make test       every test, with the local stand-ins for AWS started and stopped
 #                   (it ends with make e2e's local cloud test)
 #   make e2e        only the local cloud test: the Lambda bootstraps under the
