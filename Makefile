@@ -2,6 +2,7 @@
 #   make loadtest   the density benchmark on the embedded runtime (the main job)
 #   make loadtest-priority  priority classes under a background flood (issue 17)
 #   make loadtest-longrun   one orchestrator over 10,000 turns: slice cost as a thread ages (issue 31)
+#   make loadtest-peers     the same agent workload on Restate, DBOS and agentslice (docs/peers.md)
 #   make test       every test, with the local stand-ins for AWS started and stopped
 #                   (it ends with make e2e's local cloud test)
 #   make e2e        only the local cloud test: the Lambda bootstraps under the
@@ -17,7 +18,7 @@ AGENTS  ?= 20000
 TURNS   ?= 20
 WAVE    ?= 500
 
-.PHONY: all test test-go e2e loadtest loadtest-longrun loadtest-full loadtest-durable loadtest-scaling loadtest-storage loadtest-cost loadtest-priority loadtest-sandbox bench-codec vet fmt fuzz chaos mutants mutation build synth deploy destroy cdk-deps
+.PHONY: all test test-go e2e loadtest loadtest-longrun loadtest-full loadtest-durable loadtest-scaling loadtest-storage loadtest-cost loadtest-priority loadtest-sandbox loadtest-peers test-peers bench-codec vet fmt fuzz chaos mutants mutation build synth deploy destroy cdk-deps
 
 all: test
 
@@ -87,6 +88,20 @@ loadtest-priority:
 # (docs/sandbox.md).
 loadtest-sandbox:
 	$(GO) run ./loadtest/sandbox
+
+# The same agent workload on agentslice (memory and durable store), Restate
+# and DBOS, one after the other, each in processes of its own (issue 37,
+# docs/peers.md). DBOS needs PostgreSQL: AGENTSLICE_TEST_PG_DSN (a schema of
+# its own is created and dropped). One JSON line per system, then the table.
+PEERS_AGENTS ?= 1000
+loadtest-peers:
+	bash scripts/peers-deps.sh
+	$(GO) run ./loadtest/peers -agents $(PEERS_AGENTS) -turns $(TURNS)
+
+# The peers harness's own test: a few agents through every system (not in make test).
+test-peers:
+	bash scripts/peers-deps.sh
+	AGENTSLICE_PEERS_TEST=1 $(GO) test -count=1 -v -run TestPeers ./loadtest/peers
 
 # Many threads on the real stores (DSQL store on PostgreSQL, DynamoDB dedup
 # on DynamoDB Local): completions/s, slice latency, round trips per slice.

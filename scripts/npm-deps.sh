@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the npm packages the tests run (package-lock.json, exact versions;
 # and sdk/typescript's) when node_modules is missing or was installed from
-# another lock file.
+# another lock file. With arguments, only those directories (relative to the
+# repository root): scripts/peers-deps.sh passes loadtest/peers.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$ROOT/.run"
@@ -25,6 +26,10 @@ install() {
   echo "npm-deps.sh: npm ci in ${rel:-.}" >&2
   (flock 9 && cd "$dir" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error >&2 && echo "$want" > "$stamp") 9>"$ROOT/.run/npm.lock"
 }
+if [ $# -gt 0 ]; then
+  for d in "$@"; do install "$ROOT/$d"; done
+  exit 0
+fi
 install "$ROOT"
 # The TypeScript SDK's packages: ajv, and tsc for its type check (sdk/typescript/package-lock.json).
 install "$ROOT/sdk/typescript"
