@@ -80,6 +80,10 @@ type Engine struct {
 	// (ThreadState.Incarnation); nil: crypto/rand. Tests that compare the
 	// IDs of separate runs set a fixed reader (runtime.FixedEntropy).
 	Entropy io.Reader
+	// Tracer, when set, gives every slice a span with a child per phase
+	// (load, each completion, commit, send, dispatch, mark) and stamps the
+	// trace context on what the slice sends (trace.go). Nil: no tracing.
+	Tracer Tracer
 }
 
 // SliceInput is one slice's work: a batch of messages for one thread, in
@@ -118,10 +122,17 @@ func (e *Engine) RunSlice(ctx context.Context, in SliceInput) (res *SliceResult,
 			in.Deadline = dl
 		}
 	}
+	var span Span
+	if e.Tracer != nil {
+		ctx, span = e.Tracer.StartSlice(ctx, in.ThreadID, in.Messages)
+	}
 	defer func() {
 		r := recover()
 		if r != nil {
 			err = fmt.Errorf("runtime: slice of thread %s panicked: %v\n%s", in.ThreadID, r, debug.Stack())
+		}
+		if span != nil {
+			s.endSliceSpan(span, len(in.Messages), err)
 		}
 		if e.wants(EventSliceFinished, err != nil) {
 			e.Observer.Observe(ctx, Event{Type: EventSliceFinished, ThreadID: in.ThreadID, SliceID: out.ID(),
@@ -229,7 +240,9 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 	if done || err != nil {
 		return s.res, err
 	}
-	leaser, err := s.load(ctx)
+	lctx, sp := s.span(ctx, SpanLoad)
+	leaser, err := s.load(lctx)
+	endSpan(sp, err)
 	if err != nil {
 		return s.res, err
 	}
@@ -254,7 +267,10 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 	if err != nil {
 		return s.res, err
 	}
-	return s.res, s.markDone(ctx, sentMarker)
+	mctx, sp := s.span(ctx, SpanMark)
+	err = s.markDone(mctx, sentMarker)
+	endSpan(sp, err)
+	return s.res, err
 }
 
 // setDeadline sets when the slice stops starting completions: the
@@ -401,7 +417,9 @@ func (s *slice) loop(ctx context.Context, wake bool) (sentMarker string, err err
 		if len(s.st.Outbox) == 0 && (s.st.Pending == nil || s.st.Pending.Dispatched) {
 			return "", nil
 		}
-		rejected, err := s.send(ctx)
+		sctx, sp := s.span(ctx, SpanSend)
+		rejected, err := s.send(sctx)
+		endSpan(sp, err)
 		if err != nil {
 			return "", err
 		}
@@ -576,7 +594,13 @@ func (s *slice) commit(ctx context.Context, sentOnly bool) error {
 		Children: s.children, Inputs: s.inputs, Lease: s.th.Lease, SentOnly: sentOnly}
 	c := &s.commitArg
 	s.mutateCommit(ctx, c)
-	if err := s.e.History.Commit(ctx, c); err != nil {
+	cctx, sp := s.span(ctx, SpanCommit)
+	err := s.e.History.Commit(cctx, c)
+	if sp != nil {
+		sp.SetInt(AttrVersion, st.Version)
+		endSpan(sp, err)
+	}
+	if err != nil {
 		return fmt.Errorf("runtime: committing thread %s at version %d: %w", s.threadID, s.version, err)
 	}
 	s.observe(ctx, Event{Type: EventTurnCommitted, ThreadID: s.threadID, Version: st.Version})
@@ -600,7 +624,11 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 	for _, o := range s.st.Outbox {
 		switch {
 		case o.Message != nil:
-			if err := s.e.Queue.Send(ctx, s.stamp(*o.Message)); err != nil {
+			m := s.stamp(*o.Message)
+			if m.Trace == "" && s.e.Tracer != nil {
+				m.Trace = s.traceparent(ctx)
+			}
+			if err := s.e.Queue.Send(ctx, m); err != nil {
 				return false, fmt.Errorf("runtime: sending %s to thread %s: %w", o.Message.ID, o.Message.ThreadID, err)
 			}
 			if o.Message.Kind == KindContinue {
@@ -650,7 +678,15 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 	if err := s.crash(CrashBeforeDispatch); err != nil {
 		return false, err
 	}
-	if err := entry.Async.Dispatch(ctx, inv); err != nil {
+	dctx, sp := s.span(ctx, SpanDispatch)
+	if sp != nil {
+		inv.Trace = s.traceparent(dctx)
+		sp.SetString(AttrGenAIToolName, p.Name)
+		sp.SetString(AttrGenAIToolCallID, p.ID)
+	}
+	err = entry.Async.Dispatch(dctx, inv)
+	endSpan(sp, err)
+	if err != nil {
 		var rej *ToolRejectedError
 		if errors.As(err, &rej) {
 			s.closePending(Item{Kind: ItemToolResult, CallID: p.ID, Name: p.Name, IsError: true, Text: "error: " + rej.Error()})

@@ -114,6 +114,12 @@ type Message struct {
 	// (a JSON object {"type", "content"}); kept in history beside the
 	// result, never shown to the model.
 	Display string `json:"display,omitempty"`
+	// Trace is the W3C traceparent of the span that sent the message (a
+	// slice's send or dispatch span, the tool call a callback answers),
+	// "" when the sender did not trace. The slice the message wakes
+	// continues that trace (Tracer.StartSlice); it takes no part in
+	// deduplication or in history.
+	Trace string `json:"traceparent,omitempty"`
 }
 
 // Validate checks a message's envelope and fields. It returns a
@@ -155,6 +161,9 @@ func (m *Message) Validate() error {
 	}
 	if m.Kind == KindUser && m.Text == "" {
 		return bad("text", "empty user message")
+	}
+	if m.Trace != "" && !validTraceparent(m.Trace) {
+		return bad("traceparent", "%.80q is not a W3C traceparent (version-traceid-parentid-flags in lowercase hex)", m.Trace)
 	}
 	if err := m.validateHuman(); err != nil {
 		return err
