@@ -85,7 +85,7 @@ func (d *Dispatcher) Invoke(ctx context.Context, endpoint, operation string, inv
 	}
 	body := Invocation{Operation: operation, Arguments: args, ID: inv.CallID, CallbackURL: cb,
 		GroupID: inv.ThreadID, ThreadAncestors: inv.Ancestors, UserID: inv.UserID}
-	err = postJSON(ctx, d.client, endpoint, body, d.retry)
+	err = postJSON(withTraceparent(ctx, inv.Trace), d.client, endpoint, body, d.retry)
 	var se *StatusError
 	var ue *UnavailableError
 	switch {
