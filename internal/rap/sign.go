@@ -64,8 +64,8 @@ const (
 	paramExpires = "e"
 	paramKey     = "k"
 	paramSig     = "s"
-	paramClass   = "p" // optional: the thread's priority class, when background
-	paramInc     = "i" // optional: the thread's incarnation, when it has one
+	paramClass   = "p"  // optional: the thread's priority class, when background
+	paramInc     = "i"  // optional: the thread's incarnation, when it has one
 	paramTrace   = "tp" // optional: the W3C traceparent of the dispatch, when traced
 )
 
