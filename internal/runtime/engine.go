@@ -267,10 +267,7 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 	if err != nil {
 		return s.res, err
 	}
-	mctx, sp := s.span(ctx, SpanMark)
-	err = s.markDone(mctx, sentMarker)
-	endSpan(sp, err)
-	return s.res, err
+	return s.res, s.markDone(ctx, sentMarker)
 }
 
 // setDeadline sets when the slice stops starting completions: the
@@ -446,7 +443,10 @@ func (s *slice) markDone(ctx context.Context, sentMarker string) error {
 	if sentMarker != "" {
 		ids = append(slices.Clone(ids), sentMarker)
 	}
-	if err := s.e.Dedup.Mark(ctx, s.threadID, ids); err != nil {
+	mctx, sp := s.span(ctx, SpanMark)
+	err := s.e.Dedup.Mark(mctx, s.threadID, ids)
+	endSpan(sp, err)
+	if err != nil {
 		// History already records the inputs, and an outbox not marked
 		// sent is sent again (same IDs): a missing mark costs a check
 		// or a duplicate delivery, never a loss.
