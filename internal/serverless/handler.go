@@ -64,7 +64,7 @@ type Handler struct {
 	// bounded by half the margin past the slices' deadline, so the other
 	// half stays free for the reply to Lambda (*otelx.Tracing).
 	Flusher Flusher
-	Now    func() time.Time // default time.Now
+	Now     func() time.Time // default time.Now
 }
 
 // Waiter waits for background work to end, or for ctx to end.
