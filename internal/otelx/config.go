@@ -26,6 +26,11 @@ type Config struct {
 	SamplerName string
 }
 
+// ParentBased reports whether the sampler follows a parent's decision.
+func (c Config) ParentBased() bool {
+	return c.SamplerName == "" || strings.HasPrefix(c.SamplerName, "parentbased_")
+}
+
 // FromEnv reads the tracing configuration. Tracing is on when
 // OTEL_TRACES_EXPORTER is "otlp", or when it is unset and an OTLP endpoint
 // is (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);

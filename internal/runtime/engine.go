@@ -679,8 +679,8 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 		return false, err
 	}
 	dctx, sp := s.span(ctx, SpanDispatch)
+	inv.Trace = s.traceparent(dctx) // also when not sampled: the turn stays unsampled
 	if sp != nil {
-		inv.Trace = s.traceparent(dctx)
 		sp.SetString(AttrGenAIToolName, p.Name)
 		sp.SetString(AttrGenAIToolCallID, p.ID)
 	}

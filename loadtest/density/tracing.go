@@ -16,7 +16,7 @@ func discardTracing(ratio float64) *otelx.Tracing {
 	if ratio <= 0 {
 		return nil
 	}
-	return otelx.New(sdktrace.WithBatcher(discardExporter{}),
+	return otelx.NewParentBased(sdktrace.WithBatcher(discardExporter{}),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))))
 }
 
