@@ -121,7 +121,8 @@ var shown = []string{runtime.AttrThread, runtime.AttrBatch, runtime.AttrVersion,
 	runtime.AttrGenAIToolName}
 
 // Tree prints spans as trees, one line per span ordered by start time
-// under its parent, with its main attributes and links. Spans whose parent
+// under its parent: its name, [+its start from the root's, its duration],
+// its main attributes and links. Spans whose parent
 // is not among spans are roots.
 func Tree(spans tracetest.SpanStubs) string {
 	kids := map[trace.SpanID][]tracetest.SpanStub{}
@@ -136,9 +137,11 @@ func Tree(spans tracetest.SpanStubs) string {
 	byStart := func(a, b tracetest.SpanStub) int { return a.StartTime.Compare(b.StartTime) }
 	slices.SortStableFunc(roots, byStart)
 	var b strings.Builder
+	var origin time.Time
 	var walk func(s tracetest.SpanStub, depth int)
 	walk = func(s tracetest.SpanStub, depth int) {
-		fmt.Fprintf(&b, "%s%s", strings.Repeat("  ", depth), s.Name)
+		fmt.Fprintf(&b, "%s%s [+%s %s]", strings.Repeat("  ", depth), s.Name,
+			s.StartTime.Sub(origin).Round(time.Microsecond), s.EndTime.Sub(s.StartTime).Round(time.Microsecond))
 		for _, k := range shown {
 			if v := Attr(s, k); v != "" {
 				fmt.Fprintf(&b, " %s=%s", strings.TrimPrefix(strings.TrimPrefix(k, "agentslice."), "gen_ai."), v)
@@ -158,6 +161,7 @@ func Tree(spans tracetest.SpanStubs) string {
 		}
 	}
 	for _, r := range roots {
+		origin = r.StartTime
 		fmt.Fprintf(&b, "trace %s\n", r.SpanContext.TraceID())
 		walk(r, 1)
 	}
