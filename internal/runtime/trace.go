@@ -110,6 +110,10 @@ func outcome(res *SliceResult, err error) string {
 	return "folded"
 }
 
+// ValidTraceparent reports whether tp has the shape of a W3C traceparent
+// (see validTraceparent).
+func ValidTraceparent(tp string) bool { return tp != "" && validTraceparent(tp) }
+
 // validTraceparent reports whether tp has the shape of a W3C traceparent:
 // version-traceid-parentid-flags in lowercase hex (2-32-16-2), version not
 // ff, IDs not all zeros; a later version may append "-" and more.

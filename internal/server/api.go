@@ -189,6 +189,9 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := runtime.Message{V: runtime.MessageVersion, ID: req.ID, ThreadID: thread, Kind: runtime.KindUser, Text: req.Text, UserID: req.UserID,
 		Class: req.Class, Agent: req.Agent}
+	if tp := r.Header.Get("traceparent"); runtime.ValidTraceparent(tp) {
+		msg.Trace = tp // the turn continues the caller's trace; an invalid one is ignored (W3C)
+	}
 	if err := msg.Validate(); err != nil {
 		var bm *runtime.BadMessageError
 		if errors.As(err, &bm) {

@@ -253,3 +253,36 @@ func sliceOfParent(spans tracetest.SpanStubs, s tracetest.SpanStub) (tracetest.S
 	}
 	return otelxtest.SliceOf(spans, p)
 }
+
+// A user message POSTed with a traceparent header starts a turn that
+// continues the caller's trace; an invalid header is ignored.
+func TestPostMessageContinuesTheCallersTrace(t *testing.T) {
+	t.Parallel()
+	rec := otelxtest.New()
+	srv := startServerOpts(t, Config{Script: testdata(t, "hello_script.json")}, Options{Tracer: rec.Tracer()})
+	const caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for thread, tp := range map[string]string{"thr_caller": caller, "thr_bad_header": "garbage"} {
+		req, err := http.NewRequest("POST", srv.URL()+"/threads/"+thread+"/messages", strings.NewReader(`{"text":"hi"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("traceparent", tp)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: POST answered %d", thread, resp.StatusCode)
+		}
+		if !rec.WaitSlice(thread, timeout) {
+			t.Fatalf("%s: no slice span ended", thread)
+		}
+		s := sliceSpans(rec.Spans(), thread)[0]
+		continues := s.SpanContext.TraceID().String() == caller[3:35] && s.Parent.SpanID().String() == caller[36:52]
+		if continues != (tp == caller) {
+			t.Fatalf("%s (traceparent %q): slice in trace %s under %s", thread, tp, s.SpanContext.TraceID(), s.Parent.SpanID())
+		}
+	}
+}
