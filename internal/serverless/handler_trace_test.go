@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/agentslice/agentslice/internal/otelx"
+	"github.com/agentslice/agentslice/internal/otelx/otelxtest"
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
@@ -70,4 +71,40 @@ func TestHandleFlushIsBoundedByHalfTheMargin(t *testing.T) {
 	if got := waitCh(t, f.got); !got.Equal(invocation.Add(-h.Margin / 2)) {
 		t.Fatalf("flush deadline %v, want the invocation's %v less half the margin", got, invocation)
 	}
+}
+
+// TestSliceFunctionTracesAToolTurn: on the serverless wiring (real SQS
+// stand-in, the receiver behind its function URL, a RAP kit tool), a turn
+// with a tool call is one trace: the slice the callback's SQS message
+// wakes is a child of the dispatch span of the slice that called the tool,
+// and the kit tool's context carried the trace (its result came back with
+// it through the signed callback URL and the queue).
+func TestSliceFunctionTracesAToolTurn(t *testing.T) {
+	rec := otelxtest.New()
+	p := startInProcessTraced(t, rec.Tracing)
+	thread := "tool-traced-" + time.Now().Format("150405.000")
+	p.send(t, thread, "m1", "what time is it?")
+	if got := p.replies(t, thread, 1); got[0] != "reply: The clock answered." {
+		t.Fatalf("tool turn replied %q", got)
+	}
+	var ss tracetest.SpanStubs
+	for _, s := range otelxtest.Find(rec.Spans(), runtime.SpanSlice) {
+		if otelxtest.Attr(s, runtime.AttrThread) == thread && otelxtest.Attr(s, runtime.AttrOutcome) != "nothing" {
+			ss = append(ss, s)
+		}
+	}
+	spans := rec.Spans()
+	if len(ss) != 2 {
+		t.Fatalf("%d slice spans of %s, want 2:\n%s", len(ss), thread, otelxtest.Tree(spans))
+	}
+	first, second := ss[0], ss[1]
+	if second.StartTime.Before(first.StartTime) {
+		first, second = second, first
+	}
+	p2, ok := otelxtest.ByID(spans, second.Parent.SpanID())
+	if !ok || p2.Name != runtime.SpanDispatch || second.SpanContext.TraceID() != first.SpanContext.TraceID() {
+		t.Fatalf("the resumed slice hangs under %q in trace %s, want the dispatch in %s:\n%s", p2.Name,
+			second.SpanContext.TraceID(), first.SpanContext.TraceID(), otelxtest.Tree(spans))
+	}
+	t.Logf("span tree on the serverless wiring:\n%s", otelxtest.Tree(spans))
 }
