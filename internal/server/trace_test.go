@@ -68,6 +68,16 @@ func sliceSpans(spans tracetest.SpanStubs, thread string) tracetest.SpanStubs {
 	return out
 }
 
+// replied reports whether a slice span of thread ended with a reply.
+func replied(spans tracetest.SpanStubs, thread string) bool {
+	for _, s := range sliceSpans(spans, thread) {
+		if otelxtest.Attr(s, runtime.AttrOutcome) == "replied" {
+			return true
+		}
+	}
+	return false
+}
+
 // childNames lists the names of the direct children of span p.
 func childNames(spans tracetest.SpanStubs, p tracetest.SpanStub) string {
 	var names []string
@@ -97,7 +107,7 @@ func TestTraceSurvivesRestart(t *testing.T) {
 	first := startServerOpts(t, cfg, opts)
 	postMessage(t, first, thread, `{"text":"start the job","id":"m1"}`)
 	inv := nextInvocation2(t, invocations)
-	if !rec.WaitSlice(thread, timeout) {
+	if !rec.WaitSlices(thread, 1, timeout) {
 		t.Fatal("the first slice's span never ended")
 	}
 	waitIdle(t, first)
@@ -115,8 +125,17 @@ func TestTraceSurvivesRestart(t *testing.T) {
 	if code := postCallback(t, second, inv.CallbackURL, thread, inv.ID, "job finished"); code != http.StatusOK {
 		t.Fatalf("callback after the restart answered %d", code)
 	}
-	if !rec.WaitSlice(thread, timeout) {
-		t.Fatal("the resumed slice's span never ended")
+	// The restart's liveness recheck runs slices of the thread too: wait
+	// for the one that folds the result and replies. (The count is read
+	// before the spans: a slice span is exported before it is counted.)
+	for {
+		n := rec.Ended(thread)
+		if replied(rec.Spans(), thread) {
+			break
+		}
+		if !rec.WaitSlices(thread, n+1, timeout) {
+			t.Fatal("the resumed slice's span never ended")
+		}
 	}
 	waitIdle(t, second)
 	if th := getThread(t, second, thread); th.Items[len(th.Items)-1].Text != "The tool answered." {
@@ -197,14 +216,13 @@ func TestTraceFollowsSleepAndChild(t *testing.T) {
 	srv := startServerOpts(t, Config{Script: testdata(t, "trace_tree_script.json")}, Options{Tracer: rec.Tracer()})
 	const thread = "thr_tree"
 	postMessage(t, srv, thread, `{"text":"go","id":"m1"}`)
-	// The turn ends with the parent's reply to the report ("Noted.").
-	for {
-		if !rec.WaitSlice(thread, timeout) {
-			t.Fatalf("the parent's last slice never ended:\n%s", otelxtest.Tree(rec.Spans()))
-		}
-		if th := getThread(t, srv, thread); len(th.Items) > 0 && th.Items[len(th.Items)-1].Text == "Noted." {
-			break
-		}
+	// The turn is the parent's three slices: the message; the wake-up,
+	// which spawns; the report, answered "Noted.".
+	if !rec.WaitSlices(thread, 3, timeout) {
+		t.Fatalf("the parent's last slice never ended:\n%s", otelxtest.Tree(rec.Spans()))
+	}
+	if th := getThread(t, srv, thread); len(th.Items) == 0 || th.Items[len(th.Items)-1].Text != "Noted." {
+		t.Fatalf("the parent's history: %s", kinds(th.Items))
 	}
 	spans := rec.Spans()
 	t.Logf("span tree:\n%s", otelxtest.Tree(spans))
@@ -276,7 +294,7 @@ func TestPostMessageContinuesTheCallersTrace(t *testing.T) {
 		if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: POST answered %d", thread, resp.StatusCode)
 		}
-		if !rec.WaitSlice(thread, timeout) {
+		if !rec.WaitSlices(thread, 1, timeout) {
 			t.Fatalf("%s: no slice span ended", thread)
 		}
 		s := sliceSpans(rec.Spans(), thread)[0]

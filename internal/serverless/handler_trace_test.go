@@ -87,6 +87,10 @@ func TestSliceFunctionTracesAToolTurn(t *testing.T) {
 	if got := p.replies(t, thread, 1); got[0] != "reply: The clock answered." {
 		t.Fatalf("tool turn replied %q", got)
 	}
+	// The reply goes out before its slice ends (the dedup mark follows).
+	if !rec.WaitSlices(thread, 2, 30*time.Second) {
+		t.Fatalf("%d slice spans of %s ended, want 2", rec.Ended(thread), thread)
+	}
 	var ss tracetest.SpanStubs
 	for _, s := range otelxtest.Find(rec.Spans(), runtime.SpanSlice) {
 		if otelxtest.Attr(s, runtime.AttrThread) == thread && otelxtest.Attr(s, runtime.AttrOutcome) != "nothing" {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -17,59 +18,78 @@ import (
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
-// Recorder is tracing that keeps every ended span in memory and tells
-// about each ended slice span.
+// Recorder is tracing that keeps every ended span in memory and counts
+// the ended slice spans of each thread.
 type Recorder struct {
 	*otelx.Tracing
 	Exporter *tracetest.InMemoryExporter
-	slices   chan string // the thread of each slice span that ended
+	sig      *sliceSignal
 }
 
 // New returns a Recorder that samples every trace.
 func New() *Recorder {
-	r := &Recorder{Exporter: tracetest.NewInMemoryExporter(), slices: make(chan string, 1024)}
-	r.Tracing = otelx.New(sdktrace.WithSyncer(r.Exporter), sdktrace.WithSpanProcessor(sliceSignal{r.slices}),
+	r := &Recorder{Exporter: tracetest.NewInMemoryExporter(), sig: &sliceSignal{ended: map[string]int{}, changed: make(chan struct{}, 1)}}
+	// The exporter is a syncer, registered before the signal: a slice
+	// span is exported by the time it is counted.
+	r.Tracing = otelx.New(sdktrace.WithSyncer(r.Exporter), sdktrace.WithSpanProcessor(r.sig),
 		sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	return r
 }
 
-// WaitSlice waits until a slice span of thread ends, up to timeout; false
-// when none did.
-func (r *Recorder) WaitSlice(thread string, timeout time.Duration) bool {
+// WaitSlices waits until n slice spans of thread have ended in all, up to
+// timeout; false when fewer did.
+func (r *Recorder) WaitSlices(thread string, n int, timeout time.Duration) bool {
 	deadline := time.After(timeout)
 	for {
+		if r.sig.count(thread) >= n {
+			return true
+		}
 		select {
-		case th := <-r.slices:
-			if th == thread {
-				return true
-			}
+		case <-r.sig.changed:
 		case <-deadline:
 			return false
 		}
 	}
 }
 
+// Ended is how many slice spans of thread have ended.
+func (r *Recorder) Ended(thread string) int { return r.sig.count(thread) }
+
 // Spans is what was exported so far.
 func (r *Recorder) Spans() tracetest.SpanStubs { return r.Exporter.GetSpans() }
 
-type sliceSignal struct{ ch chan<- string }
+// sliceSignal counts the ended slice spans per thread.
+type sliceSignal struct {
+	mu      sync.Mutex
+	ended   map[string]int
+	changed chan struct{} // a token after each count
+}
 
-func (sliceSignal) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
-func (s sliceSignal) OnEnd(sp sdktrace.ReadOnlySpan) {
+func (s *sliceSignal) count(thread string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended[thread]
+}
+
+func (*sliceSignal) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (s *sliceSignal) OnEnd(sp sdktrace.ReadOnlySpan) {
 	if sp.Name() != runtime.SpanSlice {
 		return
 	}
 	for _, kv := range sp.Attributes() {
 		if kv.Key == runtime.AttrThread {
+			s.mu.Lock()
+			s.ended[kv.Value.AsString()]++
+			s.mu.Unlock()
 			select {
-			case s.ch <- kv.Value.AsString():
+			case s.changed <- struct{}{}:
 			default:
 			}
 		}
 	}
 }
-func (sliceSignal) Shutdown(context.Context) error   { return nil }
-func (sliceSignal) ForceFlush(context.Context) error { return nil }
+func (*sliceSignal) Shutdown(context.Context) error   { return nil }
+func (*sliceSignal) ForceFlush(context.Context) error { return nil }
 
 // Attr is the value of span attribute key as a string ("" when unset).
 func Attr(s tracetest.SpanStub, key string) string {
