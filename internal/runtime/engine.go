@@ -596,10 +596,7 @@ func (s *slice) commit(ctx context.Context, sentOnly bool) error {
 	s.mutateCommit(ctx, c)
 	cctx, sp := s.span(ctx, SpanCommit)
 	err := s.e.History.Commit(cctx, c)
-	if sp != nil {
-		sp.SetInt(AttrVersion, st.Version)
-		endSpan(sp, err)
-	}
+	endCommitSpan(sp, st.Version, err)
 	if err != nil {
 		return fmt.Errorf("runtime: committing thread %s at version %d: %w", s.threadID, s.version, err)
 	}
@@ -624,11 +621,7 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 	for _, o := range s.st.Outbox {
 		switch {
 		case o.Message != nil:
-			m := s.stamp(*o.Message)
-			if m.Trace == "" && s.e.Tracer != nil {
-				m.Trace = s.traceparent(ctx)
-			}
-			if err := s.e.Queue.Send(ctx, m); err != nil {
+			if err := s.e.Queue.Send(ctx, s.traced(ctx, s.stamp(*o.Message))); err != nil {
 				return false, fmt.Errorf("runtime: sending %s to thread %s: %w", o.Message.ID, o.Message.ThreadID, err)
 			}
 			if o.Message.Kind == KindContinue {
@@ -678,12 +671,7 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 	if err := s.crash(CrashBeforeDispatch); err != nil {
 		return false, err
 	}
-	dctx, sp := s.span(ctx, SpanDispatch)
-	inv.Trace = s.traceparent(dctx) // also when not sampled: the turn stays unsampled
-	if sp != nil {
-		sp.SetString(AttrGenAIToolName, p.Name)
-		sp.SetString(AttrGenAIToolCallID, p.ID)
-	}
+	dctx, sp := s.dispatchSpan(ctx, &inv)
 	err = entry.Async.Dispatch(dctx, inv)
 	endSpan(sp, err)
 	if err != nil {

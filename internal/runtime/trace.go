@@ -91,6 +91,37 @@ func (s *slice) traceparent(ctx context.Context) string {
 	return s.e.Tracer.Traceparent(ctx)
 }
 
+// traced is m with the trace context of ctx when it carries none (and the
+// engine traces).
+func (s *slice) traced(ctx context.Context, m Message) Message {
+	if m.Trace == "" && s.e.Tracer != nil {
+		m.Trace = s.traceparent(ctx)
+	}
+	return m
+}
+
+// dispatchSpan starts the span of inv's dispatch and gives inv its trace
+// context, also when the trace is not sampled (the turn then stays
+// unsampled downstream).
+func (s *slice) dispatchSpan(ctx context.Context, inv *Invocation) (context.Context, Span) {
+	dctx, sp := s.span(ctx, SpanDispatch)
+	inv.Trace = s.traceparent(dctx)
+	if sp != nil {
+		sp.SetString(AttrGenAIToolName, inv.Name)
+		sp.SetString(AttrGenAIToolCallID, inv.CallID)
+	}
+	return dctx, sp
+}
+
+// endCommitSpan ends a commit's span (when there is one) with the version
+// committed.
+func endCommitSpan(sp Span, version int64, err error) {
+	if sp != nil {
+		sp.SetInt(AttrVersion, version)
+		sp.End(err)
+	}
+}
+
 // outcome names how a slice ended, for its span.
 func outcome(res *SliceResult, err error) string {
 	switch {
