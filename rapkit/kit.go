@@ -354,6 +354,9 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
+	// A traced dispatch carries traceparent: the tool's own spans, started
+	// from Run's ctx with any OpenTelemetry tracer, join the agent's trace.
+	ctx = extractTrace(ctx, r.Header)
 	s.running[key] = &runningCall{thread: inv.GroupID, cancel: cancel}
 	s.wg.Add(1)
 	s.mu.Unlock()

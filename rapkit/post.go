@@ -175,6 +175,9 @@ func exchangeOnce(ctx context.Context, client *http.Client, method, url string, 
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	if tp := traceparentOf(ctx); tp != "" {
+		req.Header.Set(TraceparentHeader, tp)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, true, err

@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
+	"github.com/agentslice/agentslice/internal/otelx"
 	"github.com/agentslice/agentslice/internal/server"
 )
 
@@ -193,7 +195,24 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	logger.Info("agentslice serve: memory limit", "bytes", limit, "source", source)
-	srv, err := server.New(ctx, cfg, server.Options{Logger: logger, Getenv: os.Getenv})
+	// Tracing is off unless the OTEL_* environment turns it on
+	// (docs/observability.md).
+	tracing, err := otelx.Setup(ctx, "agentslice-serve", os.Getenv)
+	if err != nil {
+		return err
+	}
+	if tracing != nil {
+		tracing.SetGlobal()
+		logger.Info("agentslice serve: tracing on (OpenTelemetry, from OTEL_* variables)")
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := tracing.Shutdown(sctx); err != nil {
+				logger.Warn("agentslice serve: flushing traces", "error", err)
+			}
+		}()
+	}
+	srv, err := server.New(ctx, cfg, server.Options{Logger: logger, Getenv: os.Getenv, Tracer: tracing.Tracer()})
 	if err != nil {
 		return f.attribute(err)
 	}

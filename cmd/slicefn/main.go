@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/agentslice/agentslice/internal/lambdafn"
+	"github.com/agentslice/agentslice/internal/otelx"
 	"github.com/agentslice/agentslice/internal/serverless"
 )
 
@@ -31,7 +32,15 @@ func main() {
 	if err != nil {
 		lambdafn.Fatal("slicefn", err)
 	}
-	fn, err := serverless.BuildSliceFunction(ctx, cfg, lambdafn.Options{})
+	// Tracing is off unless the OTEL_* environment turns it on
+	// (docs/observability.md); spans are flushed before each invocation
+	// returns.
+	tracing, err := otelx.Setup(ctx, "agentslice-slicefn", os.Getenv)
+	if err != nil {
+		lambdafn.Fatal("slicefn", err)
+	}
+	tracing.SetGlobal()
+	fn, err := serverless.BuildSliceFunction(ctx, cfg, lambdafn.Options{Tracing: tracing})
 	if err != nil {
 		lambdafn.Fatal("slicefn", err)
 	}

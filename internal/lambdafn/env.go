@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/agentslice/agentslice/internal/otelx"
 	"github.com/agentslice/agentslice/internal/rap"
 )
 
@@ -264,6 +265,10 @@ type Options struct {
 	// Manager is used before the secret is read again; default
 	// DefaultKeyringTTL.
 	KeyringTTL time.Duration
+	// Tracing, when set, traces the slices (slice function only) and is
+	// flushed before each invocation returns; the mains build it with
+	// otelx.Setup from the OTEL_* environment. Nil: no tracing.
+	Tracing *otelx.Tracing
 }
 
 // Defaults fills in what is unset; level is the logger's level.

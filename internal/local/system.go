@@ -57,6 +57,9 @@ type Config struct {
 	// quarter of GOMEMLIMIT. Default DefaultHeapFloor (64 MiB); negative:
 	// none.
 	HeapFloor int
+	// Tracer, when set, is passed to the engine (runtime.Engine.Tracer):
+	// spans per slice and phase, trace context on every message.
+	Tracer runtime.Tracer
 }
 
 // DeadLetter is a message the system gave up on, with the reason
@@ -180,7 +183,7 @@ func New(cfg Config) (*System, error) {
 	}
 	s.engine = &runtime.Engine{History: cfg.History, Dedup: cfg.Dedup, Queue: s, Output: cfg.Output,
 		Model: cfg.Model, Tools: cfg.Tools, Observer: cfg.Observer, Limits: cfg.Limits, Compaction: cfg.Compaction, Now: cfg.Now,
-		Agents: cfg.Agents}
+		Agents: cfg.Agents, Tracer: cfg.Tracer}
 	return s, nil
 }
 

@@ -71,7 +71,7 @@ func legacyURL(t *testing.T, s *Signer, u string) string {
 	q := pu.Query()
 	q.Del(paramClass)
 	cur := s.Keys.load().current
-	q.Set(paramSig, base64.RawURLEncoding.EncodeToString(mac(cur.Secret, q.Get(paramKey), q.Get(paramThread), q.Get(paramCall), q.Get(paramExpires), "", "")))
+	q.Set(paramSig, base64.RawURLEncoding.EncodeToString(mac(cur.Secret, q.Get(paramKey), q.Get(paramThread), q.Get(paramCall), q.Get(paramExpires), "", "", "")))
 	pu.RawQuery = q.Encode()
 	return pu.String()
 }

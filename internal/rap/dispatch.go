@@ -87,7 +87,7 @@ func (d *Dispatcher) Invoke(ctx context.Context, endpoint, operation string, inv
 	}
 	body := Invocation{Operation: operation, Arguments: args, ID: inv.CallID, CallbackURL: cb,
 		GroupID: inv.ThreadID, ThreadAncestors: inv.Ancestors, UserID: inv.UserID}
-	err = rapkit.PostJSON(ctx, d.client, endpoint, body, d.retry)
+	err = rapkit.PostJSON(withTraceparent(ctx, inv.Trace), d.client, endpoint, body, d.retry)
 	var se *StatusError
 	var ue *UnavailableError
 	switch {

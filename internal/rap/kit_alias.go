@@ -105,3 +105,11 @@ func ImageSegment(data, mediaType string) DisplaySegment { return rapkit.ImageSe
 func fieldErr(field, format string, args ...any) *FieldError {
 	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
+
+// TraceparentHeader is rapkit.TraceparentHeader.
+const TraceparentHeader = rapkit.TraceparentHeader
+
+// withTraceparent is rapkit.WithTraceparent.
+func withTraceparent(ctx context.Context, tp string) context.Context {
+	return rapkit.WithTraceparent(ctx, tp)
+}

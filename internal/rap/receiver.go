@@ -221,6 +221,7 @@ func (rc *Receiver) Accept(ctx context.Context, query map[string][]string, body 
 	msg := MessageFor(capa.ThreadID, capa.CallID, cb)
 	msg.Class = capa.Class // routes the message to its thread's class's queue
 	msg.At = runtime.StampOf(rc.cfg.Now())
+	msg.Trace = capa.Trace
 	err = rc.cfg.Queue.Send(ctx, msg)
 	// A message the queue refuses for good (too large for its own limit,
 	// say) is fitted again with half the budget, then replaced by an error
@@ -338,6 +339,7 @@ func (rc *Receiver) unusable(ctx context.Context, capa Capability, body []byte, 
 		return ce // the thread does not wait on this call: nothing to unblock
 	}
 	m := UnusableResult(capa.ThreadID, capa.CallID, body, ce.Status, ce.Error())
+	m.Trace = capa.Trace
 	if err := rc.cfg.Queue.Send(ctx, m); err != nil {
 		if errors.Is(err, runtime.ErrClosed) {
 			return &CallbackError{Status: http.StatusGone, Err: err}

@@ -35,6 +35,11 @@ import (
 // add a new current key, keep the old one until the longest TTL has passed,
 // then drop it.
 //
+// Trace. For a traced dispatch, tp = the dispatch span's W3C traceparent,
+// signed too ("tp", traceparent appended last), so the message a callback
+// turns into carries the trace on (Capability.Trace) and a tool cannot
+// graft its callbacks onto another trace.
+//
 // Incarnation. For a thread with an incarnation (runtime.ThreadState's,
 // fixed when the thread was created), i = the incarnation, signed too ("i",
 // incarnation appended to the MAC input after the class). A store wiped or a
@@ -64,8 +69,9 @@ const (
 	paramExpires = "e"
 	paramKey     = "k"
 	paramSig     = "s"
-	paramClass   = "p" // the thread's priority class; absent in URLs minted before it was always set
-	paramInc     = "i" // optional: the thread's incarnation, when it has one
+	paramClass   = "p"  // the thread's priority class; absent in URLs minted before it was always set
+	paramInc     = "i"  // optional: the thread's incarnation, when it has one
+	paramTrace   = "tp" // optional: the W3C traceparent of the dispatch, when traced
 )
 
 // Sentinel errors of signature verification. A *CallbackError wraps them.
@@ -161,7 +167,7 @@ func decodeB64(s string) ([]byte, error) {
 // CurrentID returns the ID of the key that signs.
 func (kr *Keyring) CurrentID() string { return kr.load().current.ID }
 
-func mac(secret []byte, kid, thread, call, exp, class, inc string) []byte {
+func mac(secret []byte, kid, thread, call, exp, class, inc, tp string) []byte {
 	h := hmac.New(sha256.New, secret)
 	parts := []string{"rapcb1", kid, thread, call, exp}
 	if class != "" {
@@ -169,6 +175,9 @@ func mac(secret []byte, kid, thread, call, exp, class, inc string) []byte {
 	}
 	if inc != "" {
 		parts = append(parts, "i", inc)
+	}
+	if tp != "" {
+		parts = append(parts, "tp", tp)
 	}
 	for _, p := range parts {
 		h.Write([]byte(strconv.Itoa(len(p))))
@@ -191,8 +200,12 @@ type Capability struct {
 	// Incarnation is the thread's incarnation as signed into the URL (""
 	// for URLs minted without one).
 	Incarnation string
-	Expires     time.Time
-	KeyID       string
+	// Trace is the W3C traceparent of the dispatch the URL was minted for,
+	// as signed into it ("" for URLs minted without one); the callback's
+	// message carries it on, so the slice it wakes continues the trace.
+	Trace   string
+	Expires time.Time
+	KeyID   string
 }
 
 // CallbackError is a callback the receiver refuses, with the HTTP status to
@@ -251,8 +264,15 @@ func (kr *Keyring) Verify(q url.Values, now time.Time) (Capability, error) {
 		}
 		inc = vs[0]
 	}
+	var tp string
+	if vs, ok := q[paramTrace]; ok {
+		if len(vs) != 1 || vs[0] == "" {
+			return bad(paramTrace, "the traceparent must appear at most once and not be empty")
+		}
+		tp = vs[0]
+	}
 	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, mac(secret, kid, thread, call, exp, class, inc)) {
+	if err != nil || !hmac.Equal(got, mac(secret, kid, thread, call, exp, class, inc, tp)) {
 		return bad(paramSig, "signature does not match")
 	}
 	secs, err := strconv.ParseInt(exp, 10, 64)
@@ -264,7 +284,7 @@ func (kr *Keyring) Verify(q url.Values, now time.Time) (Capability, error) {
 		return Capability{}, &CallbackError{Status: 403, Field: paramExpires,
 			Err: fmt.Errorf("%w (at %s)", ErrExpired, expires.UTC().Format(time.RFC3339))}
 	}
-	return Capability{ThreadID: thread, CallID: call, Class: runtime.Class(class), Incarnation: inc, Expires: expires, KeyID: kid}, nil
+	return Capability{ThreadID: thread, CallID: call, Class: runtime.Class(class), Incarnation: inc, Trace: tp, Expires: expires, KeyID: kid}, nil
 }
 
 // Signer mints callback URLs.
@@ -324,7 +344,10 @@ func (s *Signer) InvocationCallbackURL(inv runtime.Invocation) (string, error) {
 	if inv.Incarnation != "" {
 		q.Set(paramInc, inv.Incarnation)
 	}
-	q.Set(paramSig, base64.RawURLEncoding.EncodeToString(mac(set.current.Secret, kid, threadID, callID, exp, p, inv.Incarnation)))
+	if inv.Trace != "" {
+		q.Set(paramTrace, inv.Trace)
+	}
+	q.Set(paramSig, base64.RawURLEncoding.EncodeToString(mac(set.current.Secret, kid, threadID, callID, exp, p, inv.Incarnation, inv.Trace)))
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }

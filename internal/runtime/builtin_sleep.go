@@ -122,7 +122,8 @@ func (s *sleeper) Dispatch(ctx context.Context, inv Invocation) error {
 	}
 	return s.timers.Schedule(ctx, Timer{ThreadID: inv.ThreadID, CallID: inv.CallID, At: at,
 		Message: Message{V: MessageVersion, ID: WakeID(inv.ThreadID, inv.CallID), ThreadID: inv.ThreadID, Kind: KindWake,
-			ToolCallID: inv.CallID, Class: inv.Class.OrDefault(), Text: "woke up; it is now " + at.Format(time.RFC3339)}})
+			ToolCallID: inv.CallID, Class: inv.Class.OrDefault(), Text: "woke up; it is now " + at.Format(time.RFC3339),
+			Trace: inv.Trace}})
 }
 
 // Cancel disarms the wake-up of an interrupted sleep (best effort: a

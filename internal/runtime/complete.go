@@ -91,6 +91,10 @@ func (s *slice) completion(ctx context.Context, n int) (*Item, int, error) {
 	start := s.e.now()
 	var lastErr error
 	attempts := 0
+	mctx, sp := s.span(mctx, SpanCompletion)
+	if sp != nil {
+		defer func() { s.endCompletionSpan(sp, req, attempts, lastErr) }()
+	}
 	for attempt := 1; attempt <= s.lim.ModelAttempts; attempt++ {
 		if attempt > 1 {
 			if err := s.backoff(mctx, attempt-1); err != nil {

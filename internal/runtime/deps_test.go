@@ -14,7 +14,8 @@ func TestCoreImportsNoBindings(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	forbidden := []string{"github.com/aws/", "github.com/jackc/", "net/http", "database/sql",
-		"github.com/agentslice/agentslice/internal/local", "github.com/agentslice/agentslice/internal/dsql"}
+		"github.com/agentslice/agentslice/internal/local", "github.com/agentslice/agentslice/internal/dsql",
+		"go.opentelemetry.io/"}
 	for _, dep := range strings.Fields(string(out)) {
 		for _, f := range forbidden {
 			if strings.HasPrefix(dep, f) {

@@ -89,6 +89,10 @@ type Engine struct {
 	// (ThreadState.Incarnation); nil: crypto/rand. Tests that compare the
 	// IDs of separate runs set a fixed reader (runtime.FixedEntropy).
 	Entropy io.Reader
+	// Tracer, when set, gives every slice a span with a child per phase
+	// (load, each completion, commit, send, dispatch, mark) and stamps the
+	// trace context on what the slice sends (trace.go). Nil: no tracing.
+	Tracer Tracer
 }
 
 // SliceInput is one slice's work: a batch of messages for one thread, in
@@ -128,10 +132,17 @@ func (e *Engine) RunSlice(ctx context.Context, in SliceInput) (res *SliceResult,
 			in.Deadline = dl
 		}
 	}
+	var span Span
+	if e.Tracer != nil {
+		ctx, span = e.Tracer.StartSlice(ctx, in.ThreadID, in.Messages)
+	}
 	defer func() {
 		r := recover()
 		if r != nil {
 			err = fmt.Errorf("runtime: slice of thread %s panicked: %v\n%s", in.ThreadID, r, debug.Stack())
+		}
+		if span != nil {
+			s.endSliceSpan(span, len(in.Messages), err)
 		}
 		if e.wants(EventSliceFinished, err != nil) {
 			e.Observer.Observe(ctx, Event{Type: EventSliceFinished, ThreadID: in.ThreadID, SliceID: out.ID(),
@@ -253,7 +264,9 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 	if done || err != nil {
 		return s.res, err
 	}
-	leaser, err := s.load(ctx)
+	lctx, sp := s.span(ctx, SpanLoad)
+	leaser, err := s.load(lctx)
+	endSpan(sp, err)
 	if err != nil {
 		return s.res, err
 	}
@@ -415,7 +428,9 @@ func (s *slice) loop(ctx context.Context, wake bool) (sentMarker string, err err
 		if len(s.st.Outbox) == 0 && (s.st.Pending == nil || s.st.Pending.Dispatched) {
 			return "", nil
 		}
-		rejected, err := s.send(ctx)
+		sctx, sp := s.span(ctx, SpanSend)
+		rejected, err := s.send(sctx)
+		endSpan(sp, err)
 		if err != nil {
 			return "", err
 		}
@@ -443,7 +458,9 @@ func (s *slice) markDone(ctx context.Context, sentMarker string) error {
 		ids = append(slices.Clone(ids), sentMarker)
 	}
 	t0, timed := s.startTimer(EventInputsMarked)
-	err := s.e.Dedup.Mark(ctx, s.threadID, ids)
+	mctx, sp := s.span(ctx, SpanMark)
+	err := s.e.Dedup.Mark(mctx, s.threadID, ids)
+	endSpan(sp, err)
 	s.timedEvent(ctx, Event{Type: EventInputsMarked, ThreadID: s.threadID, Err: err}, t0, timed && err == nil)
 	if err != nil {
 		// History already records the inputs, and an outbox not marked
@@ -536,7 +553,10 @@ func (s *slice) commit(ctx context.Context, sentOnly bool) error {
 	c := &s.commitArg
 	s.mutateCommit(ctx, c)
 	t0, timed := s.startTimer(EventTurnCommitted)
-	if err := s.e.History.Commit(ctx, c); err != nil {
+	cctx, sp := s.span(ctx, SpanCommit)
+	err := s.e.History.Commit(cctx, c)
+	endCommitSpan(sp, st.Version, err)
+	if err != nil {
 		return fmt.Errorf("runtime: committing thread %s at version %d: %w", s.threadID, s.version, err)
 	}
 	s.timedEvent(ctx, Event{Type: EventTurnCommitted, ThreadID: s.threadID, Version: st.Version}, t0, timed)
@@ -560,7 +580,7 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 	for _, o := range s.st.Outbox {
 		switch {
 		case o.Message != nil:
-			if err := s.e.Queue.Send(ctx, s.stamp(*o.Message)); err != nil {
+			if err := s.e.Queue.Send(ctx, s.traced(ctx, s.stamp(*o.Message))); err != nil {
 				return false, fmt.Errorf("runtime: sending %s to thread %s: %w", o.Message.ID, o.Message.ThreadID, err)
 			}
 			if o.Message.Kind == KindContinue {
@@ -611,7 +631,10 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 		return false, err
 	}
 	t0, timed := s.startTimer(EventToolDispatched)
-	if err := entry.Async.Dispatch(ctx, inv); err != nil {
+	dctx, sp := s.dispatchSpan(ctx, &inv)
+	err = entry.Async.Dispatch(dctx, inv)
+	endSpan(sp, err)
+	if err != nil {
 		var rej *ToolRejectedError
 		if errors.As(err, &rej) {
 			s.closePending(Item{Kind: ItemToolResult, CallID: p.ID, Name: p.Name, IsError: true, Text: "error: " + rej.Error()})

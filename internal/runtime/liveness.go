@@ -164,6 +164,7 @@ func (s *slice) armLiveness(ctx context.Context, p *PendingCall, entry ToolEntry
 
 func (s *slice) scheduleCheck(ctx context.Context, callID string, n int, at time.Time) error {
 	t := Timer{ThreadID: s.threadID, CallID: checkKey(callID, n), At: at, Message: checkMessage(s.threadID, callID, n)}
+	t.Message.Trace = s.traceparent(ctx)
 	if err := s.e.Liveness.Timers.Schedule(ctx, t); err != nil {
 		return fmt.Errorf("runtime: arming liveness check %d of call %s of thread %s: %w", n, callID, s.threadID, err)
 	}

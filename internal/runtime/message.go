@@ -122,6 +122,12 @@ type Message struct {
 	// Budget, on a KindBudget message or a thread's first user message,
 	// sets or raises a limit of the thread or its tree (budget.go).
 	Budget *BudgetChange `json:"budget,omitempty"`
+	// Trace is the W3C traceparent of the span that sent the message (a
+	// slice's send or dispatch span, the tool call a callback answers),
+	// "" when the sender did not trace. The slice the message wakes
+	// continues that trace (Tracer.StartSlice); it takes no part in
+	// deduplication or in history.
+	Trace string `json:"traceparent,omitempty"`
 }
 
 // Validate checks a message's envelope and fields. It returns a
@@ -179,6 +185,9 @@ func (m *Message) Validate() error {
 		if err := m.Budget.validate(); err != nil {
 			return bad("budget", "%v", err)
 		}
+	}
+	if m.Trace != "" && !validTraceparent(m.Trace) {
+		return bad("traceparent", "%.80q is not a W3C traceparent (version-traceid-parentid-flags in lowercase hex)", m.Trace)
 	}
 	if err := m.validateHuman(); err != nil {
 		return err

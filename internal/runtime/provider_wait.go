@@ -146,7 +146,7 @@ func (s *slice) waitForProvider(ctx context.Context, err error) (bool, error) {
 		at = limit // the last try comes at the limit, not after it
 	}
 	m := Message{V: MessageVersion, ID: RetryID(s.threadID, since, n), ThreadID: s.threadID, Kind: KindRetry,
-		Text: strconv.Itoa(n), Class: s.st.Class.OrDefault()}
+		Text: strconv.Itoa(n), Class: s.st.Class.OrDefault(), Trace: s.traceparent(ctx)}
 	if serr := w.Timers.Schedule(ctx, Timer{ThreadID: s.threadID, CallID: retryKey(n), At: at, Message: m}); serr != nil {
 		return false, fmt.Errorf("runtime: arming provider wait %d of thread %s: %w (model error: %v)", n, s.threadID, serr, err)
 	}

@@ -33,6 +33,12 @@ type Invocation struct {
 	// callback URLs are signed for it, so one issued to an earlier thread
 	// of the same ID is refused.
 	Incarnation string
+	// Trace is the W3C traceparent of the dispatch span ("" when the
+	// engine does not trace). A tool hands it on with what it sends back
+	// (the RAP dispatcher signs it into the callback URL and sends it as
+	// the traceparent header; a sleep puts it on its wake-up), so the
+	// slice the result wakes continues the trace.
+	Trace string
 }
 
 // Tool is an asynchronous tool: Dispatch sends the call and returns without

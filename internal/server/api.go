@@ -204,6 +204,9 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	if b := req.Budget; b != nil {
 		msg.Budget = &runtime.BudgetChange{Scope: b.Scope, Add: b.Add, Limit: runtime.Budget{Tokens: b.Tokens, USD: b.USD}}
 	}
+	if tp := r.Header.Get("traceparent"); runtime.ValidTraceparent(tp) {
+		msg.Trace = tp // the turn continues the caller's trace; an invalid one is ignored (W3C)
+	}
 	if err := msg.Validate(); err != nil {
 		var bm *runtime.BadMessageError
 		if errors.As(err, &bm) {

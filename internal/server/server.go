@@ -49,6 +49,9 @@ type Options struct {
 	// external tool server that was dispatched before a restart and has no
 	// result yet (see PendingCallChecker).
 	PendingCalls PendingCallChecker
+	// Tracer, when set, traces every slice (runtime.Engine.Tracer; serve
+	// builds it from the OTEL_* environment with internal/otelx).
+	Tracer runtime.Tracer
 }
 
 // service is an in-process tool server mounted under ToolsPrefix.
@@ -296,7 +299,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		Limits: runtime.Limits{MaxCompletions: l.MaxCompletions, ModelAttempts: l.ModelAttempts,
 			MaxSubscriptions: l.MaxSubscriptions},
 		SliceAttempts: l.SliceAttempts, Compaction: compaction, Scheduler: sched, Agents: agents, Inbox: s.inbox,
-		DeadLetters: s.deadStore,
+		DeadLetters: s.deadStore, Tracer: s.opts.Tracer,
 	})
 	if err != nil {
 		return fmt.Errorf("server: building the embedded system: %w", err)

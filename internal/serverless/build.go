@@ -209,6 +209,9 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 	}
 	f.Handler = &Handler{Slices: f.Engine, DeadLetters: dlq, Logger: opts.Logger,
 		Metrics: metrics, Margin: cfg.Margin, Now: opts.Now, Notices: f.disp, Settle: settle}
+	if opts.Tracing != nil {
+		f.Engine.Tracer, f.Handler.Flusher = opts.Tracing.Tracer(), opts.Tracing
+	}
 	return f, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/agentslice/agentslice/internal/lambdafn"
+	"github.com/agentslice/agentslice/internal/otelx"
 	"github.com/agentslice/agentslice/internal/rap"
 	"github.com/agentslice/agentslice/internal/rap/tools"
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -44,6 +45,13 @@ func withDeadline(f lambdatest.InvokeFunc, d time.Duration) lambdatest.InvokeFun
 }
 
 func startInProcess(t *testing.T) *inProcess {
+	t.Helper()
+	return startInProcessTraced(t, nil)
+}
+
+// startInProcessTraced is startInProcess with the slice function traced
+// by tracing (nil: not traced, as by default).
+func startInProcessTraced(t *testing.T, tracing *otelx.Tracing) *inProcess {
 	t.Helper()
 	st := lambdatest.NewStack(t)
 	for _, kv := range st.Env() {
@@ -91,7 +99,7 @@ func startInProcess(t *testing.T) *inProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.fn, err = serverless.BuildSliceFunction(ctx, cfg, lambdafn.Options{Stdout: out})
+	p.fn, err = serverless.BuildSliceFunction(ctx, cfg, lambdafn.Options{Stdout: out, Tracing: tracing})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,13 @@ type Handler struct {
 	// without it the event source mapping deletes the batch when the
 	// invocation ends and failed records wait out the visibility timeout.
 	Settle Settler
-	Now    func() time.Time // default time.Now
+	// Flusher, when set, exports the spans of the batch before Handle
+	// returns (Lambda freezes the environment then, and a batching span
+	// processor would hold them until the next invocation, or lose them):
+	// bounded by half the margin past the slices' deadline, so the other
+	// half stays free for the reply to Lambda (*otelx.Tracing).
+	Flusher Flusher
+	Now     func() time.Time // default time.Now
 }
 
 // Waiter waits for background work to end, or for ctx to end.
@@ -110,6 +116,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	}
 	wg.Wait()
 	h.waitNotices(ctx, sliceCtx)
+	h.flush(ctx)
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	for _, ids := range failed {
 		for _, id := range ids {
@@ -118,6 +125,36 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	}
 	return resp, nil
 }
+
+// Flusher exports what was buffered, within ctx's deadline.
+type Flusher interface {
+	Flush(ctx context.Context) error
+}
+
+// flush exports the batch's spans (Handler.Flusher): until half the
+// margin before the invocation deadline, or FlushTimeout without one.
+func (h *Handler) flush(ctx context.Context) {
+	if h.Flusher == nil {
+		return
+	}
+	fctx, cancel := context.WithTimeout(ctx, FlushTimeout)
+	if dl, ok := ctx.Deadline(); ok {
+		margin := h.Margin
+		if margin <= 0 {
+			margin = DefaultMargin
+		}
+		cancel()
+		fctx, cancel = context.WithDeadline(ctx, dl.Add(-margin/2))
+	}
+	defer cancel()
+	if err := h.Flusher.Flush(fctx); err != nil {
+		h.logger().WarnContext(ctx, "exporting the batch's spans", "error", err.Error())
+	}
+}
+
+// FlushTimeout bounds Handler.Flusher's flush of an invocation without a
+// deadline (tests; a Lambda invocation always has one).
+const FlushTimeout = 2 * time.Second
 
 // waitNotices waits (bounded) for the notifications the slices started:
 // NoticeWait at most, and never past the slices' deadline (sliceCtx), so

@@ -41,8 +41,23 @@ func DecodeRecord(rec events.SQSMessage) (runtime.Message, error) {
 			m.At = runtime.Stamp(ms)
 		}
 	}
+	if m.Trace == "" {
+		// A producer outside the runtime may put the trace context in a
+		// message attribute instead of the body (the runtime's own
+		// messages carry it in the body, which every queue keeps).
+		if a, ok := rec.MessageAttributes[TraceAttribute]; ok && a.StringValue != nil && *a.StringValue != "" {
+			m.Trace = *a.StringValue
+			if err := m.Validate(); err != nil {
+				return m, fmt.Errorf("sqsq: decoding SQS message %s: message attribute %s: %w", rec.MessageId, TraceAttribute, err)
+			}
+		}
+	}
 	return m, nil
 }
+
+// TraceAttribute is the SQS message attribute a producer may carry a W3C
+// traceparent in, when the body has none.
+const TraceAttribute = "traceparent"
 
 // ReceiveCount returns the record's ApproximateReceiveCount, or 0 when it is
 // missing or unreadable.

@@ -51,12 +51,23 @@ type config struct {
 	scaling             bool
 	store, data         string
 	heldEachWave        bool
+	traceRatio          float64
 }
 
 func envInt(name string, def int) int {
 	if v := os.Getenv(name); v != "" {
 		if n, err := strconv.Atoi(v); err == nil {
 			return n
+		}
+		fmt.Fprintf(os.Stderr, "density: ignoring %s=%q: not a number\n", name, v)
+	}
+	return def
+}
+
+func envFloat(name string, def float64) float64 {
+	if v := os.Getenv(name); v != "" {
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			return f
 		}
 		fmt.Fprintf(os.Stderr, "density: ignoring %s=%q: not a number\n", name, v)
 	}
@@ -116,6 +127,7 @@ func main() {
 	flag.StringVar(&c.mutexProfile, "mutexprofile", "", "write a mutex contention profile of the run (every contended lock sampled) to this file")
 	flag.BoolVar(&c.heldEachWave, "held-rss", false, "sample the RSS of every wave but the last as the process holds it, without the GC and FreeOSMemory that the next wave pays for by faulting the returned memory in again (about 10% of the CPU of the infinity profile); the last sample, the figure per idle agent, is taken after them as always")
 	flag.BoolVar(&c.scaling, "scaling", false, "run the profile at GOMAXPROCS=1 and at every core, each in a child process, and print one JSON line comparing them")
+	flag.Float64Var(&c.traceRatio, "trace-ratio", envFloat("TRACE_RATIO", 0), "trace the slices with OpenTelemetry, sampling this share of the turns (parentbased_traceidratio), into a batching span processor whose exporter discards (env TRACE_RATIO; 0: tracing off, as by default)")
 	flag.Parse()
 	if err := c.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "density:", err)
@@ -153,6 +165,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-profile must be infinity or unique, got %q", c.profile)
 	case c.store != "" && c.store != "memory" && c.store != "sqlite":
 		return fmt.Errorf("-store must be memory or sqlite, got %q", c.store)
+	case c.traceRatio < 0 || c.traceRatio > 1:
+		return fmt.Errorf("-trace-ratio must be from 0 to 1, got %v", c.traceRatio)
 	}
 	if c.baselineAgents == 0 {
 		c.baselineAgents = min(c.agents, 10000)
@@ -204,8 +218,10 @@ type Result struct {
 	Goroutines         int    `json:"goroutines_when_idle"`
 	DeadLetters        int    `json:"dead_letters"`
 	Verified           bool   `json:"history_verified"`
-	HeapLivePerAgent   int64  `json:"heap_live_bytes_per_agent"`
-	HeapSpanPerAgent   int64  `json:"heap_inuse_span_bytes_per_agent"`
+	// TraceRatio is -trace-ratio: the share of turns traced (0: off).
+	TraceRatio       float64 `json:"trace_ratio,omitempty"`
+	HeapLivePerAgent int64   `json:"heap_live_bytes_per_agent"`
+	HeapSpanPerAgent int64   `json:"heap_inuse_span_bytes_per_agent"`
 	// Time is where the workload's time went (internal/timeline), over
 	// every agent's history, read after the measurements.
 	Time *timeline.Stats `json:"time,omitempty"`
@@ -227,7 +243,10 @@ func run(c config) error {
 	var completions atomic.Int64
 	d := &driver{w: w, turns: c.turns, done: make(chan struct{}, 1)}
 	tb := runtime.NewToolbox()
+	tracing := discardTracing(c.traceRatio)
+	defer func() { _ = tracing.Shutdown(context.Background()) }()
 	sys, err := local.New(local.Config{
+		Tracer:  tracing.Tracer(),
 		Model:   countingModel{w.model(), &completions},
 		Tools:   tb,
 		History: store,
@@ -304,7 +323,7 @@ func run(c config) error {
 	}
 
 	res := Result{Profile: c.profile, Agents: c.agents, Turns: c.turns, Wave: c.wave, Completions: completions.Load(),
-		Seconds: busy.Seconds(), FreezeSeconds: freeze.Seconds(), GOMAXPROCS: goruntime.GOMAXPROCS(0), Machine: hostinfo.Machine()}
+		Seconds: busy.Seconds(), FreezeSeconds: freeze.Seconds(), GOMAXPROCS: goruntime.GOMAXPROCS(0), Machine: hostinfo.Machine(), TraceRatio: c.traceRatio}
 	res.CompletionsPerSec = float64(res.Completions) / res.Seconds
 	res.CPUSeconds = cpu.Seconds()
 	res.CompletionsPerCPUSec = float64(res.Completions) / res.CPUSeconds

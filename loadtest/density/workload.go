@@ -102,7 +102,8 @@ type tool struct {
 
 func (t *tool) Dispatch(ctx context.Context, inv runtime.Invocation) error {
 	return t.q.Send(ctx, runtime.Message{V: runtime.MessageVersion, ID: runtime.DeriveID("res_", inv.ThreadID, inv.CallID),
-		ThreadID: inv.ThreadID, Kind: runtime.KindToolResult, ToolCallID: inv.CallID, Text: t.w.resultText(inv)})
+		ThreadID: inv.ThreadID, Kind: runtime.KindToolResult, ToolCallID: inv.CallID, Text: t.w.resultText(inv),
+		Trace: inv.Trace}) // as a RAP callback URL carries it: the result continues the turn's trace
 }
 
 func agentName(i int) string { return fmt.Sprintf("agent-%06d", i) }
