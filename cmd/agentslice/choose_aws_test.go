@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/agentslice/agentslice/internal/dsql"
 	"github.com/agentslice/agentslice/internal/rap"
@@ -46,23 +44,7 @@ func TestChooseOnADeployment(t *testing.T) {
 	ctx := context.Background()
 
 	// A migrated schema of its own, with a thread waiting on a choice.
-	schema := randName("cli_choose_")
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	qv := u.Query()
-	qv.Set("search_path", schema)
-	u.RawQuery = qv.Encode()
+	u := schemaDSN(t, dsn, "cli_choose_")
 	if code, _, errOut := runCmd("migrate", "--dsn", u.String()); code != 0 {
 		t.Fatalf("migrate: %s", errOut)
 	}

@@ -199,11 +199,12 @@ func TestDeployFlagErrors(t *testing.T) {
 	}
 }
 
-func TestMigrate(t *testing.T) {
-	t.Parallel()
-	dsn := testenv.Need(t, "AGENTSLICE_TEST_PG_DSN")
+// schemaDSN creates a schema of its own (dropped when the test ends) and
+// returns dsn with search_path set to it.
+func schemaDSN(t *testing.T, dsn, prefix string) *url.URL {
+	t.Helper()
 	ctx := context.Background()
-	schema := randName("cli_")
+	schema := randName(prefix)
 	admin, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +213,15 @@ func TestMigrate(t *testing.T) {
 	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), dsn)
+		if err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+			return
+		}
+		defer c.Close(context.Background())
+		_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+	})
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -220,6 +229,20 @@ func TestMigrate(t *testing.T) {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
+	return u
+}
+
+func TestMigrate(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.Need(t, "AGENTSLICE_TEST_PG_DSN")
+	ctx := context.Background()
+	u := schemaDSN(t, dsn, "cli_")
+	schema := u.Query().Get("search_path")
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
 	for i := range 2 { // idempotent
 		code, out, errOut := runCmd("migrate", "--dsn", u.String())
 		if code != 0 || !strings.HasPrefix(out, "schema is at version ") || !strings.Contains(out, "(postgres)") {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -29,20 +28,12 @@ func TestSendLooksUpTheClass(t *testing.T) {
 	localAWS(t)
 	ctx := context.Background()
 
-	schema := randName("cli_cls_")
+	u := schemaDSN(t, dsn, "cli_cls_")
 	admin, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
-	u, _ := url.Parse(dsn)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
 	reader := randName("cli_reader_")
 	t.Cleanup(func() {
 		_, _ = admin.Exec(context.Background(), `DROP OWNED BY "`+reader+`"`)

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentslice/agentslice/internal/dsql"
@@ -23,23 +21,7 @@ import (
 func TestMigrateStoresAgentVersions(t *testing.T) {
 	dsn := testenv.Need(t, "AGENTSLICE_TEST_PG_DSN")
 	ctx := context.Background()
-	schema := randName("cli_versions_")
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	qv := u.Query()
-	qv.Set("search_path", schema)
-	u.RawQuery = qv.Encode()
+	u := schemaDSN(t, dsn, "cli_versions_")
 
 	dir := t.TempDir()
 	doc := filepath.Join(dir, "agents.json")
