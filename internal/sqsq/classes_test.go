@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/agentslice/agentslice/internal/runtime"
 	"github.com/agentslice/agentslice/internal/sqsq"
 )
@@ -36,22 +38,7 @@ func TestRouterSendsByClass(t *testing.T) {
 	if err := r.Send(context.Background(), msgs...); err != nil {
 		t.Fatal(err)
 	}
-	ids := func(url string) []string {
-		// A FIFO queue hands out a thread's next message only after the
-		// previous one is deleted: receive and delete until it is empty.
-		var out []string
-		for range 10 {
-			recs := receive(t, c, url, 10)
-			if len(recs) == 0 {
-				break
-			}
-			for i, m := range decode(t, recs) {
-				out = append(out, m.ID)
-				del(t, c, url, recs[i])
-			}
-		}
-		return out
-	}
+	ids := func(url string) []string { return drainIDs(t, c, url) }
 	got := map[string][]string{"interactive": ids(inURL), "background": ids(bgURL)}
 	want := map[string][]string{"interactive": {"u0", "u2", "x4"}, "background": {"b1", "b3"}}
 	for k := range want {
@@ -135,17 +122,7 @@ func TestRouterLooksUpTheClassOfUnclassedMessages(t *testing.T) {
 		t.Errorf("lookups %v, want %v (existing threads cached, new ones not, named classes never looked up)", table.lookups, want)
 	}
 	drain := func(url string) []string {
-		var out []string
-		for range 10 {
-			recs := receive(t, c, url, 10)
-			if len(recs) == 0 {
-				break
-			}
-			for i, m := range decode(t, recs) {
-				out = append(out, m.ID)
-				del(t, c, url, recs[i])
-			}
-		}
+		out := drainIDs(t, c, url)
 		slices.Sort(out)
 		return out
 	}
@@ -156,4 +133,24 @@ func TestRouterLooksUpTheClassOfUnclassedMessages(t *testing.T) {
 	if got, want := drain(inURL), []string{"n3", "n4", "u1"}; !slices.Equal(got, want) {
 		t.Errorf("interactive queue got %v, want %v", got, want)
 	}
+}
+
+// drainIDs receives and deletes every message of a queue and returns their
+// IDs in the order received. A FIFO queue hands out a thread's next message
+// only after the previous one is deleted: receive and delete until it is
+// empty.
+func drainIDs(t *testing.T, c *sqs.Client, url string) []string {
+	t.Helper()
+	var out []string
+	for range 10 {
+		recs := receive(t, c, url, 10)
+		if len(recs) == 0 {
+			break
+		}
+		for i, m := range decode(t, recs) {
+			out = append(out, m.ID)
+			del(t, c, url, recs[i])
+		}
+	}
+	return out
 }
