@@ -85,6 +85,7 @@ type Model struct {
 	// From the thread's state (GET /threads/{id}) and its state events.
 	status, reason, model, agent string
 	usage                        client.Usage
+	budget                       *client.Budget // spend and limits (nil: the server reports none)
 	until                        *time.Time
 	children                     []childStatus
 	choice                       *client.Choice
@@ -337,7 +338,7 @@ func (m *Model) refreshed(msg threadMsg) tea.Cmd {
 	if msg.err == nil && msg.th != nil {
 		th := msg.th
 		m.status, m.reason, m.until = th.Status, th.Reason, th.Until
-		m.usage, m.model = th.State.Usage, th.State.Model
+		m.usage, m.model, m.budget = th.State.Usage, th.State.Model, th.Budget
 		if th.State.Agent != "" {
 			m.agent = th.State.Agent
 		}
@@ -393,7 +394,7 @@ func (m *Model) switchThread(id string) tea.Cmd {
 	m.gen++
 	m.thread, m.conv = id, NewConversation()
 	m.status, m.reason, m.model, m.until, m.children, m.choice = "", "", "", nil, nil, nil
-	m.usage, m.agent, m.selTool, m.follow = client.Usage{}, m.opt.Agent, -1, true
+	m.usage, m.budget, m.agent, m.selTool, m.follow = client.Usage{}, nil, m.opt.Agent, -1, true
 	m.refreshing, m.refreshAgain, m.sending = false, false, false
 	m.notice = ""
 	m.layout()

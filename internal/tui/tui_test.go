@@ -330,6 +330,12 @@ func TestStatusLine(t *testing.T) {
 			t.Errorf("missing %q:\n%s", want, s)
 		}
 	}
+	// The cost so far at the catalog's prices, against the thread's limit.
+	m.Update(threadMsg{gen: m.gen, th: &client.Thread{Status: "idle", Budget: &client.Budget{Spent: client.Spend{Tokens: 1200, USD: 0.0123},
+		Limit: &client.Limit{USD: 0.5}}}})
+	if s := screen(t, m); !strings.Contains(s, "cost $0.0123 of $0.50") {
+		t.Errorf("the cost is not shown:\n%s", s)
+	}
 	m.Update(threadMsg{gen: m.gen, th: &client.Thread{Status: "waiting_for_provider", Reason: "503 from the provider"}})
 	if s := screen(t, m); !strings.Contains(s, "● waiting for provider: 503 from the provider") {
 		t.Errorf("waiting for the provider:\n%s", s)

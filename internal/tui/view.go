@@ -7,6 +7,8 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/agentslice/agentslice/client"
 )
 
 // The screen, top to bottom: a header line, the conversation (or a
@@ -217,6 +219,9 @@ func (m *Model) statusLine() string {
 		}
 		parts = append(parts, s)
 	}
+	if s := spendText(m.budget); s != "" {
+		parts = append(parts, s)
+	}
 	if n := len(m.children); n > 0 {
 		busy := 0
 		var names []string
@@ -357,4 +362,27 @@ func (m *Model) pickerView() string {
 		lines = append(lines, "")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// spendText is the cost so far at the catalog's prices, with the thread's
+// dollar limit when it has one, and the tree's spend when it has a limit
+// of its own ("" when the server prices nothing).
+func spendText(b *client.Budget) string {
+	if b == nil || b.Spent.USD <= 0 && b.Limit == nil && b.Tree == nil {
+		return ""
+	}
+	s := fmt.Sprintf("cost $%.4f", b.Spent.USD)
+	if b.Limit != nil && b.Limit.USD > 0 {
+		s += fmt.Sprintf(" of $%.2f", b.Limit.USD)
+	}
+	if t := b.Tree; t != nil {
+		s += fmt.Sprintf(", tree $%.4f", t.Spent.USD)
+		if t.Limit != nil && t.Limit.USD > 0 {
+			s += fmt.Sprintf(" of $%.2f", t.Limit.USD)
+		}
+	}
+	if b.Waiting != "" {
+		s += " (budget reached: waiting for your answer)"
+	}
+	return s
 }
