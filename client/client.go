@@ -312,6 +312,18 @@ type ThreadState struct {
 	// Upgrade its upgrade policy ("": latest).
 	AgentHash string `json:"agent_hash,omitempty"`
 	Upgrade   string `json:"upgrade,omitempty"`
+	// Subscriptions are the thread's active subscriptions (a tool still
+	// sending events: a background command, a watch), by the call that
+	// started each.
+	Subscriptions []Subscription `json:"subscriptions,omitempty"`
+}
+
+// Subscription is an active subscription: the call that started it and
+// its tool.
+type Subscription struct {
+	CallID string `json:"call_id"`
+	Tool   string `json:"tool"`
+	Args   string `json:"args,omitempty"`
 }
 
 // ForkPoint is the source thread of a fork and how many of its items the

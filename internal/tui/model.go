@@ -86,6 +86,7 @@ type Model struct {
 	status, reason, model, agent string
 	usage                        client.Usage
 	budget                       *client.Budget // spend and limits (nil: the server reports none)
+	subs                         []client.Subscription
 	until                        *time.Time
 	children                     []childStatus
 	choice                       *client.Choice
@@ -158,7 +159,9 @@ func (m *Model) busy() bool {
 	case "running", "waiting_for_tool", "sleeping", "waiting_for_provider":
 		return true
 	}
-	return m.sending || m.conv.Streaming()
+	// An idle thread whose tool still works for it (a background command,
+	// a watch) is busy too: quitting asks whether to leave it running.
+	return m.sending || m.conv.Streaming() || len(m.subs) > 0
 }
 
 // Messages of the commands.
@@ -338,7 +341,7 @@ func (m *Model) refreshed(msg threadMsg) tea.Cmd {
 	if msg.err == nil && msg.th != nil {
 		th := msg.th
 		m.status, m.reason, m.until = th.Status, th.Reason, th.Until
-		m.usage, m.model, m.budget = th.State.Usage, th.State.Model, th.Budget
+		m.usage, m.model, m.budget, m.subs = th.State.Usage, th.State.Model, th.Budget, th.State.Subscriptions
 		if th.State.Agent != "" {
 			m.agent = th.State.Agent
 		}
@@ -394,7 +397,7 @@ func (m *Model) switchThread(id string) tea.Cmd {
 	m.gen++
 	m.thread, m.conv = id, NewConversation()
 	m.status, m.reason, m.model, m.until, m.children, m.choice = "", "", "", nil, nil, nil
-	m.usage, m.budget, m.agent, m.selTool, m.follow = client.Usage{}, nil, m.opt.Agent, -1, true
+	m.usage, m.budget, m.subs, m.agent, m.selTool, m.follow = client.Usage{}, nil, nil, m.opt.Agent, -1, true
 	m.refreshing, m.refreshAgain, m.sending = false, false, false
 	m.notice = ""
 	m.layout()

@@ -219,6 +219,13 @@ func (m *Model) statusLine() string {
 		}
 		parts = append(parts, s)
 	}
+	if n := len(m.subs); n > 0 {
+		var tools []string
+		for _, sub := range m.subs {
+			tools = append(tools, sub.Tool)
+		}
+		parts = append(parts, fmt.Sprintf("%d in the background: %s", n, strings.Join(tools, ", ")))
+	}
 	if s := spendText(m.budget); s != "" {
 		parts = append(parts, s)
 	}
