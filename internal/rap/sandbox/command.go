@@ -79,6 +79,16 @@ func (m *Manager) runCommand(ctx context.Context, c *rap.Call) error {
 	if err := c.Subscribe(ctx, fmt.Sprintf("started command %s in the background: %s\n%s Meanwhile you may do other work or end your turn. "+
 		"The full log is %s (read_file reads it); cancel_subscription with tool_call_id %q stops the command.", c.ID, a.Command, how, logPath, c.ID)); err != nil {
 		m.kill(p)
+		if ctx.Err() != nil && m.stopping.Load() {
+			// Stopped while the "started" result was being posted: it may
+			// have reached the runtime, which would then wait for a final
+			// event. Keep the record: the next start reports the command
+			// as stopped (or the runtime refuses the report, if it never
+			// saw the subscription).
+			rec.State, rec.Ended = stateStopped, time.Now()
+			_ = m.saveRecord(rec)
+			return nil
+		}
 		m.dropRecord(rec)
 		return err
 	}
