@@ -3,7 +3,6 @@ package server
 import (
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,14 +22,7 @@ import (
 func TestServeCoderSession(t *testing.T) {
 	t.Parallel()
 	repo := t.TempDir()
-	git := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
+	git := gitIn(t, repo)
 	files := map[string]string{
 		"calc.go":              "package calc\n\nfunc Add(a, b int) int { return a - b }\n",
 		"mul.go":               "package calc\n\nfunc Mul(a, b int) int { return a + b }\n",

@@ -22,14 +22,7 @@ import (
 func TestServeSandbox(t *testing.T) {
 	t.Parallel()
 	repo := t.TempDir()
-	git := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
+	git := gitIn(t, repo)
 	git("init", "--quiet", "-b", "main")
 	if err := os.WriteFile(filepath.Join(repo, "calc.go"), []byte("package calc\n\nfunc Add(a, b int) int { return a - b }\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -219,5 +212,18 @@ func TestServeSandboxNeedsARepository(t *testing.T) {
 	var ce *ConfigError
 	if !errors.As(err, &ce) || ce.Field != "sandbox.repo" || !strings.Contains(ce.Reason, "not a git working copy") {
 		t.Fatalf("Start = %v, want a ConfigError naming sandbox.repo", err)
+	}
+}
+
+// gitIn runs git in repo as a test user and returns its output; a failure
+// fails the test with git's output.
+func gitIn(t *testing.T, repo string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
 	}
 }

@@ -19,6 +19,13 @@ import (
 func holdingTool(t *testing.T) (string, <-chan rap.Invocation) {
 	t.Helper()
 	got := make(chan rap.Invocation, 16)
+	return holdingServer(t, func(inv rap.Invocation, _ *http.Request) { got <- inv }), got
+}
+
+// holdingServer is holdingTool's server, handing each invocation (and its
+// request) to onInvoke.
+func holdingServer(t *testing.T, onInvoke func(rap.Invocation, *http.Request)) string {
+	t.Helper()
 	var srv *httptest.Server
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -32,7 +39,7 @@ func holdingTool(t *testing.T) (string, <-chan rap.Invocation) {
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
 			}
-			got <- inv
+			onInvoke(inv, r)
 			_, _ = w.Write([]byte(`{}`))
 		case "/tool_call_status":
 			_, _ = w.Write([]byte(`{"alive":true}`))
@@ -41,7 +48,7 @@ func holdingTool(t *testing.T) (string, <-chan rap.Invocation) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	return srv.URL, got
+	return srv.URL
 }
 
 func nextInvocation(t *testing.T, got <-chan rap.Invocation) rap.Invocation {

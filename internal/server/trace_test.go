@@ -1,9 +1,7 @@
 package server
 
 import (
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -27,29 +25,9 @@ type tracedInvocation struct {
 func tracedHoldingTool(t *testing.T) (string, <-chan tracedInvocation) {
 	t.Helper()
 	got := make(chan tracedInvocation, 16)
-	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		switch r.URL.Path {
-		case "/.well-known/rap-toolset":
-			_ = json.NewEncoder(w).Encode(rap.Toolset{Name: "holder", Endpoint: srv.URL + "/invoke",
-				Tools: []rap.ToolDef{{Name: "hold", Description: "Holds the call until someone answers.", InputSchema: json.RawMessage(`{"type":"object"}`)}}})
-		case "/invoke":
-			var inv rap.Invocation
-			if err := json.NewDecoder(r.Body).Decode(&inv); err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			got <- tracedInvocation{inv, r.Header.Get(rap.TraceparentHeader)}
-			_, _ = w.Write([]byte(`{}`))
-		case "/tool_call_status":
-			_, _ = w.Write([]byte(`{"alive":true}`))
-		default:
-			_, _ = w.Write([]byte(`{}`))
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL, got
+	return holdingServer(t, func(inv rap.Invocation, r *http.Request) {
+		got <- tracedInvocation{inv, r.Header.Get(rap.TraceparentHeader)}
+	}), got
 }
 
 // sliceSpans returns the slice spans of thread, in start order.
