@@ -293,15 +293,21 @@ func (s *HistoryStore) Commit(ctx context.Context, c *runtime.Commit) error {
 			return fmt.Errorf("local: child thread %s already exists: %w", ch.ID, runtime.ErrConflict)
 		}
 	}
+	var length int
+	if rec != nil {
+		length = rec.hot.state.Length
+	}
+	if length+len(c.Append) != c.State.Length {
+		// Checked before a new thread's record exists: a refused first
+		// commit leaves no empty thread behind.
+		return fmt.Errorf("local: commit of %s: state length %d, want %d", c.ThreadID, c.State.Length, length+len(c.Append))
+	}
 	if rec == nil {
 		rec = &record{hot: &hotRecord{}, shard: uint8(home)}
 		sh.threads[c.ThreadID] = rec
 		sh.hot[c.ThreadID] = rec // a record with hot set is in sh.hot (thaw puts it back)
 	}
 	h := rec.hot
-	if h.state.Length+len(c.Append) != c.State.Length {
-		return fmt.Errorf("local: commit of %s: state length %d, want %d", c.ThreadID, c.State.Length, h.state.Length+len(c.Append))
-	}
 	switch n := len(h.items); {
 	case len(c.Append) > 0 && cap(h.items) > n && &h.items[:n+1][n] == &c.Append[0] && (h.lease == nil || c.Lease == h.lease):
 		// The leased view appended these very slots: nothing to copy.
