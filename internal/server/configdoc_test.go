@@ -2,6 +2,7 @@ package server
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -54,5 +55,33 @@ func TestConfigurationDocumentsEveryField(t *testing.T) {
 		if !strings.Contains(string(page), "`"+f+"`") {
 			t.Errorf("docs/configuration.md does not document the configuration field `%s`", f)
 		}
+	}
+}
+
+// TestDocsExampleConfigsValidate: the configuration files the docs tell
+// readers to run (docs/examples/serve/{agents,budget,serve}.json,
+// docs/examples/forks/forks.json) load and validate, so a page's
+// `serve -config` cannot point at a file the server refuses.
+func TestDocsExampleConfigsValidate(t *testing.T) {
+	for _, f := range []string{"serve/agents.json", "serve/budget.json", "serve/serve.json", "forks/forks.json"} {
+		t.Run(f, func(t *testing.T) {
+			path, err := filepath.Abs("../../docs/examples/" + f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := LoadConfig(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f == "forks/forks.json" {
+				// Its catalog's script paths are relative to the working
+				// directory (the page runs serve in the example's
+				// directory), unlike `script`, which LoadConfig resolves.
+				t.Chdir(filepath.Dir(path))
+			}
+			if err := cfg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
