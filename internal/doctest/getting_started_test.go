@@ -254,3 +254,32 @@ func need(t *testing.T, msg string) {
 	}
 	t.Skip(msg)
 }
+
+// TestOperatingGuide runs docs/operating.md's blocks for serve: the first
+// hour's checks, a backup of a stopped data directory restored into
+// another, and a kill -9 the next start recovers from.
+func TestOperatingGuide(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command and runs servers; not in -short")
+	}
+	t.Parallel()
+	if _, err := exec.LookPath("jq"); err != nil {
+		need(t, "jq is not on PATH")
+	}
+	out, _ := runPage(t, "docs/operating.md", "", nil)
+	for _, want := range []string{
+		`"status":"ready"}`,
+		"I asked the get_time tool; its answer is in the history.",
+		`"status": "ok"`,
+		"thread ops: idle, 5 items, agent assistant\n",
+		"daemon stopped",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output lacks %q:\n%s", want, out)
+		}
+	}
+	// The restored copy and the recovered directory each show the thread.
+	if n := strings.Count(out, "thread ops: idle, 5 items"); n != 2 {
+		t.Errorf("want the thread read back twice (restore, kill -9), got %d:\n%s", n, out)
+	}
+}
