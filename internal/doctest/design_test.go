@@ -32,12 +32,10 @@ func packageRows(md []byte) []string {
 	return out
 }
 
-// goPackageDirs returns the directories under root (slash-separated,
-// relative) that hold .go files, leaving out testdata, node_modules, bin
-// and hidden directories.
-func goPackageDirs(root string) ([]string, error) {
-	var dirs []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+// goFiles calls visit with the path of every .go file under root, leaving
+// out testdata, node_modules, bin and hidden directories.
+func goFiles(root string, visit func(path string) error) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -49,11 +47,20 @@ func goPackageDirs(root string) ([]string, error) {
 			return nil
 		}
 		if strings.HasSuffix(name, ".go") {
-			rel, _ := filepath.Rel(root, filepath.Dir(p))
-			rel = filepath.ToSlash(rel)
-			if !slices.Contains(dirs, rel) {
-				dirs = append(dirs, rel)
-			}
+			return visit(p)
+		}
+		return nil
+	})
+}
+
+// goPackageDirs returns the directories under root (slash-separated,
+// relative) that hold .go files (goFiles).
+func goPackageDirs(root string) ([]string, error) {
+	var dirs []string
+	err := goFiles(root, func(p string) error {
+		rel, _ := filepath.Rel(root, filepath.Dir(p))
+		if rel = filepath.ToSlash(rel); !slices.Contains(dirs, rel) {
+			dirs = append(dirs, rel)
 		}
 		return nil
 	})
