@@ -8,8 +8,10 @@
 // A fenced block whose info string starts with sh, bash or shell runs;
 // one marked as needing an AWS account (info "sh aws", or an
 // "<!-- aws -->" comment on the line before the fence) is skipped, and so
-// is one marked "<!-- doctest: skip -->" (say why beside it). Other blocks
-// (```text, ```json, output samples) are never run.
+// is one marked "<!-- doctest: skip (why) -->". Other blocks (```text,
+// ```json, output samples) are never run. The package's tests hold every
+// page to that: each shell block of the README and of docs/ is run by a
+// test or marked, with a reason (TestEveryShellBlockRunsOrSaysWhy).
 //
 // The package must not run anything itself: the tests decide where and
 // with what environment.
@@ -33,6 +35,10 @@ type Block struct {
 	// Skip is why it must not run ("" when it runs): it needs an AWS
 	// account, or is marked to be skipped.
 	Skip string
+	// Why is the reason a "doctest: skip" mark gives, the text after
+	// "skip" ("<!-- doctest: skip (opens a browser) -->": "opens a
+	// browser"); "" when it gives none.
+	Why string
 }
 
 // ShellBlocks returns the page's fenced shell blocks in order.
@@ -58,6 +64,8 @@ func ShellBlocks(md []byte) []Block {
 					cur.Skip = "needs an AWS account"
 				case strings.HasPrefix(prev, "<!-- doctest: skip"):
 					cur.Skip = "marked doctest: skip"
+					why := strings.TrimSuffix(strings.TrimPrefix(prev, "<!-- doctest: skip"), "-->")
+					cur.Why = strings.Trim(strings.TrimSpace(why), "():; ")
 				}
 			}
 		case fence != "" && strings.HasPrefix(trim, fence):

@@ -3,9 +3,12 @@
 // through the proxy, a model from the catalog, and an HTTP API.
 //
 // It owns:
-//   - the configuration (config.go, agents.go): a strict JSON file plus
-//     overrides, with errors naming the field (*ConfigError), including the
-//     agent definitions and what they refer to (models, toolsets);
+//   - the configuration (config.go and its sections: config_listen.go,
+//     store.go, config_models.go, agents.go, config_tools.go,
+//     sandbox_config.go, config_limits.go; config_errors.go): a strict JSON
+//     file plus overrides, with errors naming the field (*ConfigError),
+//     including the agent definitions and what they refer to (models,
+//     toolsets); docs/configuration.md documents every field (a test);
 //   - the wiring and lifecycle (server.go): a Server builds the history store,
 //     the system, the local timers, the RAP dispatcher, loader and callback
 //     receiver, mounts the in-process tool servers, and stops all of it again;
