@@ -140,6 +140,13 @@ func LoadConfig(path string) (Config, error) {
 	if err == nil && cfg.Script != "" && !filepath.IsAbs(cfg.Script) {
 		cfg.Script = filepath.Join(filepath.Dir(path), cfg.Script)
 	}
+	if err == nil && cfg.Models != nil {
+		for i := range cfg.Models.Models {
+			if sc := cfg.Models.Models[i].Scripted; sc != nil && sc.Path != "" && !filepath.IsAbs(sc.Path) {
+				sc.Path = filepath.Join(filepath.Dir(path), sc.Path)
+			}
+		}
+	}
 	for i := range cfg.Agents {
 		if f := cfg.Agents[i].InstructionsFile; err == nil && f != "" && !filepath.IsAbs(f) {
 			cfg.Agents[i].InstructionsFile = filepath.Join(filepath.Dir(path), f)

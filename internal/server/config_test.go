@@ -197,3 +197,30 @@ func FuzzDecodeConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestLoadConfigResolvesCatalogScriptsBesideTheFile: a catalog model's
+// scripted.path is relative to the configuration file, as script and
+// instructions_file are, not to the working directory.
+func TestLoadConfigResolvesCatalogScriptsBesideTheFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "s.json"), []byte(`{"default": [{"text": "hello"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "serve.json")
+	cfg := `{"models": {"default": "s", "models": [{"name": "s", "provider": "scripted", "model_id": "s",
+		"context_window": 1000, "max_output_tokens": 100, "scripted": {"path": "s.json"}}]}}`
+	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Models.Models[0].Scripted.Path, filepath.Join(dir, "s.json"); got != want {
+		t.Fatalf("scripted.path %q, want %q (beside the file)", got, want)
+	}
+	if _, err := c.modelConfig(); err != nil {
+		t.Fatalf("the model from a directory other than the file's: %v", err)
+	}
+}
