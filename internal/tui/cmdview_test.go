@@ -1,9 +1,12 @@
 package tui
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/agentslice/agentslice/client"
 )
@@ -95,4 +98,21 @@ func trimLines(s string) string {
 		lines[i] = strings.TrimRight(l, " ")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestWarningShowsAboveTheConversation: a warning of the command (the
+// server serves another repository) is on the screen, wrapped to it,
+// before the conversation and after a switch to another thread.
+func TestWarningShowsAboveTheConversation(t *testing.T) {
+	m := New(context.Background(), Options{Thread: "t1", Repo: "/src/demo", Warning: "the server at http://127.0.0.1:1 serves the sandbox of /src/other, not /src/demo"})
+	m.Update(tea.WindowSizeMsg{Width: 60, Height: 24})
+	feed(m, client.Event{Kind: "message", Text: "hello"})
+	s := trimLines(screen(t, m))
+	if !strings.Contains(s, "! warning: the server at http://127.0.0.1:1 serves the\nsandbox of /src/other, not /src/demo\n\nyou: hello") {
+		t.Fatalf("the warning:\n%s", s)
+	}
+	m.switchThread("t2")
+	if s := screen(t, m); !strings.Contains(s, "! warning: the server") {
+		t.Fatalf("the warning after a switch:\n%s", s)
+	}
 }

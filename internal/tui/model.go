@@ -32,6 +32,9 @@ type Options struct {
 	Title string
 	// ListThreads filters what /load offers (nil: every thread).
 	ListThreads func(client.ThreadSummary) bool
+	// Warning, when set, is shown above the conversation of every thread
+	// (`code`: the server serves another repository's sandbox).
+	Warning string
 }
 
 // Outcome is how the UI ended, for the command to say so.

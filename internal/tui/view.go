@@ -79,6 +79,11 @@ func (m *Model) conversation(width int) (string, []int) {
 	var b strings.Builder
 	starts := make([]int, len(m.conv.Entries))
 	line := 0
+	if m.opt.Warning != "" {
+		block := styleError.Render(wrap("! warning: "+m.opt.Warning, width)) + "\n"
+		b.WriteString(block + "\n")
+		line += strings.Count(block, "\n") + 1
+	}
 	sel := -1
 	if tools := m.conv.Tools(); m.selTool >= 0 && m.selTool < len(tools) {
 		sel = tools[m.selTool]

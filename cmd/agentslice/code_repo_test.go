@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentslice/agentslice/client"
+	"github.com/agentslice/agentslice/internal/server"
+)
+
+// TestCodeWarnsOfAnotherRepository: `code` asks the server which
+// repository it serves (GET /info) and warns when it is not the one it
+// runs in: another repository's sandbox, no sandbox, a server too old to
+// say. The same repository, even through a symlink, is no warning.
+func TestCodeWarnsOfAnotherRepository(t *testing.T) {
+	ctx := context.Background()
+	repo, other := gitRepo(t), gitRepo(t)
+	c, err := client.New(codeServe(t, repo, map[string]any{"default": []map[string]any{{"text": "?"}}}), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := repoWarning(ctx, c, repo); w != "" {
+		t.Fatalf("the served repository: warning %q", w)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(repo, link); err != nil {
+		t.Fatal(err)
+	}
+	if w := repoWarning(ctx, c, link); w != "" {
+		t.Fatalf("the served repository through a symlink: warning %q", w)
+	}
+	if w := repoWarning(ctx, c, other); !strings.Contains(w, "serves the sandbox of "+repo+", not "+other) {
+		t.Fatalf("another repository: warning %q", w)
+	}
+
+	cfg, err := server.DecodeConfig([]byte(`{"listen": "127.0.0.1:0", "store": "memory"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := server.New(ctx, cfg, server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(plain.Stop)
+	pc, _ := client.New(plain.URL(), "")
+	if w := repoWarning(ctx, pc, repo); !strings.Contains(w, "has no sandbox: the agent cannot read or change "+repo) {
+		t.Fatalf("a server without a sandbox: warning %q", w)
+	}
+
+	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"error": "no such endpoint: GET /info"}`+"\n")
+	}))
+	t.Cleanup(old.Close)
+	oc, _ := client.New(old.URL, "")
+	if w := repoWarning(ctx, oc, repo); !strings.Contains(w, "does not say which repository it serves") {
+		t.Fatalf("an older server: warning %q", w)
+	}
+}
+
+// TestCodeUnderTmuxWarnsOfAnotherRepository: the warning is on the
+// screen, above the conversation.
+func TestCodeUnderTmuxWarnsOfAnotherRepository(t *testing.T) {
+	tm := newTmux(t)
+	repo, other := gitRepo(t), gitRepo(t)
+	url := codeServe(t, repo, map[string]any{"default": []map[string]any{{"text": "?"}}})
+	tm.start("first", other, "code", "-server", url)
+	tm.waitFor("first", "warned", "! warning: the server at "+url, "Nothing here yet", "● new")
+	tm.typeLine("first", "/quit")
+	tm.waitFor("first", "left", "[exit 0]")
+}
