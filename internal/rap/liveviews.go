@@ -10,9 +10,9 @@ import (
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
-// LiveCalls tells a Receiver whether a thread still waits on a call (the
-// call is pending or holds an active subscription). With it a view_update
-// of a call still going on is display only (ReceiverConfig.LiveViews).
+// LiveCalls tells a Receiver whether a call still goes on in the
+// background (serve: it holds an active subscription). With it a
+// view_update of such a call is display only (ReceiverConfig.LiveViews).
 type LiveCalls interface {
 	Live(ctx context.Context, threadID, callID string) (bool, error)
 }
@@ -119,8 +119,8 @@ func (rc *Receiver) LiveViews(threadID string) []LiveView {
 	return rc.live.of(threadID)
 }
 
-// liveView handles a view_update with LiveViews: a view of a call the
-// thread still waits on is kept (the latest per call and view type) and
+// liveView handles a view_update with LiveViews: a view of a call that
+// goes on in the background is kept (the latest per call and view type) and
 // told to ViewOutput, and nothing is enqueued; handled reports false for
 // a view of a call that is over (or whose state cannot be read now),
 // which goes to history like any view.

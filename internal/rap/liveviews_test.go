@@ -35,9 +35,9 @@ func viewBody(thread, viewType, content string) string {
 	return fmt.Sprintf(`{"type":"view_update","group_id":%q,"view_type":%q,"content":%s}`, thread, viewType, content)
 }
 
-// TestReceiverLiveViews: with LiveViews, a view of a call the thread
-// still waits on enqueues nothing (no message: no slice, no history item)
-// and is told to ViewOutput and kept (the latest per view type); the
+// TestReceiverLiveViews: with LiveViews, a view of a call that goes on
+// in the background enqueues nothing (no message: no slice, no history
+// item) and is told to ViewOutput and kept (the latest per view type); the
 // callback that ends the call is preceded by the call's last view of each
 // type, once; a view of a call that is over, or whose state cannot be
 // read, goes to the thread as a KindView message as before.

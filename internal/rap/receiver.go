@@ -81,8 +81,8 @@ type ReceiverConfig struct {
 	// see (runtime/human.go), instead of storing it in Views; Output then
 	// hears of it from history, not from the receiver.
 	HistoryViews bool
-	// LiveViews, with HistoryViews, makes the views of a call the thread
-	// still waits on display only (liveviews.go): such a view_update is
+	// LiveViews, with HistoryViews, makes the views of a call that goes on
+	// in the background display only (liveviews.go): such a view_update is
 	// kept in memory (the latest per call and view type, Receiver.LiveViews)
 	// and told to ViewOutput, and no message is enqueued, so it costs the
 	// thread no slice and no history item. The call's latest views enter

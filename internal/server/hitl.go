@@ -337,8 +337,11 @@ func liveViewEvent(thread string, v rap.LiveView) StreamEvent {
 		Text: text, At: v.At}
 }
 
-// liveCalls tells the receiver whether a thread still waits on a call:
-// the call is pending or holds an active subscription.
+// liveCalls tells the receiver whether a call goes on in the background:
+// it holds an active subscription of its thread (a running command, after
+// its "started" result). A pending call's views stay in history: its
+// thread waits on it, and a tool that waits too (on a person's choice,
+// say) may never send the view again after a restart.
 type liveCalls struct{ store runtime.HistoryStore }
 
 func (l liveCalls) Live(ctx context.Context, thread, call string) (bool, error) {
@@ -346,11 +349,7 @@ func (l liveCalls) Live(ctx context.Context, thread, call string) (bool, error) 
 	if err != nil {
 		return false, err
 	}
-	st := &th.State
-	if st.Pending != nil && st.Pending.ID == call {
-		return true, nil
-	}
-	for _, sub := range st.Subscriptions {
+	for _, sub := range th.State.Subscriptions {
 		if sub.CallID == call {
 			return true, nil
 		}
