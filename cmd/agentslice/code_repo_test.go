@@ -80,3 +80,17 @@ func TestCodeUnderTmuxWarnsOfAnotherRepository(t *testing.T) {
 	tm.typeLine("first", "/quit")
 	tm.waitFor("first", "left", "[exit 0]")
 }
+
+// TestChatUnderTmux: `agentslice chat` is the same UI on a thread of any
+// agent, outside a repository: a reply streams in, an idle session
+// leaves without asking.
+func TestChatUnderTmux(t *testing.T) {
+	tm := newTmux(t)
+	url := codeServe(t, gitRepo(t), map[string]any{"default": []map[string]any{{"text": "Hello from chat."}}})
+	tm.start("first", t.TempDir(), "chat", "-server", url)
+	tm.waitFor("first", "start", "agentslice chat", "Nothing here yet", "● new")
+	tm.typeLine("first", "hi there")
+	tm.waitFor("first", "reply", "you: hi there", "Hello from chat.", "● idle")
+	tm.typeLine("first", "/quit")
+	tm.waitFor("first", "left", "left thread chat-", "[exit 0]")
+}
