@@ -42,10 +42,14 @@ func viewText(viewType string, content json.RawMessage) string {
 type liveViews struct {
 	mu sync.Mutex
 	m  *boundedMap[map[string]LiveView] // thread → call \x00 view type → view
+	// started holds the calls whose result opened a subscription, as
+	// accepted here: a view that follows it at once is live even before
+	// the thread has folded the result (LiveCalls reads the thread).
+	started *boundedMap[bool]
 }
 
 func newLiveViews(max int) *liveViews {
-	return &liveViews{m: newBoundedMap[map[string]LiveView](max)}
+	return &liveViews{m: newBoundedMap[map[string]LiveView](max), started: newBoundedMap[bool](max)}
 }
 
 func (l *liveViews) put(thread string, v LiveView) {
@@ -125,7 +129,10 @@ func (rc *Receiver) LiveViews(threadID string) []LiveView {
 // a view of a call that is over (or whose state cannot be read now),
 // which goes to history like any view.
 func (rc *Receiver) liveView(ctx context.Context, capa Capability, v *ViewUpdate) (handled bool, err error) {
-	live, err := rc.cfg.LiveViews.Live(ctx, capa.ThreadID, capa.CallID)
+	live, err := true, error(nil)
+	if _, ok := rc.live.started.get(storeKey(capa.ThreadID, capa.CallID)); !ok {
+		live, err = rc.cfg.LiveViews.Live(ctx, capa.ThreadID, capa.CallID)
+	}
 	if err != nil {
 		rc.cfg.Logger.InfoContext(ctx, "rap: cannot tell whether a view's call goes on; the view goes to history", "thread", capa.ThreadID,
 			"call", capa.CallID, "error", err)
@@ -152,6 +159,19 @@ func (rc *Receiver) viewOutput() runtime.Output {
 		return rc.cfg.ViewOutput
 	}
 	return rc.cfg.Output
+}
+
+// accepted notes a callback the thread was given: a result that opens a
+// subscription makes the call's views live at once; the end of a call
+// forgets it.
+func (rc *Receiver) accepted(capa Capability, cb *Callback) {
+	key := storeKey(capa.ThreadID, capa.CallID)
+	switch {
+	case cb.Type == TypeToolResult && cb.ToolResult.Subscription:
+		rc.live.started.put(key, true)
+	case ends(cb):
+		rc.live.started.take(key)
+	}
 }
 
 // ends reports whether an accepted callback ends its call: a result that

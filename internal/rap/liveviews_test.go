@@ -142,3 +142,39 @@ func TestReceiverLiveViewsFlushIsRetried(t *testing.T) {
 		t.Fatalf("then: %+v", m)
 	}
 }
+
+// TestReceiverLiveViewsRightAfterTheStart: a view that follows the result
+// opening its call's subscription is live even while the thread has not
+// folded that result yet (LiveCalls still says no); the call's end
+// forgets that.
+func TestReceiverLiveViewsRightAfterTheStart(t *testing.T) {
+	t.Parallel()
+	live := &liveSet{live: map[string]bool{}} // the thread has not folded the "started" result
+	rig := newCallbackRig(t, func(c *ReceiverConfig) { c.HistoryViews, c.LiveViews = true, live })
+	run := rig.url(t, "thr_1", "call_run")
+	if status, _ := post(t, run, `{"type":"tool_result","group_id":"thr_1","id":"call_run","text":"started","subscription":true}`); status != http.StatusOK {
+		t.Fatal(status)
+	}
+	if m := rig.q.next(t); m.Kind != runtime.KindToolResult || !m.Subscription {
+		t.Fatalf("the started result: %+v", m)
+	}
+	if status, _ := post(t, run, viewBody("thr_1", "cmd", `{"n":1}`)); status != http.StatusOK {
+		t.Fatal(status)
+	}
+	if n := rig.q.count(); n != 1 {
+		t.Fatalf("%d messages after a view right after the start, want the result only", n)
+	}
+	final := `{"type":"subscription_event","group_id":"thr_1","tool_call_id":"call_run","text":"done","associative":true,"final":true}`
+	if status, _ := post(t, run, final); status != http.StatusOK {
+		t.Fatal(status)
+	}
+	if m := rig.q.next(t); m.Kind != runtime.KindView {
+		t.Fatalf("before the final event: %+v", m)
+	}
+	if m := rig.q.next(t); m.Kind != runtime.KindEvent {
+		t.Fatalf("then: %+v", m)
+	}
+	if status, _ := post(t, run, viewBody("thr_1", "cmd", `{"n":2}`)); status != http.StatusOK || rig.q.next(t).Kind != runtime.KindView {
+		t.Fatalf("a view after the end: %d, not to history", status)
+	}
+}

@@ -273,8 +273,9 @@ func (rc *Receiver) Accept(ctx context.Context, query map[string][]string, body 
 		}
 		return fmt.Errorf("rap: enqueueing %s for thread %s: %w", msg.ID, capa.ThreadID, err)
 	}
-	if len(flushed) > 0 {
+	if rc.live != nil {
 		rc.live.drop(capa.ThreadID, flushed)
+		rc.accepted(capa, cb)
 	}
 	if cb.Type == TypeToolResult {
 		rc.checkDisplayAs(ctx, capa, body)
