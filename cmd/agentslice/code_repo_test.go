@@ -94,3 +94,37 @@ func TestChatUnderTmux(t *testing.T) {
 	tm.typeLine("first", "/quit")
 	tm.waitFor("first", "left", "left thread chat-", "[exit 0]")
 }
+
+// TestCodeUnderTmuxStartsTheDaemon: `agentslice code` with no server
+// running starts the data directory's daemon on its repository (and says
+// so once the screen is back); code in a second repository finds that
+// daemon and warns that it serves the first one's sandbox.
+func TestCodeUnderTmuxStartsTheDaemon(t *testing.T) {
+	tm := newTmux(t)
+	repo, other, data := gitRepo(t), gitRepo(t), t.TempDir()
+	t.Cleanup(func() {
+		if code, out, errOut := runCmd("daemon", "stop", "-data", data); code != 0 {
+			t.Errorf("daemon stop: exit %d, %q %q", code, out, errOut)
+		}
+	})
+	tm.start("first", repo, "code", "-data", data)
+	tm.waitFor("first", "started", "agentslice code · demo", "Nothing here yet", "● new")
+	info, err := readDaemonFile(data)
+	if err != nil {
+		t.Fatalf("no daemon file after code started: %v", err)
+	}
+	if s := tm.capture("first"); strings.Contains(s, "warning") {
+		t.Fatalf("a warning on the daemon's own repository:\n%s", s)
+	}
+	c, _ := client.New(info.URL, "")
+	if in, err := c.Info(context.Background()); err != nil || in.Sandbox == nil || !samePath(in.Sandbox.Repos[0], repo) {
+		t.Fatalf("the started daemon serves %+v, %v; want %s", in.Sandbox, err, repo)
+	}
+	tm.typeLine("first", "/quit")
+	tm.waitFor("first", "left", "started the daemon at "+info.URL, "[exit 0]")
+
+	tm.start("second", other, "code", "-data", data)
+	tm.waitFor("second", "warned", "! warning: the server at "+info.URL, "serves the sandbox of")
+	tm.typeLine("second", "/quit")
+	tm.waitFor("second", "second-left", "[exit 0]")
+}
