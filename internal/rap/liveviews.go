@@ -97,6 +97,37 @@ func (l *liveViews) ofCall(thread, call string) []LiveView {
 	return out
 }
 
+// calls returns one view of each call with live views on the thread.
+func (l *liveViews) calls(thread string) []LiveView {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	views, _ := l.m.get(thread)
+	seen := map[string]bool{}
+	var out []LiveView
+	for _, v := range views {
+		if !seen[v.CallID] {
+			seen[v.CallID] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// forgetCall forgets every live view of one call.
+func (l *liveViews) forgetCall(thread, call string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	views, _ := l.m.get(thread)
+	for k, v := range views {
+		if v.CallID == call {
+			delete(views, k)
+		}
+	}
+	if len(views) == 0 {
+		l.m.take(thread)
+	}
+}
+
 // drop forgets the views of one call, unless a newer one replaced them.
 func (l *liveViews) drop(thread string, sent []LiveView) {
 	l.mu.Lock()
@@ -115,12 +146,37 @@ func (l *liveViews) drop(thread string, sent []LiveView) {
 
 // LiveViews returns the thread's views kept out of history (their calls
 // still going on), the latest per view type, sorted by view type; nil
-// without ReceiverConfig.LiveViews.
-func (rc *Receiver) LiveViews(threadID string) []LiveView {
+// without ReceiverConfig.LiveViews. The views of a call that ended
+// without a last callback (a cancelled subscription, a stopped thread)
+// are forgotten here, not shown.
+func (rc *Receiver) LiveViews(ctx context.Context, threadID string) []LiveView {
 	if rc == nil || rc.live == nil {
 		return nil
 	}
+	for _, v := range rc.live.calls(threadID) {
+		if live, err := rc.held(ctx, threadID, v.CallID); err == nil && !live {
+			rc.live.forgetCall(threadID, v.CallID)
+		}
+	}
 	return rc.live.of(threadID)
+}
+
+// held reports whether a call goes on in the background: LiveCalls says
+// so, or its result opened a subscription the thread has not folded yet
+// (a mark LiveCalls' yes clears, so that a cancelled call is not held by
+// it for ever).
+func (rc *Receiver) held(ctx context.Context, thread, call string) (bool, error) {
+	key := storeKey(thread, call)
+	live, err := rc.cfg.LiveViews.Live(ctx, thread, call)
+	if err != nil {
+		return false, err
+	}
+	if live {
+		rc.live.started.take(key)
+		return true, nil
+	}
+	_, started := rc.live.started.get(key)
+	return started, nil
 }
 
 // liveView handles a view_update with LiveViews: a view of a call that
@@ -129,10 +185,7 @@ func (rc *Receiver) LiveViews(threadID string) []LiveView {
 // a view of a call that is over (or whose state cannot be read now),
 // which goes to history like any view.
 func (rc *Receiver) liveView(ctx context.Context, capa Capability, v *ViewUpdate) (handled bool, err error) {
-	live, err := true, error(nil)
-	if _, ok := rc.live.started.get(storeKey(capa.ThreadID, capa.CallID)); !ok {
-		live, err = rc.cfg.LiveViews.Live(ctx, capa.ThreadID, capa.CallID)
-	}
+	live, err := rc.held(ctx, capa.ThreadID, capa.CallID)
 	if err != nil {
 		rc.cfg.Logger.InfoContext(ctx, "rap: cannot tell whether a view's call goes on; the view goes to history", "thread", capa.ThreadID,
 			"call", capa.CallID, "error", err)

@@ -63,7 +63,7 @@ func TestReceiverLiveViews(t *testing.T) {
 	if evs := out.events(); len(evs) != 6 || evs[4].Kind != "view" || evs[4].Text != `{"view_type":"cmd","content":{"n":5}}` {
 		t.Fatalf("views told: %+v", evs)
 	}
-	lv := rig.rcv.LiveViews("thr_1")
+	lv := rig.rcv.LiveViews(context.Background(), "thr_1")
 	if len(lv) != 2 || lv[0].ViewType != "cmd" || string(lv[0].Content) != `{"n":5}` || lv[0].CallID != "call_run" || lv[1].ViewType != "other" {
 		t.Fatalf("live views: %+v", lv)
 	}
@@ -81,7 +81,7 @@ func TestReceiverLiveViews(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("after the final event the queue has\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if lv := rig.rcv.LiveViews("thr_1"); len(lv) != 0 {
+	if lv := rig.rcv.LiveViews(context.Background(), "thr_1"); len(lv) != 0 {
 		t.Fatalf("live views after the call ended: %+v", lv)
 	}
 	// A retried final event sends no view again.
@@ -126,7 +126,7 @@ func TestReceiverLiveViewsFlushIsRetried(t *testing.T) {
 	if status, _ := post(t, run, result); status != http.StatusServiceUnavailable {
 		t.Fatalf("ending callback with the queue down: %d, want 503", status)
 	}
-	if lv := rig.rcv.LiveViews("thr_1"); len(lv) != 1 {
+	if lv := rig.rcv.LiveViews(context.Background(), "thr_1"); len(lv) != 1 {
 		t.Fatalf("the live views after a failed flush: %+v", lv)
 	}
 	rig.q.mu.Lock()
@@ -176,5 +176,39 @@ func TestReceiverLiveViewsRightAfterTheStart(t *testing.T) {
 	}
 	if status, _ := post(t, run, viewBody("thr_1", "cmd", `{"n":2}`)); status != http.StatusOK || rig.q.next(t).Kind != runtime.KindView {
 		t.Fatalf("a view after the end: %d, not to history", status)
+	}
+}
+
+// TestReceiverForgetsTheViewsOfACancelledCall: a call whose subscription
+// ended without a last callback (cancelled, its thread stopped) no longer
+// shows its live views.
+func TestReceiverForgetsTheViewsOfACancelledCall(t *testing.T) {
+	t.Parallel()
+	live := &liveSet{live: map[string]bool{}}
+	rig := newCallbackRig(t, func(c *ReceiverConfig) { c.HistoryViews, c.LiveViews = true, live })
+	run := rig.url(t, "thr_1", "call_run")
+	if status, _ := post(t, run, `{"type":"tool_result","group_id":"thr_1","id":"call_run","text":"started","subscription":true}`); status != http.StatusOK {
+		t.Fatal(status)
+	}
+	if status, _ := post(t, run, viewBody("thr_1", "cmd", `{"n":1}`)); status != http.StatusOK {
+		t.Fatal(status)
+	}
+	ctx := context.Background()
+	if lv := rig.rcv.LiveViews(ctx, "thr_1"); len(lv) != 1 {
+		t.Fatalf("before the thread folded the start: %+v", lv)
+	}
+	live.set("thr_1", "call_run", true) // folded
+	if status, _ := post(t, run, viewBody("thr_1", "cmd", `{"n":2}`)); status != http.StatusOK {
+		t.Fatal(status)
+	}
+	if lv := rig.rcv.LiveViews(ctx, "thr_1"); len(lv) != 1 || string(lv[0].Content) != `{"n":2}` {
+		t.Fatalf("while it runs: %+v", lv)
+	}
+	live.set("thr_1", "call_run", false) // cancel_subscription: no final event comes
+	if lv := rig.rcv.LiveViews(ctx, "thr_1"); len(lv) != 0 {
+		t.Fatalf("after the cancel: %+v", lv)
+	}
+	if n := rig.q.count(); n != 1 {
+		t.Fatalf("%d messages, want the started result only", n)
 	}
 }

@@ -362,7 +362,7 @@ func (s *Server) replay(w http.ResponseWriter, rc *http.ResponseController, r *h
 	if only == nil || only["view"] {
 		// The live views (of calls still going on, kept out of history)
 		// on every connection: a resumed stream missed their updates.
-		for _, v := range s.receiver.LiveViews(thread) {
+		for _, v := range s.receiver.LiveViews(r.Context(), thread) {
 			if !sendEvent(w, rc, liveViewEvent(thread, v), false) {
 				return 0, false
 			}

@@ -298,7 +298,7 @@ func (s *Server) getViews(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	views := map[string]json.RawMessage{}
-	for _, ev := range s.viewsNow(thread, th.Own()) {
+	for _, ev := range s.viewsNow(r.Context(), thread, th.Own()) {
 		views[gjson.Get(ev.Text, "view_type").Str] = json.RawMessage(gjson.Get(ev.Text, "content").Raw)
 	}
 	writeJSON(w, http.StatusOK, viewsResponse{ThreadID: thread, Views: views})
@@ -307,7 +307,7 @@ func (s *Server) getViews(w http.ResponseWriter, r *http.Request) {
 // viewsNow are a thread's current views as "view" events, by view type:
 // the latest of those in own (history) and of the live ones (the views of
 // calls still going on, kept out of history), the newer winning.
-func (s *Server) viewsNow(thread string, own []runtime.Item) []StreamEvent {
+func (s *Server) viewsNow(ctx context.Context, thread string, own []runtime.Item) []StreamEvent {
 	evs := currentViews(thread, own)
 	if s.receiver == nil {
 		return evs
@@ -316,7 +316,7 @@ func (s *Server) viewsNow(thread string, own []runtime.Item) []StreamEvent {
 	for i, ev := range evs {
 		byType[gjson.Get(ev.Text, "view_type").Str] = i
 	}
-	for _, v := range s.receiver.LiveViews(thread) {
+	for _, v := range s.receiver.LiveViews(ctx, thread) {
 		ev := liveViewEvent(thread, v)
 		if i, ok := byType[v.ViewType]; !ok {
 			byType[v.ViewType] = len(evs)

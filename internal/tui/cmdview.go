@@ -66,7 +66,7 @@ func (e *Entry) applyCommand(cv commandView) {
 		e.Log = cv.Log
 	}
 	end := cv.Offset + int64(len(cv.Output))
-	if cv.State == "exited" || e.ViewState != "exited" {
+	if cv.State == "exited" || (e.ViewState != "exited" && e.ViewState != stateEnded) {
 		e.ViewState, e.ViewStatus = cv.State, cv.Status
 	}
 	if end <= e.viewBytes {
@@ -98,6 +98,36 @@ func (e *Entry) applyCommand(cv commandView) {
 	}
 }
 
+// stateEnded is the state of a command whose subscription ended without
+// its last view: it was cancelled, or its thread stopped.
+const stateEnded = "ended"
+
+// SetSubscriptions tells the conversation the calls the thread holds a
+// subscription for (the thread's state): a running command whose call
+// held one and no longer does ended without saying so (cancelled, the
+// thread stopped), and shows so instead of running for ever.
+func (c *Conversation) SetSubscriptions(calls []string) {
+	held := map[string]bool{}
+	for _, id := range calls {
+		held[id] = true
+	}
+	for i := range c.Entries {
+		e := &c.Entries[i]
+		if e.Kind != EntryTool || e.CallID == "" {
+			continue
+		}
+		switch {
+		case held[e.CallID]:
+			e.subscribed = true
+		case e.subscribed:
+			e.subscribed = false
+			if e.Viewed && e.ViewState == "running" {
+				e.ViewState, e.ViewStatus = stateEnded, "ended without its exit status (cancelled or stopped)"
+			}
+		}
+	}
+}
+
 // commandStatus is the status word of a command the views follow: running
 // until its view says it exited, then done or failed by its exit status.
 func commandStatus(e *Entry) (string, bool) {
@@ -110,6 +140,8 @@ func commandStatus(e *Entry) (string, bool) {
 		return "done", true
 	case e.ViewState == "exited":
 		return "failed", true
+	case e.ViewState == stateEnded:
+		return "done", true
 	}
 	return "", false
 }

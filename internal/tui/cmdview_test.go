@@ -116,3 +116,24 @@ func TestWarningShowsAboveTheConversation(t *testing.T) {
 		t.Fatalf("the warning after a switch:\n%s", s)
 	}
 }
+
+// TestCancelledCommandEnds: a running command whose subscription the
+// thread no longer holds (cancelled, stopped) shows as ended, not running
+// for ever, even when its stale running view is told again.
+func TestCancelledCommandEnds(t *testing.T) {
+	m := newTestModel(t)
+	feed(m, client.Event{Kind: "tool_call", Tool: "run_command", CallID: "c2", Args: `{"command":"make"}`},
+		client.Event{Kind: "tool_result", Tool: "run_command", CallID: "c2", Text: "started"})
+	running := commandViewEvent(t, commandView{CommandID: "c2", State: "running", Output: "cc a.c\n"})
+	feed(m, running)
+	m.conv.SetSubscriptions(nil) // not yet held (the result not folded): still running
+	m.conv.SetSubscriptions([]string{"c2"})
+	if s := screen(t, m); !strings.Contains(s, "▸ run_command [running]") {
+		t.Fatalf("while held:\n%s", s)
+	}
+	m.conv.SetSubscriptions(nil)
+	feed(m, running)
+	if s := screen(t, m); !strings.Contains(s, `▸ run_command [done] {"command":"make"} → ended without its exit status`) {
+		t.Fatalf("after its subscription ended:\n%s", s)
+	}
+}

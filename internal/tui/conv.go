@@ -59,6 +59,7 @@ type Entry struct {
 	Log                   string
 	viewBytes             int64 // the output's bytes shown so far
 	partial               bool  // the last output line has no newline yet
+	subscribed            bool  // the thread held a subscription for the call when last read
 }
 
 // NewConversation returns an empty conversation.

@@ -345,6 +345,11 @@ func (m *Model) refreshed(msg threadMsg) tea.Cmd {
 		th := msg.th
 		m.status, m.reason, m.until = th.Status, th.Reason, th.Until
 		m.usage, m.model, m.budget, m.subs = th.State.Usage, th.State.Model, th.Budget, th.State.Subscriptions
+		calls := make([]string, len(m.subs))
+		for i, sub := range m.subs {
+			calls[i] = sub.CallID
+		}
+		m.conv.SetSubscriptions(calls)
 		if th.State.Agent != "" {
 			m.agent = th.State.Agent
 		}
