@@ -178,6 +178,23 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 	return h, err
 }
 
+// Info is the answer of GET /info: what the server serves.
+type Info struct {
+	// Sandbox is nil when the server has no sandbox toolset.
+	Sandbox *struct {
+		// Repos are the repositories its sandboxes are made from.
+		Repos []string `json:"repos"`
+	} `json:"sandbox,omitempty"`
+}
+
+// Info says what the server serves (its sandbox repositories). A server
+// from before GET /info answers it 404 (an *APIError).
+func (c *Client) Info(ctx context.Context) (Info, error) {
+	var in Info
+	err := c.getJSON(ctx, "/info", nil, &in)
+	return in, err
+}
+
 // ListOptions filter and page GET /threads; each set field is passed as
 // its query parameter (limit, cursor, status, agent, q).
 type ListOptions struct {

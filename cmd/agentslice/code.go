@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,7 +85,44 @@ func runCode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	opt := tui.Options{Client: c, Thread: id, Agent: *agent, Repo: repo, Title: "agentslice code",
 		NewThread:   func() string { return newThreadID(prefix) },
 		ListThreads: func(t client.ThreadSummary) bool { return strings.HasPrefix(t.ID, prefix) }}
+	if warn := repoWarning(ctx, c, repo); warn != "" {
+		fmt.Fprintln(stderr, "agentslice code: warning: "+warn)
+		opt.Warning = warn
+	}
 	return runUI(ctx, opt, stdout, "agentslice code "+shellQuote(repo))
+}
+
+// repoWarning says what is wrong when the server c reaches does not serve
+// the sandbox of repo (GET /info): the agent would read and change
+// another repository, or none; "" when it does.
+func repoWarning(ctx context.Context, c *client.Client, repo string) string {
+	info, err := c.Info(ctx)
+	var ae *client.APIError
+	switch {
+	case errors.As(err, &ae) && ae.StatusCode == http.StatusNotFound:
+		return fmt.Sprintf("the server at %s does not say which repository it serves (a serve older than GET /info); make sure it is %s", c.BaseURL, repo)
+	case err != nil:
+		return fmt.Sprintf("cannot ask the server at %s which repository it serves: %v", c.BaseURL, err)
+	case info.Sandbox == nil || len(info.Sandbox.Repos) == 0:
+		return fmt.Sprintf("the server at %s has no sandbox: the agent cannot read or change %s (configure sandbox.repo, or stop that daemon with `agentslice daemon stop` so that code starts one for this repository)", c.BaseURL, repo)
+	}
+	for _, r := range info.Sandbox.Repos {
+		if samePath(r, repo) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("the server at %s serves the sandbox of %s, not %s: the agent reads and changes that repository, and /diff and /apply are about it (stop that daemon with `agentslice daemon stop`, or give -server a serve of this one)",
+		c.BaseURL, strings.Join(info.Sandbox.Repos, ", "), repo)
+}
+
+// samePath reports whether two paths name the same directory.
+func samePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
 // runChat is `agentslice chat`.

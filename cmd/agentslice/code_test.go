@@ -46,7 +46,7 @@ func codeServe(t *testing.T, repo string, script map[string]any, toolServers ...
 		t.Fatal(err)
 	}
 	cfg := map[string]any{"listen": "127.0.0.1:0", "store": "memory", "script": sp,
-		"sandbox":       map[string]any{"repo": repo, "root": filepath.Join(t.TempDir(), "sandboxes"), "jail": "off"}, // the tests release commands through files in /tmp, which a jail hides
+		"sandbox":       map[string]any{"repo": repo, "root": filepath.Join(t.TempDir(), "sandboxes"), "jail": "off", "output_every": "50ms"}, // the tests release commands through files in /tmp, which a jail hides
 		"agents":        []map[string]any{{"name": "coder", "instructions": "You change code in the sandbox."}},
 		"default_agent": "coder", "tool_servers": toolServers}
 	b, _ := json.Marshal(cfg)

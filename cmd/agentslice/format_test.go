@@ -24,3 +24,22 @@ func TestFormatShowsFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestFormatViews: tail shows a running command's view as its output
+// lines and its end as its status; another view as its type and content.
+func TestFormatViews(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		text, want string
+	}{
+		{`{"view_type":"sandbox_command","content":{"command_id":"c1","state":"running","output":"a\nb\n"}}`, "output c1:\n  a\n  b"},
+		{`{"view_type":"sandbox_command","content":{"command_id":"c1","state":"exited","status":"exit code 2","output":"c\n"}}`,
+			"output c1:\n  c\n  command c1 exited: exit code 2"},
+		{`{"view_type":"diff","content":{"patch":"x"}}`, `view diff: {"patch":"x"}`},
+		{`not json`, "view: not json"},
+	} {
+		if got, ok := formatEvent(client.Event{Kind: "view", Text: tc.text}, false); !ok || got != tc.want {
+			t.Errorf("formatEvent(view %s) = %q; want %q", tc.text, got, tc.want)
+		}
+	}
+}

@@ -397,6 +397,33 @@ func tailStream(s *client.Stream, out io.Writer, asJSON, deltas bool, limit int,
 // formatEvent renders an event as one readable line (continued lines
 // indented); ok is false for events not worth a line (replies repeat their
 // turn, deltas unless asked for).
+// formatView is a view event for tail: a running command's new output
+// (the sandbox's view, "sandbox_command") as lines, its end as its status;
+// any other view as its type and content.
+func formatView(text string) string {
+	var v struct {
+		ViewType string          `json:"view_type"`
+		Content  json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal([]byte(text), &v) != nil {
+		return "view: " + text
+	}
+	var cmd struct {
+		CommandID string `json:"command_id"`
+		State     string `json:"state"`
+		Status    string `json:"status"`
+		Output    string `json:"output"`
+	}
+	if v.ViewType != "sandbox_command" || json.Unmarshal(v.Content, &cmd) != nil || cmd.CommandID == "" {
+		return "view " + v.ViewType + ": " + string(v.Content)
+	}
+	s := "output " + cmd.CommandID + ":\n" + strings.TrimRight(cmd.Output, "\n")
+	if cmd.State == "exited" {
+		s += "\ncommand " + cmd.CommandID + " exited: " + cmd.Status
+	}
+	return s
+}
+
 func formatEvent(ev client.Event, deltas bool) (string, bool) {
 	var s string
 	switch ev.Kind {
@@ -443,6 +470,8 @@ func formatEvent(ev client.Event, deltas bool) (string, bool) {
 		s = "delta: " + ev.Text
 	case "reply":
 		return "", false
+	case "view":
+		s = formatView(ev.Text)
 	default:
 		s = ev.Kind
 		if ev.Child != "" {

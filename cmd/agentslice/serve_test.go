@@ -19,10 +19,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	daemonCommand = testDaemonCommand // the daemon is this binary too (remote_test.go), also one a child starts
 	if args := os.Getenv(childEnv); args != "" {
-		os.Exit(runChild(args)) // this binary was started as a server by a test
+		os.Exit(runChild(args)) // this binary was started as a server (or a CLI) by a test
 	}
-	daemonCommand = testDaemonCommand // the daemon is this binary too (remote_test.go)
 	goleak.VerifyTestMain(m)
 }
 

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -167,7 +169,7 @@ func TestCodeUnderTmux(t *testing.T) {
 		{"text": "Now the change.", "tool_call": map[string]any{"name": "write_file", "args": map[string]any{"path": "a.txt", "content": "hello world\n"}}},
 		{"text": "I need to know one thing.", "tool_call": map[string]any{"name": "ask", "args": map[string]any{}}},
 		{"text": "Green, then. Building now.", "tool_call": map[string]any{"name": "run_command",
-			"args": map[string]any{"command": "echo building; while [ ! -f " + release + " ]; do sleep 0.05; done; echo built"}}},
+			"args": map[string]any{"command": "echo building; i=0; while [ ! -f " + release + " ]; do i=$((i+1)); echo step $i; sleep 0.05; done; echo built"}}},
 		// run_command answers "started" at once and runs in the background;
 		// the agent sleeps until the command's final event wakes it.
 		{"text": "Waiting for the build.", "tool_call": map[string]any{"name": "sleep_until_event_or_input", "args": map[string]any{}}},
@@ -186,8 +188,11 @@ func TestCodeUnderTmux(t *testing.T) {
 	tm.keys("first", "Down")
 	tm.waitFor("first", "choice-moved", "  1. red", "› 2. green")
 	tm.keys("first", "Enter")
-	tm.waitFor("first", "running", "▸ ask [done]", "Green, then. Building now.", "▸ run_command [done]", "Waiting for the build.",
-		"▸ sleep_until_event_or_input [waiting]", "● sleeping")
+	screen := tm.waitFor("first", "running", "▸ ask [done]", "Green, then. Building now.", `▸ run_command [running] {"command":"echo building;`,
+		"\n    step ", "Waiting for the build.", "▸ sleep_until_event_or_input [waiting]", "● sleeping")
+	// The command's output goes on live under its folded line.
+	seen := lastStep(screen)
+	tm.waitUntil("first", "running-later", fmt.Sprintf("a step after %d", seen), func(screen string) bool { return lastStep(screen) > seen })
 	tm.typeLine("first", "/quit")
 	tm.waitFor("first", "quit-asks", "The agent is busy: › keep running in the background", "stop it")
 	tm.keys("first", "Enter")
@@ -246,4 +251,18 @@ func TestCodeUnderTmux(t *testing.T) {
 	}
 	tm.typeLine("again", "/quit") // idle: no question
 	tm.waitFor("again", "left", "left thread "+thread, "[exit 0]")
+}
+
+var stepLine = regexp.MustCompile(`(?m)^    step (\d+)\s*$`)
+
+// lastStep is the number of the newest "step N" line on the screen, 0
+// for none.
+func lastStep(screen string) int {
+	n := 0
+	for _, m := range stepLine.FindAllStringSubmatch(screen, -1) {
+		if v, _ := strconv.Atoi(m[1]); v > n {
+			n = v
+		}
+	}
+	return n
 }

@@ -81,6 +81,17 @@ type ReceiverConfig struct {
 	// see (runtime/human.go), instead of storing it in Views; Output then
 	// hears of it from history, not from the receiver.
 	HistoryViews bool
+	// LiveViews, with HistoryViews, makes the views of a call that goes on
+	// in the background display only (liveviews.go): such a view_update is
+	// kept in memory (the latest per call and view type, Receiver.LiveViews)
+	// and told to ViewOutput, and no message is enqueued, so it costs the
+	// thread no slice and no history item. The call's latest views enter
+	// history once, as KindView messages sent right before the callback
+	// that ends the call. A view of a call that is over goes to history at
+	// once, as with HistoryViews alone.
+	LiveViews LiveCalls
+	// ViewOutput is told about live views (Kind "view"); default Output.
+	ViewOutput runtime.Output
 	// Now is the clock a callback's arrival (Message.At) is stamped with;
 	// default time.Now.
 	Now    func() time.Time
@@ -97,7 +108,8 @@ type ReceiverConfig struct {
 // large for a queue message is truncated with a note to the model (see
 // fit.go). A transient failure to enqueue answers 503 so the tool retries.
 type Receiver struct {
-	cfg ReceiverConfig
+	cfg  ReceiverConfig
+	live *liveViews // with LiveViews
 }
 
 // NewReceiver checks cfg and returns a Receiver.
@@ -120,7 +132,11 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Receiver{cfg: cfg}, nil
+	rc := &Receiver{cfg: cfg}
+	if cfg.HistoryViews && cfg.LiveViews != nil {
+		rc.live = newLiveViews(10000)
+	}
+	return rc, nil
 }
 
 // Views returns the store view updates go to.
@@ -208,8 +224,19 @@ func (rc *Receiver) Accept(ctx context.Context, query map[string][]string, body 
 	if cb.Type == TypeViewUpdate && !rc.cfg.HistoryViews {
 		return rc.view(ctx, capa, cb.ViewUpdate)
 	}
+	if cb.Type == TypeViewUpdate && rc.live != nil {
+		if handled, err := rc.liveView(ctx, capa, cb.ViewUpdate); handled || err != nil {
+			return err
+		}
+	}
 	if cb.Type != TypeViewUpdate { // a view belongs to the thread, not to a call it waits on
 		if err := rc.checkCall(ctx, capa, cb.Type); err != nil {
+			return err
+		}
+	}
+	var flushed []LiveView
+	if rc.live != nil && ends(cb) {
+		if flushed, err = rc.flushLiveViews(ctx, capa); err != nil {
 			return err
 		}
 	}
@@ -245,6 +272,10 @@ func (rc *Receiver) Accept(ctx context.Context, query map[string][]string, body 
 				Err: fmt.Errorf("the queue refused the %s: %w", cb.Type, err)})
 		}
 		return fmt.Errorf("rap: enqueueing %s for thread %s: %w", msg.ID, capa.ThreadID, err)
+	}
+	if rc.live != nil {
+		rc.live.drop(capa.ThreadID, flushed)
+		rc.accepted(capa, cb)
 	}
 	if cb.Type == TypeToolResult {
 		rc.checkDisplayAs(ctx, capa, body)

@@ -83,6 +83,7 @@ func (s *Server) apiRoutes() []route {
 		{"/dead_letters/{id}/redrive", methods{http.MethodPost: s.redriveDeadLetter}},
 		{"/dead_letters/{id}", methods{http.MethodDelete: s.discardDeadLetter}},
 		{"/healthz", methods{http.MethodGet: s.healthz}},
+		{"/info", methods{http.MethodGet: s.getInfo}},
 		{"/agents", methods{http.MethodGet: s.listAgents}},
 		{"/agents/{name}/versions", methods{http.MethodGet: s.listAgentVersions}},
 		{"/models", methods{http.MethodGet: s.listModels}},

@@ -358,6 +358,17 @@ func (s *Server) replay(w http.ResponseWriter, rc *http.ResponseController, r *h
 				return 0, false
 			}
 		}
+	}
+	if only == nil || only["view"] {
+		// The live views (of calls still going on, kept out of history)
+		// on every connection: a resumed stream missed their updates.
+		for _, v := range s.receiver.LiveViews(r.Context(), thread) {
+			if !sendEvent(w, rc, liveViewEvent(thread, v), false) {
+				return 0, false
+			}
+		}
+	}
+	if fresh {
 		for _, d := range s.deadLettersOf(thread) {
 			if !sendEvent(w, rc, d.event(), false) {
 				return 0, false

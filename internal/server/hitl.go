@@ -298,10 +298,74 @@ func (s *Server) getViews(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	views := map[string]json.RawMessage{}
-	for vt, it := range runtime.LatestViews(th.Own()) {
-		views[vt] = json.RawMessage(gjson.Get(it.Args, "content").Raw)
+	for _, ev := range s.viewsNow(r.Context(), thread, th.Own()) {
+		views[gjson.Get(ev.Text, "view_type").Str] = json.RawMessage(gjson.Get(ev.Text, "content").Raw)
 	}
 	writeJSON(w, http.StatusOK, viewsResponse{ThreadID: thread, Views: views})
+}
+
+// viewsNow are a thread's current views as "view" events, by view type:
+// the latest of those in own (history) and of the live ones (the views of
+// calls still going on, kept out of history), the newer winning.
+func (s *Server) viewsNow(ctx context.Context, thread string, own []runtime.Item) []StreamEvent {
+	evs := currentViews(thread, own)
+	if s.receiver == nil {
+		return evs
+	}
+	byType := map[string]int{}
+	for i, ev := range evs {
+		byType[gjson.Get(ev.Text, "view_type").Str] = i
+	}
+	for _, v := range s.receiver.LiveViews(ctx, thread) {
+		ev := liveViewEvent(thread, v)
+		if i, ok := byType[v.ViewType]; !ok {
+			byType[v.ViewType] = len(evs)
+			evs = append(evs, ev)
+		} else if v.At >= evs[i].At {
+			evs[i] = ev
+		}
+	}
+	sort.Slice(evs, func(i, j int) bool {
+		return gjson.Get(evs[i].Text, "view_type").Str < gjson.Get(evs[j].Text, "view_type").Str
+	})
+	return evs
+}
+
+func liveViewEvent(thread string, v rap.LiveView) StreamEvent {
+	text := v.Text()
+	return StreamEvent{ID: runtime.DeriveID("view_", thread, v.CallID, v.ViewType, string(v.Content)), ThreadID: thread, Kind: "view",
+		Text: text, At: v.At}
+}
+
+// liveCalls tells the receiver whether a call goes on in the background:
+// it holds an active subscription of its thread (a running command, after
+// its "started" result). A pending call's views stay in history: its
+// thread waits on it, and a tool that waits too (on a person's choice,
+// say) may never send the view again after a restart.
+type liveCalls struct{ store runtime.HistoryStore }
+
+func (l liveCalls) Live(ctx context.Context, thread, call string) (bool, error) {
+	th, err := l.store.Load(ctx, thread)
+	if err != nil {
+		return false, err
+	}
+	for _, sub := range th.State.Subscriptions {
+		if sub.CallID == call {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// liveViewOutput tells the event streams of a live view (one kept out of
+// history while its call goes on); the Broadcaster's Publish drops the
+// "view" events the engine's outbox sends, which the streams tell from
+// history.
+type liveViewOutput struct{ b *Broadcaster }
+
+func (o liveViewOutput) Publish(_ context.Context, ev runtime.OutputEvent) error {
+	o.b.publish(StreamEvent{ID: ev.ID, ThreadID: ev.ThreadID, Kind: ev.Kind, Text: ev.Text})
+	return nil
 }
 
 // currentViews are a thread's latest views as "view" events, for a fresh

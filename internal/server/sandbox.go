@@ -133,3 +133,24 @@ func (s *Server) discardSandbox(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"discarded": sb.Branch})
 }
+
+// InfoResponse is the body of GET /info: what this server serves, for a
+// client to check it talks to the server it means (`agentslice code`
+// warns when the daemon serves another repository's sandbox).
+type InfoResponse struct {
+	// Sandbox is the sandbox toolset's, absent without one.
+	Sandbox *SandboxInfo `json:"sandbox,omitempty"`
+}
+
+// SandboxInfo says which repositories the sandboxes are made from.
+type SandboxInfo struct {
+	Repos []string `json:"repos"`
+}
+
+func (s *Server) getInfo(w http.ResponseWriter, _ *http.Request) {
+	var info InfoResponse
+	if s.sandbox != nil {
+		info.Sandbox = &SandboxInfo{Repos: []string{s.sandbox.Repo()}}
+	}
+	writeJSON(w, http.StatusOK, info)
+}

@@ -263,3 +263,93 @@ func processGone(pid int) bool {
 	_, rest, _ := strings.Cut(string(stat), ") ")
 	return strings.HasPrefix(rest, "Z")
 }
+
+// TestServeSandboxViewsAreDisplayOnly: a command with constant output
+// sends a view per batch; while it runs they reach the event stream (and
+// GET /views) but are no history item and cost the thread no slice (its
+// version stays, no "running" state is told); when it ends, its last view
+// enters history once, before the final event.
+// (Before views were display only, each batch was a slice and an item.)
+func TestServeSandboxViewsAreDisplayOnly(t *testing.T) {
+	t.Parallel()
+	repo, root := gitRepo(t), t.TempDir()
+	srv := startServer(t, Config{Script: testdata(t, "sandbox_chatty_script.json"),
+		Sandbox: &Sandbox{Repo: repo, Root: root, OutputEvery: "10ms"}})
+	const thread = "thr_chatty"
+	events := openStream(t, srv.URL()+"/threads/"+thread+"/events")
+	postMessage(t, srv, thread, `{"text":"Build it."}`)
+	for ev := events.nextOf(t, "reply"); ev.Data.Text != "The build runs in the background; I will be woken when it ends."; ev = events.nextOf(t, "reply") {
+	}
+	waitIdle(t, srv)
+	before := getThread(t, srv, thread)
+	const batches = 20
+	views, slices := 0, 0
+	var last sandbox.CommandView
+	for views < batches {
+		ev := events.nextOf(t, "view", "state")
+		if ev.Event == "state" {
+			// Told when a slice starts (hitl.go), with the version it
+			// loaded: one from before (a first view that came before
+			// the "started" result was folded, in history) is not counted.
+			if strings.HasSuffix(ev.Data.ID, ".run") && ev.Data.State.Version >= before.State.Version {
+				slices++
+			}
+			continue
+		}
+		var v struct {
+			ViewType string              `json:"view_type"`
+			Content  sandbox.CommandView `json:"content"`
+		}
+		if err := json.Unmarshal([]byte(ev.Data.Text), &v); err != nil {
+			t.Fatalf("view %q: %v", ev.Data.Text, err)
+		}
+		if v.ViewType == sandbox.ViewType && v.Content.State == "running" && v.Content.Offset >= last.Offset {
+			views++
+			last = v.Content
+		}
+	}
+	during := getThread(t, srv, thread)
+	viewMarkers := func(items []runtime.Item) int {
+		n := 0
+		for _, it := range items {
+			if it.Kind == runtime.ItemMarker && it.Name == runtime.ViewMarkerName {
+				n++
+			}
+		}
+		return n
+	}
+	if slices != 0 || during.State.Version != before.State.Version || viewMarkers(during.Items) != 0 {
+		t.Fatalf("during %d output batches: %d slices ran, version %d → %d, %d view items in history (want none: views are display only)",
+			batches, slices, before.State.Version, during.State.Version, viewMarkers(during.Items))
+	}
+	var got viewsResponse
+	if code := do(t, "GET", srv.URL()+"/threads/"+thread+"/views", "", &got); code != 200 || !strings.Contains(string(got.Views[sandbox.ViewType]), `"state":"running"`) {
+		t.Fatalf("GET views while the command runs: %d %s", code, got.Views)
+	}
+	// A new client is told the live view at once.
+	late := openStream(t, srv.URL()+"/threads/"+thread+"/events")
+	if ev := late.nextOf(t, "view"); !strings.Contains(ev.Data.Text, `"command_id"`) {
+		t.Fatalf("a new stream's view: %q", ev.Data.Text)
+	}
+	sb, err := srv.sandbox.Lookup(t.Context(), thread)
+	if err != nil || sb == nil {
+		t.Fatalf("sandbox: %v %v", sb, err)
+	}
+	if err := os.WriteFile(filepath.Join(sb.Dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for ev := events.nextOf(t, "reply"); ev.Data.Text != "The build finished."; ev = events.nextOf(t, "reply") {
+	}
+	waitIdle(t, srv)
+	after := getThread(t, srv, thread)
+	if n := viewMarkers(after.Items); n != 1 {
+		t.Fatalf("%d view items after the command, want its last view once: %s", n, kinds(after.Items))
+	}
+	for i, it := range after.Items {
+		if it.Kind == runtime.ItemMarker && it.Name == runtime.ViewMarkerName {
+			if !strings.Contains(it.Args, `"state":"exited"`) || i+1 >= len(after.Items) {
+				t.Fatalf("the view kept in history: %s (%s)", it.Args, kinds(after.Items))
+			}
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -225,5 +226,24 @@ func gitIn(t *testing.T, repo string) func(args ...string) string {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 		return string(out)
+	}
+}
+
+// TestServeInfoNamesTheSandboxRepository: GET /info names the repository
+// the sandboxes are made from (absolute, as configured relative), and has
+// no sandbox without the toolset.
+func TestServeInfoNamesTheSandboxRepository(t *testing.T) {
+	t.Parallel()
+	repo := gitRepo(t)
+	srv := startServer(t, Config{Sandbox: &Sandbox{Repo: repo, Root: t.TempDir(), Jail: "off"}})
+	var info InfoResponse
+	if code := do(t, http.MethodGet, srv.URL()+"/info", "", &info); code != http.StatusOK || info.Sandbox == nil ||
+		!slices.Equal(info.Sandbox.Repos, []string{repo}) {
+		t.Fatalf("GET /info with a sandbox: %d %+v, want the repository %s", code, info.Sandbox, repo)
+	}
+	plain := startServer(t, Config{})
+	info = InfoResponse{}
+	if code := do(t, http.MethodGet, plain.URL()+"/info", "", &info); code != http.StatusOK || info.Sandbox != nil {
+		t.Fatalf("GET /info without a sandbox: %d %+v", code, info.Sandbox)
 	}
 }

@@ -321,9 +321,12 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	s.ledger = ledger
 	s.sys.Engine().Budgets = &runtime.Budgets{Ledger: ledger, Prices: pricer{s}}
 	// Choices, views and display segments travel in messages into the
-	// threads' history (runtime/human.go), stamped with the engine's clock.
+	// threads' history (runtime/human.go), stamped with the engine's clock;
+	// the views of a call still going on (a running command's output) are
+	// display only until the call ends (rap.ReceiverConfig.LiveViews).
 	if s.receiver, err = rap.NewReceiver(rap.ReceiverConfig{Keys: s.keys, Queue: s.sys, Output: s.events, Logger: s.log,
-		HistoryViews: true, Choices: historyChoices{}, Now: s.sys.Engine().Clock, Incarnations: &incarnations{store: s.store}}); err != nil {
+		HistoryViews: true, LiveViews: liveCalls{store: s.store}, ViewOutput: liveViewOutput{s.events},
+		Choices: historyChoices{}, Now: s.sys.Engine().Clock, Incarnations: &incarnations{store: s.store}}); err != nil {
 		return fmt.Errorf("server: building the callback receiver: %w", err)
 	}
 

@@ -50,8 +50,16 @@ type Entry struct {
 	// Tool call fields.
 	CallID, Tool, Args, Result string
 	Done, IsError              bool
-	Output                     []string // live output (subscription events)
+	Output                     []string // live output (a command's views, or subscription events)
 	Expanded                   bool
+	// A command followed by its views (cmdview.go): Viewed once one came,
+	// its state ("running", "exited"), its exit status and its log.
+	Viewed                bool
+	ViewState, ViewStatus string
+	Log                   string
+	viewBytes             int64 // the output's bytes shown so far
+	partial               bool  // the last output line has no newline yet
+	subscribed            bool  // the thread held a subscription for the call when last read
 }
 
 // NewConversation returns an empty conversation.
@@ -109,8 +117,14 @@ func (c *Conversation) Apply(ev client.Event) {
 		if ev.Kind == "late_result" {
 			c.add(Entry{Kind: EntryNote, Text: fmt.Sprintf("late result of %s: %s", ev.Tool, ev.Text)})
 		}
+	case "view":
+		c.applyView(ev.Text)
 	case "subscription_event":
 		if e := c.call(ev.CallID, ev.Tool); e != nil && ev.Child == "" {
+			if e.Viewed { // the views show the output: an event is what the model was told
+				e.Result = ev.Text
+				return
+			}
 			for _, l := range strings.Split(strings.TrimRight(ev.Text, "\n"), "\n") {
 				e.Output = append(e.Output, l)
 			}
@@ -235,6 +249,9 @@ func (c *Conversation) Streaming() bool { return c.live >= 0 }
 // ToolStatus is the one word a folded tool call shows: running, waiting
 // (on a person, or a sleep), done or failed.
 func ToolStatus(e *Entry, threadStatus string, choice *client.Choice) string {
+	if st, ok := commandStatus(e); ok {
+		return st
+	}
 	switch {
 	case e.Done && e.IsError:
 		return "failed"

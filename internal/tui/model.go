@@ -32,6 +32,9 @@ type Options struct {
 	Title string
 	// ListThreads filters what /load offers (nil: every thread).
 	ListThreads func(client.ThreadSummary) bool
+	// Warning, when set, is shown above the conversation of every thread
+	// (`code`: the server serves another repository's sandbox).
+	Warning string
 }
 
 // Outcome is how the UI ended, for the command to say so.
@@ -342,6 +345,11 @@ func (m *Model) refreshed(msg threadMsg) tea.Cmd {
 		th := msg.th
 		m.status, m.reason, m.until = th.Status, th.Reason, th.Until
 		m.usage, m.model, m.budget, m.subs = th.State.Usage, th.State.Model, th.Budget, th.State.Subscriptions
+		calls := make([]string, len(m.subs))
+		for i, sub := range m.subs {
+			calls[i] = sub.CallID
+		}
+		m.conv.SetSubscriptions(calls)
 		if th.State.Agent != "" {
 			m.agent = th.State.Agent
 		}

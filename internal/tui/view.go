@@ -79,6 +79,11 @@ func (m *Model) conversation(width int) (string, []int) {
 	var b strings.Builder
 	starts := make([]int, len(m.conv.Entries))
 	line := 0
+	if m.opt.Warning != "" {
+		block := styleError.Render(wrap("! warning: "+m.opt.Warning, width)) + "\n"
+		b.WriteString(block + "\n")
+		line += strings.Count(block, "\n") + 1
+	}
 	sel := -1
 	if tools := m.conv.Tools(); m.selTool >= 0 && m.selTool < len(tools) {
 		sel = tools[m.selTool]
@@ -132,6 +137,10 @@ func (m *Model) toolEntry(e *Entry, width int, selected bool) string {
 	rest := ""
 	switch {
 	case e.Expanded:
+	case e.Viewed && status == "running": // its newest output lines follow
+		rest = " " + oneLine(e.Args)
+	case e.Viewed && e.ViewStatus != "": // a command that ended: its status
+		rest = " " + oneLine(e.Args) + " → " + e.ViewStatus
 	case !e.Done && len(e.Output) > 0:
 		rest = " " + e.Output[len(e.Output)-1]
 	case len(e.Output) > 0: // a streaming tool: its latest output says more than its first result
@@ -147,6 +156,9 @@ func (m *Model) toolEntry(e *Entry, width int, selected bool) string {
 		styled = styleSelected.Render(line)
 	}
 	if !e.Expanded {
+		if e.Viewed && status == "running" { // a running command: its newest lines, live
+			return styled + m.liveTail(e, width)
+		}
 		return styled
 	}
 	var b strings.Builder
@@ -167,6 +179,17 @@ func (m *Model) toolEntry(e *Entry, width int, selected bool) string {
 	section("args", e.Args)
 	section("output", strings.Join(e.Output, "\n"))
 	section("result", e.Result)
+	return b.String()
+}
+
+// liveTail is the newest lines of a running command's output, under its
+// folded line, one terminal line each.
+func (m *Model) liveTail(e *Entry, width int) string {
+	lines := e.Output[max(0, len(e.Output)-liveTailLines):]
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString("\n" + styleDim.Render(ansi.Truncate("    "+l, width, "…")))
+	}
 	return b.String()
 }
 

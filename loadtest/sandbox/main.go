@@ -55,14 +55,22 @@ func main() {
 	searches := flag.Int("searches", 10, "searches run")
 	threads := flag.Int("threads", 100, "coding threads each idle on a running command")
 	idleFiles := flag.Int("idle-files", 50, "files in the repository of the idle threads (their memory does not depend on it; their sandboxes' creation does)")
+	chatty := flag.Int("chatty", 0, "threads each waiting on a command with constant output, measured over -chatty-for (0: not measured)")
+	chattyFor := flag.Duration("chatty-for", 10*time.Second, "the window the chatty threads are measured over")
+	chattyEvery := flag.Duration("chatty-every", 100*time.Millisecond, "the chatty commands' output_every (a view per batch)")
 	flag.Parse()
-	if err := run(*files, *boxes, *searches, *threads, *idleFiles); err != nil {
+	if err := run(*files, *boxes, *searches, *threads, *idleFiles, chattyOpts{*chatty, *chattyFor, *chattyEvery}); err != nil {
 		fmt.Fprintln(os.Stderr, "sandbox benchmark:", err)
 		os.Exit(1)
 	}
 }
 
-func run(files, boxes, searches, threads, idleFiles int) error {
+type chattyOpts struct {
+	threads       int
+	window, every time.Duration
+}
+
+func run(files, boxes, searches, threads, idleFiles int, chatty chattyOpts) error {
 	ctx := context.Background()
 	tmp, err := os.MkdirTemp("", "agentslice-sandbox-bench-")
 	if err != nil {
@@ -126,8 +134,22 @@ func run(files, boxes, searches, threads, idleFiles int) error {
 	fmt.Printf("%d threads idle on running commands (a repository of %d files): %.0f heap bytes and %.2f goroutines per thread (serve process), "+
 		"%d engine threads active, %d tool calls running, %d child processes (%.0f KiB RSS per thread)\n",
 		threads, idleFiles, f.HeapPerThread, f.GoroutinesPer, f.EngineActive, f.RunningCalls, f.ChildProcesses, f.ChildRSSPerKiB)
+	var out any = f
+	if chatty.threads > 0 {
+		cf, err := chattyThreads(ctx, tmp, small, chatty.threads, chatty.every, chatty.window)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%d threads waiting on commands with constant output (a view every %s): over %.1f s, %d slices, %d history items and %d versions added, "+
+			"%d views told, %.1f ms CPU per second (serve process)\n",
+			cf.Threads, cf.Every, cf.WindowS, cf.Slices, cf.Items, cf.Versions, cf.Views, cf.CPUPerSecond)
+		out = struct {
+			figures
+			chattyFigures
+		}{f, cf}
+	}
 	fmt.Println("machine:", f.Machine)
-	b, _ := json.Marshal(f)
+	b, _ := json.Marshal(out)
 	fmt.Println(string(b))
 	return nil
 }
