@@ -168,8 +168,9 @@ type Reservation struct {
 // has an account from the first Change of its limit on: a tree whose limit
 // was never set is admitted without one (nothing kept, nothing written),
 // and a tree's spend counts from when its limit was set.
-// Implementations: internal/local (memory, and serve's durable store
-// through internal/disk), internal/dedup (DynamoDB). All pass
+// Implementations: internal/local (memory), internal/disk (serve's data
+// directory), internal/dsql (serve's PostgreSQL store), internal/dedup
+// (DynamoDB). All pass
 // runtime/storetest.RunLedger.
 type Ledger interface {
 	// Reserve admits r against its tree's limit and holds r.Amount until
