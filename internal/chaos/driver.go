@@ -123,7 +123,8 @@ type Run struct {
 	toolbox func(runtime.Timers) *runtime.Toolbox
 	engine  *runtime.Engine
 	send    func(ctx context.Context, msgs ...runtime.Message) error
-	restart func() error // Backend.Restart
+	restart func() error  // Backend.Restart
+	ledger  *local.Ledger // Scenario.Ledger: the trees' budgets, kept across crashes
 
 	// driver state (one slice at a time)
 	boxes     map[string][]delivery
@@ -180,6 +181,9 @@ func newRun(sc *Scenario, b Backend, plan Plan) *Run {
 	}
 	if sc.NoDedup {
 		r.dedup = nil
+	}
+	if sc.Ledger {
+		r.ledger = local.NewLedger()
 	}
 	if plan.CrashAgain > 0 && plan.CrashAt >= 0 {
 		r.f.again = plan.CrashAt + plan.CrashAgain
@@ -243,6 +247,9 @@ func (r *Run) newEngine(f *faults) *runtime.Engine {
 	}
 	if r.dedup != nil {
 		e.Dedup = crashDedup{DedupStore: r.dedup, f: f}
+	}
+	if r.ledger != nil {
+		e.Budgets = &runtime.Budgets{Ledger: crashLedger{inner: r.ledger, f: f}, DefaultMaxOutputTokens: budgetMaxOutput}
 	}
 	return e
 }

@@ -21,10 +21,31 @@ type LedgerAccount struct {
 	Changes []string `json:"changes,omitempty"`
 }
 
-// LedgerHold is a reservation held.
+// LedgerHold is the thread's reservation held, or (Settled) its last
+// one, settled or released. Done are the IDs of the thread's latest
+// settled completions (at most LedgerDoneKept): a slice that dies after
+// settling and before its commit does its completions again under the
+// same IDs, and each must be admitted and settled no second time.
 type LedgerHold struct {
-	ID     string `json:"id"`
-	Amount Spend  `json:"amount"`
+	ID      string   `json:"id"`
+	Amount  Spend    `json:"amount"`
+	Settled bool     `json:"settled,omitempty"`
+	Done    []string `json:"done,omitempty"`
+}
+
+// LedgerDoneKept is how many settled completion IDs a thread's hold
+// remembers: more than one slice makes (Limits.MaxCompletions, 8 by
+// default).
+const LedgerDoneKept = 16
+
+// DoneAfter returns done with id appended, keeping the latest
+// LedgerDoneKept.
+func DoneAfter(done []string, id string) []string {
+	out := append(slices.Clone(done), id)
+	if len(out) > LedgerDoneKept {
+		out = out[len(out)-LedgerDoneKept:]
+	}
+	return out
 }
 
 // Reserved is the sum of the reservations held.
@@ -39,11 +60,13 @@ func (a *LedgerAccount) Reserved() Spend {
 // Reserve applies r (Ledger.Reserve). changed says the account
 // must be written back.
 func (a *LedgerAccount) Reserve(r Reservation) (ok, changed bool) {
-	if h, held := a.Holds[r.Thread]; held {
-		if h.ID == r.ID {
-			return true, false
-		}
-		delete(a.Holds, r.Thread) // the thread's slice that reserved it is gone
+	h, held := a.Holds[r.Thread]
+	if held && (h.ID == r.ID || slices.Contains(h.Done, r.ID)) {
+		return true, false // reserved already, or done and settled
+	}
+	if held && !h.Settled {
+		// The thread's slice that reserved it is gone: release it.
+		a.Holds[r.Thread] = LedgerHold{ID: h.ID, Settled: true, Done: h.Done}
 		changed = true
 	}
 	if a.Spent.Add(a.Reserved()).Add(r.Amount).Exceeds(a.Limit) {
@@ -55,7 +78,7 @@ func (a *LedgerAccount) Reserve(r Reservation) (ok, changed bool) {
 	if a.Holds == nil {
 		a.Holds = map[string]LedgerHold{}
 	}
-	a.Holds[r.Thread] = LedgerHold{ID: r.ID, Amount: r.Amount}
+	a.Holds[r.Thread] = LedgerHold{ID: r.ID, Amount: r.Amount, Done: h.Done}
 	if i := slices.Index(a.Waiting, r.Thread); i >= 0 {
 		a.Waiting = slices.Delete(a.Waiting, i, i+1)
 	}
@@ -65,10 +88,10 @@ func (a *LedgerAccount) Reserve(r Reservation) (ok, changed bool) {
 // Settle applies Ledger.Settle; it reports whether anything changed.
 func (a *LedgerAccount) Settle(thread, id string, used Spend) bool {
 	h, held := a.Holds[thread]
-	if !held || h.ID != id {
+	if !held || h.ID != id || h.Settled {
 		return false
 	}
-	delete(a.Holds, thread)
+	a.Holds[thread] = LedgerHold{ID: id, Settled: true, Done: DoneAfter(h.Done, id)}
 	a.Spent = a.Spent.Add(used)
 	return true
 }
