@@ -9,9 +9,10 @@ import (
 )
 
 // Budgets in the chaos runs (Scenario.Ledger): the engine admits every
-// completion against its thread's limit and its tree's, the tree's in a
-// ledger of the run's (local.Ledger, which a crash does not reset: a
-// durable ledger's state survives its process), crashed around by
+// completion against its thread's limit and its tree's, the tree's in the
+// backend's ledger (Backend.Ledger: the disk store's, DynamoDB's) or one
+// of the run's (local.Ledger, which a crash does not reset: a durable
+// ledger's state survives its process), crashed around by
 // crashLedger: after a reservation, around a settlement and after a limit
 // change, the places where a slice that dies must neither lose nor double
 // what it did when the batch comes again.
@@ -21,11 +22,8 @@ const budgetMaxOutput = 40
 
 // crashLedger crashes around the ledger's operations.
 type crashLedger struct {
-	inner interface {
-		runtime.Ledger
-		Account(ctx context.Context, tree string) (runtime.Account, error)
-	}
-	f *faults
+	inner Ledger
+	f     *faults
 }
 
 func (c crashLedger) Reserve(ctx context.Context, r runtime.Reservation) (bool, error) {

@@ -32,6 +32,16 @@ type Backend struct {
 	// ones), delivering to q and armed on c, the run's clock; default the
 	// embedded local.Timers on c.
 	Timers func(q runtime.Queue, c local.Clock) runtime.Timers
+	// Ledger, when set, is the backend's ledger of trees' budgets, used
+	// by the scenarios with Scenario.Ledger; default a memory ledger of
+	// the run's.
+	Ledger Ledger
+}
+
+// Ledger is a runtime.Ledger that shows a tree's account.
+type Ledger interface {
+	runtime.Ledger
+	Account(ctx context.Context, tree string) (runtime.Account, error)
 }
 
 // Plan says how a run is disturbed. The zero Plan is the crash-free,
@@ -123,8 +133,8 @@ type Run struct {
 	toolbox func(runtime.Timers) *runtime.Toolbox
 	engine  *runtime.Engine
 	send    func(ctx context.Context, msgs ...runtime.Message) error
-	restart func() error  // Backend.Restart
-	ledger  *local.Ledger // Scenario.Ledger: the trees' budgets, kept across crashes
+	restart func() error // Backend.Restart
+	ledger  Ledger       // Scenario.Ledger: the trees' budgets, kept across crashes
 
 	// driver state (one slice at a time)
 	boxes     map[string][]delivery
@@ -183,7 +193,10 @@ func newRun(sc *Scenario, b Backend, plan Plan) *Run {
 		r.dedup = nil
 	}
 	if sc.Ledger {
-		r.ledger = local.NewLedger()
+		r.ledger = b.Ledger
+		if r.ledger == nil {
+			r.ledger = local.NewLedger()
+		}
 	}
 	if plan.CrashAgain > 0 && plan.CrashAt >= 0 {
 		r.f.again = plan.CrashAt + plan.CrashAgain
