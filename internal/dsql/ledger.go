@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"sync"
 
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -28,11 +29,21 @@ const (
 const ledgerAttempts = 50
 
 // Ledger is the runtime.Ledger on PostgreSQL/DSQL (Store.Ledger). It is
-// safe for concurrent use; operations of one process are serialised, so
-// the version check only meets writers of other processes.
+// safe for concurrent use; the operations of one process on one tree are
+// serialised (by one of ledgerStripes locks, chosen by the tree), so the
+// version check mostly meets writers of other processes.
 type Ledger struct {
-	s  *Store
-	mu sync.Mutex
+	s       *Store
+	stripes [ledgerStripes]sync.Mutex
+}
+
+// ledgerStripes is how many locks a Ledger spreads its trees over.
+const ledgerStripes = 64
+
+func (l *Ledger) lock(tree string) *sync.Mutex {
+	h := fnv.New32a()
+	h.Write([]byte(tree))
+	return &l.stripes[h.Sum32()%ledgerStripes]
 }
 
 var _ runtime.Ledger = (*Ledger)(nil)
@@ -44,8 +55,9 @@ func (s *Store) Ledger() *Ledger { return &Ledger{s: s} }
 // reports a change. Without a row, op is not called and update returns
 // nil unless create is set (op then starts from an empty account).
 func (l *Ledger) update(ctx context.Context, tree string, create bool, op func(a *runtime.LedgerAccount) bool) (*runtime.LedgerAccount, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	mu := l.lock(tree)
+	mu.Lock()
+	defer mu.Unlock()
 	for attempt := 1; ; attempt++ {
 		a, version, err := l.read(ctx, tree)
 		if err != nil {
