@@ -18,7 +18,7 @@ AGENTS  ?= 20000
 TURNS   ?= 20
 WAVE    ?= 500
 
-.PHONY: all test test-go e2e loadtest loadtest-longrun loadtest-full loadtest-durable loadtest-scaling loadtest-storage loadtest-cost loadtest-priority loadtest-sandbox loadtest-peers test-peers bench-codec vet fmt fuzz chaos mutants mutation build synth deploy destroy cdk-deps
+.PHONY: all test test-go e2e loadtest loadtest-longrun loadtest-full loadtest-durable loadtest-scaling loadtest-storage loadtest-cost loadtest-priority loadtest-sharedtpm loadtest-sandbox loadtest-peers test-peers bench-codec vet fmt fuzz chaos mutants mutation build synth deploy destroy cdk-deps
 
 all: test
 
@@ -82,6 +82,12 @@ bench-codec:
 # JSON and SVG land in loadtest/results/.
 loadtest-priority:
 	$(GO) run ./loadtest/priority
+
+# The serverless shared token bucket (AGENTSLICE_SHARED_TPM) on DynamoDB
+# Local under 256 concurrent slices (docs/budgets.md); needs
+# AGENTSLICE_TEST_DYNAMODB_ENDPOINT.
+loadtest-sharedtpm:
+	$(GO) run ./loadtest/sharedtpm
 
 # The sandbox toolset: worktree creation (plain and stacked) and search on
 # a 5,000-file repository, and 100 coding threads idle on running commands

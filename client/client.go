@@ -442,10 +442,14 @@ func (c *Client) control(ctx context.Context, thread, what, reason string) error
 
 // ForkOptions is what a fork changes: its agent and model (default: the
 // source's) and its first user message (default: none, the fork is idle).
+// Thread names the fork: a Fork retried with the same Thread returns the
+// fork the first call made instead of making another (default: the server
+// picks a new ID each time).
 type ForkOptions struct {
-	Agent string `json:"agent,omitempty"`
-	Model string `json:"model,omitempty"`
-	Text  string `json:"text,omitempty"`
+	Thread string `json:"thread,omitempty"`
+	Agent  string `json:"agent,omitempty"`
+	Model  string `json:"model,omitempty"`
+	Text   string `json:"text,omitempty"`
 }
 
 // Forked is the answer of a Fork: the new thread and, when a text was

@@ -31,13 +31,14 @@ func parseWithThread(fs *flag.FlagSet, args []string, verb string) (string, erro
 // runFork forks a thread of a serve at a position of its history and
 // prints the new thread's ID.
 func runFork(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("fork", "fork [-server URL] -at N [-agent NAME] [-model NAME] [-text MESSAGE] THREAD", stderr)
+	fs := newFlagSet("fork", "fork [-server URL] -at N [-id ID] [-agent NAME] [-model NAME] [-text MESSAGE] THREAD", stderr)
 	var sf serverFlags
 	sf.register(fs)
 	at := fs.Int("at", -1, "how many of the thread's items the fork keeps (positions as `agentslice history` numbers them; required)")
 	agent := fs.String("agent", "", "the agent the fork runs as (default: the thread's)")
 	modelName := fs.String("model", "", "the model the fork runs (default: the thread's)")
 	text := fs.String("text", "", "the fork's first message (default: none, the fork waits idle)")
+	id := fs.String("id", "", "the fork's thread `ID`: run again with the same ID, the command prints the same fork instead of making another (default: a new ID)")
 	thread, err := parseWithThread(fs, args, "fork")
 	if err != nil {
 		return ignoreHelp(err)
@@ -50,7 +51,7 @@ func runFork(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer done()
-	f, err := c.Fork(ctx, thread, *at, client.ForkOptions{Agent: *agent, Model: *modelName, Text: *text})
+	f, err := c.Fork(ctx, thread, *at, client.ForkOptions{Thread: *id, Agent: *agent, Model: *modelName, Text: *text})
 	if err != nil {
 		return explain(err, thread)
 	}

@@ -65,6 +65,15 @@ func TestForkAndReplay(t *testing.T) {
 		_, again, _ := runCmd("history", "-server", url, "-json", forked)
 		t.Fatalf("history of the fork: %s\nof the source: %s\nthe fork read again: %s", out, src, again)
 	}
+	// -id makes the fork once: run again, it prints the same thread.
+	for i := 0; i < 2; i++ {
+		if code, out, errOut := runCmd("fork", "-server", url, "-id", "fork_named", "conv", "-at", "1"); code != 0 || strings.TrimSpace(out) != "fork_named" {
+			t.Fatalf("fork -id, run %d: %d %q %s", i, code, out, errOut)
+		}
+	}
+	if code, _, errOut := runCmd("fork", "-server", url, "-id", "fork_named", "conv", "-at", "2"); code == 0 || !strings.Contains(errOut, "409") {
+		t.Fatalf("fork -id of another position: %d %s", code, errOut)
+	}
 	if code, _, errOut := runCmd("fork", "-server", url, "-at", "3", "conv"); code == 0 || !strings.Contains(errOut, "409") || !strings.Contains(errOut, "splits tool call") {
 		t.Fatalf("fork between a call and its result: %d %s", code, errOut)
 	}

@@ -63,6 +63,10 @@ func realStores(t *testing.T) chaos.NewBackend {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ledger, err := dedup.NewLedger(client, table) // the slice function's (AGENTSLICE_TREE_BUDGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var runs atomic.Int64
 	return func() (chaos.Backend, func(), error) {
 		schema := "chaos_" + randomHex(6)
@@ -71,7 +75,8 @@ func realStores(t *testing.T) chaos.NewBackend {
 			return chaos.Backend{}, nil, err
 		}
 		prefix := "r" + strconv.FormatInt(runs.Add(1), 10) + "." + schema + "."
-		return chaos.Backend{History: dsql.New(pool, dsql.Options{}), Dedup: prefixedDedup{dd, prefix}}, drop, nil
+		return chaos.Backend{History: dsql.New(pool, dsql.Options{}), Dedup: prefixedDedup{dd, prefix},
+			Ledger: prefixedLedger{ledger, prefix}}, drop, nil
 	}
 }
 
@@ -115,6 +120,29 @@ func freshSchema(ctx context.Context, dsn, schema string) (*pgxpool.Pool, func()
 	return pool, drop, nil
 }
 
+// prefixedLedger keeps the runs' trees sharing one table apart.
+type prefixedLedger struct {
+	inner  *dedup.Ledger
+	prefix string
+}
+
+func (p prefixedLedger) Reserve(ctx context.Context, r runtime.Reservation) (bool, error) {
+	r.Tree = p.prefix + r.Tree
+	return p.inner.Reserve(ctx, r)
+}
+
+func (p prefixedLedger) Settle(ctx context.Context, tree, thread, id string, used runtime.Spend) error {
+	return p.inner.Settle(ctx, p.prefix+tree, thread, id, used)
+}
+
+func (p prefixedLedger) Change(ctx context.Context, tree, id string, c runtime.BudgetChange) ([]string, error) {
+	return p.inner.Change(ctx, p.prefix+tree, id, c)
+}
+
+func (p prefixedLedger) Account(ctx context.Context, tree string) (runtime.Account, error) {
+	return p.inner.Account(ctx, p.prefix+tree)
+}
+
 // prefixedDedup keeps the runs sharing one table apart.
 type prefixedDedup struct {
 	inner  runtime.DedupStore
@@ -156,7 +184,7 @@ func diskStores(t *testing.T) chaos.NewBackend {
 		if err := s.open(t.TempDir()); err != nil {
 			return chaos.Backend{}, nil, err
 		}
-		return chaos.Backend{History: s, Dedup: s, Timers: s.timers, Restart: func() error { return s.restart(t) }}, s.close, nil
+		return chaos.Backend{History: s, Dedup: s, Timers: s.timers, Ledger: s, Restart: func() error { return s.restart(t) }}, s.close, nil
 	}
 }
 
@@ -306,6 +334,33 @@ func copyFiles(src, dst string) error {
 		}
 	}
 	return nil
+}
+
+// The disk store's ledger (serve's), reopened with the store at each
+// restart.
+
+func (s *restartingDisk) Reserve(ctx context.Context, r runtime.Reservation) (bool, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.db.Ledger().Reserve(ctx, r)
+}
+
+func (s *restartingDisk) Settle(ctx context.Context, tree, thread, id string, used runtime.Spend) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.db.Ledger().Settle(ctx, tree, thread, id, used)
+}
+
+func (s *restartingDisk) Change(ctx context.Context, tree, id string, c runtime.BudgetChange) ([]string, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.db.Ledger().Change(ctx, tree, id, c)
+}
+
+func (s *restartingDisk) Account(ctx context.Context, tree string) (runtime.Account, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.db.Ledger().Account(ctx, tree)
 }
 
 func (s *restartingDisk) Load(ctx context.Context, id string) (*runtime.Thread, error) {

@@ -32,6 +32,16 @@ type Backend struct {
 	// ones), delivering to q and armed on c, the run's clock; default the
 	// embedded local.Timers on c.
 	Timers func(q runtime.Queue, c local.Clock) runtime.Timers
+	// Ledger, when set, is the backend's ledger of trees' budgets, used
+	// by the scenarios with Scenario.Ledger; default a memory ledger of
+	// the run's.
+	Ledger Ledger
+}
+
+// Ledger is a runtime.Ledger that shows a tree's account.
+type Ledger interface {
+	runtime.Ledger
+	Account(ctx context.Context, tree string) (runtime.Account, error)
 }
 
 // Plan says how a run is disturbed. The zero Plan is the crash-free,
@@ -124,6 +134,7 @@ type Run struct {
 	engine  *runtime.Engine
 	send    func(ctx context.Context, msgs ...runtime.Message) error
 	restart func() error // Backend.Restart
+	ledger  Ledger       // Scenario.Ledger: the trees' budgets, kept across crashes
 
 	// driver state (one slice at a time)
 	boxes     map[string][]delivery
@@ -180,6 +191,12 @@ func newRun(sc *Scenario, b Backend, plan Plan) *Run {
 	}
 	if sc.NoDedup {
 		r.dedup = nil
+	}
+	if sc.Ledger {
+		r.ledger = b.Ledger
+		if r.ledger == nil {
+			r.ledger = local.NewLedger()
+		}
 	}
 	if plan.CrashAgain > 0 && plan.CrashAt >= 0 {
 		r.f.again = plan.CrashAt + plan.CrashAgain
@@ -243,6 +260,9 @@ func (r *Run) newEngine(f *faults) *runtime.Engine {
 	}
 	if r.dedup != nil {
 		e.Dedup = crashDedup{DedupStore: r.dedup, f: f}
+	}
+	if r.ledger != nil {
+		e.Budgets = &runtime.Budgets{Ledger: crashLedger{inner: r.ledger, f: f}, DefaultMaxOutputTokens: budgetMaxOutput}
 	}
 	return e
 }

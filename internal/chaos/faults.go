@@ -19,13 +19,19 @@ const (
 	CrashBeforeCommit        runtime.CrashPoint = "before_commit"
 	CrashAfterPublish        runtime.CrashPoint = "after_publish"
 	CrashBeforeDedupMark     runtime.CrashPoint = "before_dedup_mark"
+	// Around the ledger of trees' budgets (Scenario.Ledger; budget.go).
+	CrashAfterReserve      runtime.CrashPoint = "after_reserve"
+	CrashBeforeSettle      runtime.CrashPoint = "before_settle"
+	CrashAfterSettle       runtime.CrashPoint = "after_settle"
+	CrashAfterBudgetChange runtime.CrashPoint = "after_budget_change"
 )
 
 // Points lists every crash point a run can stop at: the engine's and the
 // wrappers'.
 var Points = append(slices.Clone(runtime.CrashPoints),
 	CrashBeforeTimerSchedule, CrashAfterTimerSchedule, CrashBeforeTimerCancel, CrashAfterTimerCancel,
-	CrashBeforeCommit, CrashAfterPublish, CrashBeforeDedupMark)
+	CrashBeforeCommit, CrashAfterPublish, CrashBeforeDedupMark,
+	CrashAfterReserve, CrashBeforeSettle, CrashAfterSettle, CrashAfterBudgetChange)
 
 // Site is one passage of a slice through a crash point.
 type Site struct {

@@ -38,7 +38,10 @@ import (
 //     wake the model (a marker, a late wake-up), or its model failed for
 //     good and said so (an error output);
 //   - every call to a tool that never answers (Scenario.Wedged) was closed
-//     by the engine with an error (its deadline or a dead status).
+//     by the engine with an error (its deadline or a dead status);
+//   - the budgets' end state (budgetMeaning): no thread left paused, each
+//     pause ended once, each tree's ledger settled and covering what its
+//     threads committed.
 func (r *Run) meaning(s *Snapshot, loaded map[string]*runtime.Thread) []string {
 	var problems []string
 	bad := func(format string, args ...any) {
@@ -77,6 +80,9 @@ func (r *Run) meaning(s *Snapshot, loaded map[string]*runtime.Thread) []string {
 		switch {
 		case len(hits) > 1:
 			bad("message %s (%s) entered the history of thread %s %d times", m.ID, m.Kind, m.ThreadID, len(hits))
+		case len(hits) == 0 && isBudgetWake(m):
+			// A thread that was not waiting consumes a tree's wake-up
+			// without an item; budgetMeaning checks nobody stays paused.
 		case len(hits) == 0 && !dead[m.ID] && !(known && st.Closed):
 			bad("message %s (%s, %q) to thread %s was lost: it is not in the thread's history, not refused, and the thread is open",
 				m.ID, m.Kind, clip(m.Text), m.ThreadID)
@@ -86,6 +92,8 @@ func (r *Run) meaning(s *Snapshot, loaded map[string]*runtime.Thread) []string {
 			}
 		}
 	}
+
+	r.budgetMeaning(s, bad)
 
 	// Every scheduled wake-up that was not cancelled was fired.
 	r.timers.mu.Lock()

@@ -46,6 +46,10 @@ type Scenario struct {
 	// Reach lists the crash points the scenario must pass: the matrix
 	// fails when a declared point is never crashed at in it.
 	Reach []runtime.CrashPoint
+	// Ledger turns budgets on: the engine admits each completion against
+	// its thread's limit and, through a ledger of the run's (kept across
+	// its crashes, as a durable one is), its tree's (budget.go).
+	Ledger bool
 }
 
 func call(name, args string) *model.StepCall {

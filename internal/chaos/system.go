@@ -65,6 +65,9 @@ func PlayOnSystem(ctx context.Context, sc *Scenario, b Backend, target *Target) 
 	sys.Engine().Faults = engineFaults{r.f}
 	sys.Engine().Entropy = runtime.FixedEntropy
 	sys.Engine().Now = r.now
+	if r.ledger != nil {
+		sys.Engine().Budgets = &runtime.Budgets{Ledger: crashLedger{inner: r.ledger, f: r.f}, DefaultMaxOutputTokens: budgetMaxOutput}
+	}
 	if l := sc.Liveness; l != nil {
 		ll := *l
 		ll.Timers = crashTimers{inner: r.timers, f: r.f}

@@ -29,7 +29,11 @@ import (
 //	lim_t, lim_u     the limit; 0 or absent: none
 //	spent_t, spent_u what settled completions used
 //	res_t, res_u     what is reserved
-//	h_<thread>       the thread's reservation {i: ID, t, u}
+//	h_<thread>       the thread's reservation {i: ID, t, u, d}; once settled
+//	                 {i: ID, t: 0, u: 0, s: true, d}; d lists its latest
+//	                 settled completions (runtime.LedgerHold.Done), so that
+//	                 a completion done again is neither admitted nor
+//	                 settled twice
 //	waiting          string set: threads refused since last admitted
 //	changes          string set: IDs of the limit changes applied
 //
@@ -95,8 +99,10 @@ func strs(item map[string]types.AttributeValue, name string) []string {
 }
 
 type ledgerHold struct {
-	id   string
-	t, u int64
+	id      string
+	t, u    int64
+	settled bool     // the thread's last completion, settled (s: true)
+	done    []string // its latest settled completions (d; runtime.LedgerHold.Done)
 }
 
 func holdOf(item map[string]types.AttributeValue, thread string) (ledgerHold, bool) {
@@ -108,7 +114,33 @@ func holdOf(item map[string]types.AttributeValue, thread string) (ledgerHold, bo
 	if v, ok := m.Value["i"].(*types.AttributeValueMemberS); ok {
 		h.id = v.Value
 	}
+	if v, ok := m.Value["s"].(*types.AttributeValueMemberBOOL); ok {
+		h.settled = v.Value
+	}
+	if v, ok := m.Value["d"].(*types.AttributeValueMemberL); ok {
+		for _, e := range v.Value {
+			if id, ok := e.(*types.AttributeValueMemberS); ok {
+				h.done = append(h.done, id.Value)
+			}
+		}
+	}
 	return h, true
+}
+
+// holdValue is a hold's item value: {i, t, u, s?, d?}.
+func holdValue(id string, sp runtime.Spend, settled bool, done []string) types.AttributeValue {
+	m := map[string]types.AttributeValue{"i": s(id), "t": n(sp.Tokens), "u": n(sp.Micros)}
+	if settled {
+		m["s"] = &types.AttributeValueMemberBOOL{Value: true}
+	}
+	if len(done) > 0 {
+		l := make([]types.AttributeValue, len(done))
+		for i, d := range done {
+			l[i] = s(d)
+		}
+		m["d"] = &types.AttributeValueMemberL{Value: l}
+	}
+	return &types.AttributeValueMemberM{Value: m}
 }
 
 func holdAttr(thread string) string { return "h_" + thread }
@@ -146,14 +178,14 @@ func (l *Ledger) Reserve(ctx context.Context, r runtime.Reservation) (bool, erro
 			return true, nil // no limit was ever set: nothing to keep
 		}
 		old, held := holdOf(item, r.Thread)
-		if held && old.id == r.ID {
-			return true, nil
+		if held && (old.id == r.ID || slices.Contains(old.done, r.ID)) {
+			return true, nil // reserved already, or done and settled
 		}
 		nt, nu := r.Amount.Tokens-old.t, r.Amount.Micros-old.u
 		names := map[string]string{"#h": holdAttr(r.Thread)}
 		vals := map[string]types.AttributeValue{
 			":zero": n(0), ":nt": n(nt), ":nu": n(nu),
-			":h":  &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"i": s(r.ID), "t": n(r.Amount.Tokens), "u": n(r.Amount.Micros)}},
+			":h":  holdValue(r.ID, r.Amount, false, old.done),
 			":me": &types.AttributeValueMemberSS{Value: []string{r.Thread}},
 		}
 		holdCond := "attribute_not_exists(#h)"
@@ -199,16 +231,20 @@ func (l *Ledger) Settle(ctx context.Context, tree, thread, id string, used runti
 		return fmt.Errorf("dedup: reading the budget of tree %s: %w", tree, err)
 	}
 	h, held := holdOf(item, thread)
-	if !held || h.id != id {
+	if !held || h.id != id || h.settled {
 		return nil
 	}
+	// The hold stays, emptied and marked settled: the same completion done
+	// again (its slice died before its commit) is admitted and settled no
+	// second time.
+	done := holdValue(id, runtime.Spend{}, true, runtime.DoneAfter(h.done, id))
 	_, err = l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(l.table), Key: l.key(tree),
-		UpdateExpression: aws.String("REMOVE #h SET res_t = res_t - :ht, res_u = res_u - :hu, spent_t = if_not_exists(spent_t, :zero) + :ut, " +
+		UpdateExpression: aws.String("SET #h = :done, res_t = res_t - :ht, res_u = res_u - :hu, spent_t = if_not_exists(spent_t, :zero) + :ut, " +
 			"spent_u = if_not_exists(spent_u, :zero) + :uu, room_t = room_t + :dt, room_u = room_u + :du"),
-		ConditionExpression:      aws.String("#h.i = :id"),
+		ConditionExpression:      aws.String("#h.i = :id AND attribute_not_exists(#h.s)"),
 		ExpressionAttributeNames: map[string]string{"#h": holdAttr(thread)},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":zero": n(0), ":id": s(id), ":ht": n(h.t), ":hu": n(h.u),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":zero": n(0), ":id": s(id), ":done": done, ":ht": n(h.t), ":hu": n(h.u),
 			":ut": n(used.Tokens), ":uu": n(used.Micros), ":dt": n(h.t - used.Tokens), ":du": n(h.u - used.Micros)},
 	})
 	if err != nil && !conditionFailed(err) { // a failed condition: settled meanwhile

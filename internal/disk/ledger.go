@@ -11,7 +11,7 @@ import (
 )
 
 // Ledger is the durable runtime.Ledger of serve: each tree's account
-// (local.LedgerAccount, the memory ledger's rules) is one row of the
+// (runtime.LedgerAccount, the memory ledger's rules) is one row of the
 // ledger table, written through before an operation returns. Accounts are
 // cached in memory once read; one mutex serialises the operations (one
 // process owns the data directory).

@@ -12,6 +12,8 @@
 //	threads          (id PK, parent, depth, spawn_at, version, length, format, state TEXT)
 //	items            (thread_id, pos, chunk, format, body TEXT)   PK (thread_id, pos, chunk)
 //	thread_ancestors (thread_id, depth, ancestor_id, view_cut, base)  PK (thread_id, depth)
+//	agent_versions   (name, hash, definition TEXT, stored)  PK (name, hash)
+//	tree_ledger      (tree PK, version, data TEXT)   serve's trees' budgets (Ledger)
 //	schema_migrations(version PK, name, applied_at)
 //
 // A thread's own history item at position pos is one row of items (several

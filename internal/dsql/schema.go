@@ -89,6 +89,16 @@ var migrations = []migration{
 	PRIMARY KEY (name, hash)
 )`}
 	}},
+	{4, "tree_ledger", func(Dialect) []string {
+		// The budgets of trees of threads on serve's PostgreSQL store
+		// (Ledger): one row per tree whose limit was set. The slice
+		// function keeps its trees' budgets in DynamoDB and has no grant.
+		return []string{`CREATE TABLE IF NOT EXISTS tree_ledger (
+	tree    TEXT   NOT NULL PRIMARY KEY,
+	version BIGINT NOT NULL,
+	data    TEXT   NOT NULL
+)`}
+	}},
 }
 
 const (

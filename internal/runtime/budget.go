@@ -168,12 +168,16 @@ type Reservation struct {
 // has an account from the first Change of its limit on: a tree whose limit
 // was never set is admitted without one (nothing kept, nothing written),
 // and a tree's spend counts from when its limit was set.
-// Implementations: internal/local (memory, and serve's durable store
-// through internal/disk), internal/dedup (DynamoDB). All pass
+// Implementations: internal/local (memory), internal/disk (serve's data
+// directory), internal/dsql (serve's PostgreSQL store), internal/dedup
+// (DynamoDB). All pass
 // runtime/storetest.RunLedger.
 type Ledger interface {
 	// Reserve admits r against its tree's limit and holds r.Amount until
-	// Settle. It is idempotent per (thread, ID); a different reservation
+	// Settle. It is idempotent per (thread, ID), after Settle too: the
+	// completion done again by a slice that died after settling and before
+	// its commit is admitted and settled no second time, so a tree's spend
+	// is what its threads commit. A different reservation
 	// the thread still holds (its slice crashed) is released first. ok
 	// false: the tree's limit would be passed; nothing is reserved and the
 	// thread is recorded as waiting on the tree.

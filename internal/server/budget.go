@@ -84,12 +84,14 @@ type ledger interface {
 }
 
 // openLedger returns the ledger of the server's store: the data
-// directory's, else one in memory (the memory store's, and for now the
-// PostgreSQL store's: trees' accounts are then lost at a restart, threads'
-// own limits and spend are not).
+// directory's, the PostgreSQL store's (table tree_ledger), else one in
+// memory (the memory store's, lost at a restart like its threads).
 func (s *Server) openLedger() ledger {
 	if s.db != nil {
 		return s.db.Ledger()
+	}
+	if pg, ok := s.store.(pgThreads); ok {
+		return pg.Store.Ledger()
 	}
 	return local.NewLedger()
 }

@@ -1,11 +1,14 @@
 package server
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"testing"
 
 	"github.com/agentslice/agentslice/internal/model"
+	"github.com/agentslice/agentslice/internal/testenv"
 )
 
 // budgetCatalog is one priced scripted model whose every completion uses
@@ -31,10 +34,22 @@ func budgetCatalog(t *testing.T) *model.Catalog {
 // through the choices endpoint runs the model again.
 func TestBudgetPauseAndRaiseThroughTheAPI(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	cfg := Config{Models: budgetCatalog(t), Data: dir}
+	testBudgetPauseAndRaise(t, Config{Models: budgetCatalog(t), Data: t.TempDir()}, "thr_budget")
+}
+
+// The same on serve's PostgreSQL store: the tree's account is in its
+// tree_ledger table, so the restart keeps the tree's spend and the raise
+// finds it (with the ledger in memory the tree's spend restarted at 0).
+func TestBudgetPauseAndRaiseOnPostgres(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.Need(t, "AGENTSLICE_TEST_PG_DSN")
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	testBudgetPauseAndRaise(t, Config{Models: budgetCatalog(t), DSN: dsn}, "thr_budget_"+hex.EncodeToString(b))
+}
+
+func testBudgetPauseAndRaise(t *testing.T, cfg Config, thread string) {
 	srv := startServer(t, cfg)
-	const thread = "thr_budget"
 	events := openStream(t, srv.URL()+"/threads/"+thread+"/events")
 	postMessage(t, srv, thread, `{"text":"hi","budget":{"tokens":150,"scope":"tree"}}`)
 	waitIdle(t, srv)

@@ -1,7 +1,10 @@
 package server
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -19,13 +22,23 @@ import (
 // (the source's unless named) and starts idle, or with text as its first
 // user message. A position outside the history is a 400; one that splits a
 // tool call from its result is a 409 saying which positions would do.
+//
+// A fork is idempotent when the caller names it: "thread": ID in the body
+// (the new thread's ID), or an Idempotency-Key header (the ID is then
+// derived from the source and the key). A retried request finds the fork
+// it made (same source, same position) and answers 200 with the same
+// body, sending its first message again under the same message ID, which
+// the runtime processes once; an ID taken by another thread is a 409.
 
 // forkRequest is the body of POST /threads/{id}/fork.
 type forkRequest struct {
-	At    *int   `json:"at"`
-	Agent string `json:"agent,omitempty"`
-	Model string `json:"model,omitempty"`
-	Text  string `json:"text,omitempty"`
+	At *int `json:"at"`
+	// Thread is the fork's ID, chosen by the caller so that a retry finds
+	// the fork instead of making another one.
+	Thread string `json:"thread,omitempty"`
+	Agent  string `json:"agent,omitempty"`
+	Model  string `json:"model,omitempty"`
+	Text   string `json:"text,omitempty"`
 }
 
 type forkResponse struct {
@@ -60,7 +73,10 @@ func (s *Server) forkThread(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "at", "position %d is outside thread %s's history of %d items (0 to %d)", at, source, len(src.Items), len(src.Items))
 		return
 	}
-	id := "fork_" + strings.TrimPrefix(newMessageID(), "msg_")
+	id, named, ok := forkID(w, r, source, req.Thread)
+	if !ok {
+		return
+	}
 	c, err := runtime.NewFork(src, id, *req.At, nil)
 	if err != nil {
 		writeError(w, http.StatusConflict, "at", "%v", err)
@@ -86,7 +102,11 @@ func (s *Server) forkThread(w http.ResponseWriter, r *http.Request) {
 	}
 	var msg runtime.Message
 	if req.Text != "" {
-		msg = runtime.Message{V: runtime.MessageVersion, ID: newMessageID(), ThreadID: id, Kind: runtime.KindUser, Text: req.Text,
+		msgID := newMessageID()
+		if named {
+			msgID = derivedID("msg_", id, "text") // a retry sends the same message
+		}
+		msg = runtime.Message{V: runtime.MessageVersion, ID: msgID, ThreadID: id, Kind: runtime.KindUser, Text: req.Text,
 			Class: c.State.Class}
 		if err := msg.Validate(); err != nil {
 			var bm *runtime.BadMessageError
@@ -98,11 +118,32 @@ func (s *Server) forkThread(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := s.store.Commit(r.Context(), c); err != nil {
-		writeError(w, http.StatusServiceUnavailable, "", "creating the fork of %s: %v", source, err)
-		return
+	status := http.StatusCreated
+	if named {
+		again, ok := s.existingFork(w, r, id, source, *req.At)
+		if !ok {
+			return
+		}
+		if again {
+			status = http.StatusOK
+		}
 	}
-	s.log.Info("thread forked", "thread", id, "source", source, "at", *req.At, "agent", c.State.Agent, "model", c.State.Model)
+	if status == http.StatusCreated {
+		if err := s.store.Commit(r.Context(), c); err != nil {
+			if !named || !errors.Is(err, runtime.ErrConflict) {
+				writeError(w, http.StatusServiceUnavailable, "", "creating the fork of %s: %v", source, err)
+				return
+			}
+			// A request with the same ID made it first: the same fork,
+			// or another thread's ID.
+			if _, ok := s.existingFork(w, r, id, source, *req.At); !ok {
+				return
+			}
+			status = http.StatusOK
+		} else {
+			s.log.Info("thread forked", "thread", id, "source", source, "at", *req.At, "agent", c.State.Agent, "model", c.State.Model)
+		}
+	}
 	resp := forkResponse{Thread: id}
 	if req.Text != "" {
 		if err := s.sys.Send(r.Context(), msg); err != nil {
@@ -113,7 +154,78 @@ func (s *Server) forkThread(w http.ResponseWriter, r *http.Request) {
 		s.recent.add(id, msg.ID, msg.Text)
 		resp.Message = msg.ID
 	}
-	writeJSON(w, http.StatusCreated, resp)
+	writeJSON(w, status, resp)
+}
+
+// forkID is the ID of a new fork of source: the body's thread, else one
+// derived from the Idempotency-Key header, else a random one (named
+// false). A bad ID, or a key and a thread that disagree, is a 400.
+func forkID(w http.ResponseWriter, r *http.Request, source, thread string) (id string, named, ok bool) {
+	key := r.Header.Get("Idempotency-Key")
+	if key != "" {
+		if len(key) > 255 {
+			writeError(w, http.StatusBadRequest, "Idempotency-Key", "is %d bytes long: at most 255", len(key))
+			return "", false, false
+		}
+		derived := derivedID("fork_", source, key)
+		if thread != "" && thread != derived {
+			writeError(w, http.StatusBadRequest, "thread", "%q and the Idempotency-Key header both name the fork: give one", thread)
+			return "", false, false
+		}
+		return derived, true, true
+	}
+	if thread == "" {
+		return "fork_" + strings.TrimPrefix(newMessageID(), "msg_"), false, true
+	}
+	m := runtime.Message{V: runtime.MessageVersion, ID: "x", ThreadID: thread, Kind: runtime.KindUser, Text: "x"}
+	if err := m.Validate(); err != nil {
+		var bm *runtime.BadMessageError
+		if errors.As(err, &bm) {
+			writeError(w, http.StatusBadRequest, "thread", "the fork's ID: %s", bm.Reason)
+		} else {
+			writeError(w, http.StatusBadRequest, "thread", "the fork's ID: %v", err)
+		}
+		return "", false, false
+	}
+	if thread == source {
+		writeError(w, http.StatusConflict, "thread", "%q is the thread being forked", thread)
+		return "", false, false
+	}
+	return thread, true, true
+}
+
+// derivedID is prefix and a hash of parts: the same parts, the same ID.
+func derivedID(prefix string, parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return prefix + hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// existingFork reports whether thread id exists as the fork of source at
+// at (a retry: again true); it answers 409 when id is another thread's,
+// and 503 when it cannot tell.
+func (s *Server) existingFork(w http.ResponseWriter, r *http.Request, id, source string, at int) (again, ok bool) {
+	th, err := s.store.Load(r.Context(), id)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "", "loading thread %s: %v", id, err)
+		return false, false
+	}
+	st := &th.State
+	if st.Version == 0 && st.Parent == "" {
+		return false, true
+	}
+	if f := st.Fork; f == nil || f.Thread != source || f.At != at {
+		what := "a thread that is not a fork"
+		if f != nil {
+			what = fmt.Sprintf("the fork of %s at %d", f.Thread, f.At)
+		}
+		writeError(w, http.StatusConflict, "thread", "thread %s exists already (%s): a retry must name the same source and position (%s at %d)", id, what, source, at)
+		return false, false
+	}
+	return true, true
 }
 
 // checkModel resolves a model name of a request as POST /threads/{id}/model

@@ -80,6 +80,45 @@ func testReserveSettle(t *testing.T, l Ledger) {
 	if a.Spent != (runtime.Spend{Tokens: 60, Micros: 7}) || a.Reserved != (runtime.Spend{}) {
 		t.Fatalf("account %+v after settling twice, want 60 tokens / 7 micros spent once, nothing reserved", a)
 	}
+	// The slice died after settling and before its commit: the retry does
+	// the same completion again. It is admitted without a reservation and
+	// its settlement counts nothing more, so the tree's spend stays what
+	// the thread commits.
+	if !reserve(t, l, "r", "a", "c1", 100) {
+		t.Fatal("the settled completion done again was refused")
+	}
+	if err := l.Settle(ctx, "r", "a", "c1", runtime.Spend{Tokens: 60, Micros: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if a := mustAccount(t, l, "r"); a.Spent != (runtime.Spend{Tokens: 60, Micros: 7}) || a.Reserved != (runtime.Spend{}) {
+		t.Fatalf("account %+v after the settled completion was done again, want it counted once", a)
+	}
+	// The thread's next completion reserves and settles as usual.
+	if !reserve(t, l, "r", "a", "c2", 100) {
+		t.Fatal("the next completion was refused")
+	}
+	if a := mustAccount(t, l, "r"); a.Reserved.Tokens != 100 {
+		t.Fatalf("reserved %d for the next completion, want 100", a.Reserved.Tokens)
+	}
+	if err := l.Settle(ctx, "r", "a", "c2", runtime.Spend{Tokens: 40}); err != nil {
+		t.Fatal(err)
+	}
+	if a := mustAccount(t, l, "r"); a.Spent.Tokens != 100 || a.Reserved != (runtime.Spend{}) {
+		t.Fatalf("account %+v after the next completion, want 100 spent", a)
+	}
+	// A slice of two completions (a synchronous tool's loop-back) died
+	// after settling both: the retry does both again, counted once each.
+	for _, id := range []string{"c1", "c2"} {
+		if !reserve(t, l, "r", "a", id, 100) {
+			t.Fatalf("%s done again was refused", id)
+		}
+		if err := l.Settle(ctx, "r", "a", id, runtime.Spend{Tokens: 50}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a := mustAccount(t, l, "r"); a.Spent.Tokens != 100 || a.Reserved != (runtime.Spend{}) {
+		t.Fatalf("account %+v after a slice's two settled completions were done again, want 100 spent", a)
+	}
 }
 
 func testRefusal(t *testing.T, l Ledger) {
