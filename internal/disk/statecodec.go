@@ -95,8 +95,14 @@ func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
 	}
 	b = putInt(b, st.ViewStart) // V2 only
 	// The rare tail: budgets (budget.go), then forks and upgrade policies
-	// (fork.go); a V2 record without any of them ends here.
-	if st.Budget == nil && st.Fork == nil && st.Upgrade == "" {
+	// (fork.go), then the pending call's trace context; a V2 record
+	// without any of them ends here, one without a trace context after
+	// the upgrade policy.
+	trace := ""
+	if st.Pending != nil {
+		trace = st.Pending.Trace
+	}
+	if st.Budget == nil && st.Fork == nil && st.Upgrade == "" && trace == "" {
 		return b, nil
 	}
 	var budget, fork []byte
@@ -112,7 +118,11 @@ func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
 		}
 	}
 	b = putBytes(putBytes(b, budget), fork)
-	return putString(b, st.Upgrade), nil
+	b = putString(b, st.Upgrade)
+	if trace != "" {
+		b = putString(b, trace)
+	}
+	return b, nil
 }
 
 // readState reads a state appendState wrote.
@@ -190,6 +200,15 @@ func readState(data []byte) (runtime.ThreadState, error) {
 			r.json(js, st.Fork)
 		}
 		st.Upgrade = r.string()
+	}
+	if r.err == nil && data[0] == stateCodecV2 && len(r.b) != 0 {
+		switch trace := r.string(); {
+		case r.err != nil:
+		case trace == "" || st.Pending == nil:
+			r.fail(errors.New("a pending call's trace context that is empty or without a pending call"))
+		default:
+			st.Pending.Trace = trace
+		}
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%d bytes after the state", len(r.b))

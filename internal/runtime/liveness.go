@@ -275,12 +275,16 @@ func (s *slice) askStatus(ctx context.Context, l Liveness, tool, callID string) 
 
 // LivenessChecks returns the check messages that make a thread's next
 // slice ask the tools about its pending call and every active
-// subscription. Their IDs are unique to round, so every round runs.
+// subscription. Their IDs are unique to round, so every round runs. The
+// pending call's check carries the call's trace context
+// (PendingCall.Trace); a subscription keeps none, so its check starts a
+// trace of its own.
 func LivenessChecks(th *Thread, round string) []Message {
 	var out []Message
 	if p := th.State.Pending; p != nil && p.Dispatched && !th.State.Closed {
 		m := checkMessage(th.ID, p.ID, 0)
 		m.ID = DeriveID("chk_", th.ID, p.ID, "round", round)
+		m.Trace = p.Trace // the check's slice joins the call's trace
 		out = append(out, m)
 	}
 	for _, sub := range th.State.Subscriptions {
