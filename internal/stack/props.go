@@ -108,7 +108,8 @@ type StackProps struct {
 	// variables (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_SAMPLER, ...;
 	// internal/otelx reads them), given to every function as is. Empty
 	// (the default) means no tracing. Names must start with OTEL_; the
-	// values count against the slice function's 4 KB of environment.
+	// values count against the slice function's 4 KB of environment and
+	// are plain text in the template (no credentials).
 	Telemetry map[string]string
 }
 
