@@ -95,14 +95,18 @@ func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
 	}
 	b = putInt(b, st.ViewStart) // V2 only
 	// The rare tail: budgets (budget.go), then forks and upgrade policies
-	// (fork.go), then the pending call's trace context; a V2 record
-	// without any of them ends here, one without a trace context after
-	// the upgrade policy.
-	trace := ""
+	// (fork.go), then the trace contexts of the pending call and of the
+	// subscriptions (liveness checks); a V2 record without any of them
+	// ends here, one without trace contexts after the upgrade policy, one
+	// whose subscriptions have none after the pending call's.
+	trace, subTraces := "", false
 	if st.Pending != nil {
 		trace = st.Pending.Trace
 	}
-	if st.Budget == nil && st.Fork == nil && st.Upgrade == "" && trace == "" {
+	for _, sub := range st.Subscriptions {
+		subTraces = subTraces || sub.Trace != ""
+	}
+	if st.Budget == nil && st.Fork == nil && st.Upgrade == "" && trace == "" && !subTraces {
 		return b, nil
 	}
 	var budget, fork []byte
@@ -119,8 +123,14 @@ func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
 	}
 	b = putBytes(putBytes(b, budget), fork)
 	b = putString(b, st.Upgrade)
-	if trace != "" {
+	if trace != "" || subTraces {
 		b = putString(b, trace)
+	}
+	if subTraces {
+		b = putUvarint(b, uint64(len(st.Subscriptions)))
+		for _, sub := range st.Subscriptions {
+			b = putString(b, sub.Trace)
+		}
 	}
 	return b, nil
 }
@@ -202,13 +212,7 @@ func readState(data []byte) (runtime.ThreadState, error) {
 		st.Upgrade = r.string()
 	}
 	if r.err == nil && data[0] == stateCodecV2 && len(r.b) != 0 {
-		switch trace := r.string(); {
-		case r.err != nil:
-		case trace == "" || st.Pending == nil:
-			r.fail(errors.New("a pending call's trace context that is empty or without a pending call"))
-		default:
-			st.Pending.Trace = trace
-		}
+		r.traces(&st)
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%d bytes after the state", len(r.b))
@@ -330,6 +334,40 @@ func (r *reader) strings() []string {
 		ss[i] = r.string()
 	}
 	return ss
+}
+
+// traces reads the tail's trace contexts (appendState): the pending
+// call's, then, if any has one, the subscriptions'. What appendState
+// would not write (an empty tail, a trace without its record) is refused.
+func (r *reader) traces(st *runtime.ThreadState) {
+	trace := r.string()
+	switch {
+	case r.err != nil:
+		return
+	case trace != "" && st.Pending == nil:
+		r.fail(errors.New("a pending call's trace context without a pending call"))
+		return
+	case trace != "":
+		st.Pending.Trace = trace
+	}
+	if len(r.b) == 0 {
+		if trace == "" {
+			r.fail(errors.New("an empty trace context list"))
+		}
+		return
+	}
+	if n := r.count(); r.err == nil && n != len(st.Subscriptions) {
+		r.fail(fmt.Errorf("%d subscription trace contexts for %d subscriptions", n, len(st.Subscriptions)))
+		return
+	}
+	some := false
+	for i := range st.Subscriptions {
+		st.Subscriptions[i].Trace = r.string()
+		some = some || st.Subscriptions[i].Trace != ""
+	}
+	if r.err == nil && !some {
+		r.fail(errors.New("subscription trace contexts, all empty"))
+	}
 }
 
 func (r *reader) call() *runtime.PendingCall {

@@ -168,6 +168,9 @@ type Subscription struct {
 	CallID string `json:"call_id"`
 	Tool   string `json:"tool"`
 	Args   string `json:"args,omitempty"`
+	// Trace is the trace context of the call that started it
+	// (PendingCall.Trace), for its liveness checks.
+	Trace string `json:"trace,omitempty"`
 }
 
 // OutboxEntry is one message or output event a committed slice must send.
