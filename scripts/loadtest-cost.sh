@@ -3,8 +3,10 @@
 # figures measured on this machine:
 #   - the storage load test (loadtest/storage, THREADS threads, default
 #     1000) on PostgreSQL and DynamoDB Local: requests per slice, checked
-#     against the model's code-path counts (the command fails if they
-#     disagree) and then used as its inputs;
+#     against the model's code-path counts, and the bytes each load and
+#     commit read and wrote against its DSQL estimate (the command fails if
+#     they disagree); the round trips and thread row bytes are then used as
+#     its inputs;
 #   - the density benchmark (loadtest/density, unique profile, DENSITY_AGENTS
 #     agents, default 2000): the conventional design's bytes per waiting
 #     agent and the history bytes per turn.
@@ -26,7 +28,7 @@ fi
 measured=()
 echo "== storage load test: ${THREADS:-1000} threads"
 if go run ./loadtest/storage -threads "${THREADS:-1000}" -out "$out" >"$out/storage.log" 2>&1; then
-  tail -n 6 "$out/storage.log" | head -n 5
+  grep -E '^(completions|slice latency|store calls|round trips|DSQL bytes|failures) ' "$out/storage.log" || true
   measured+=(-storage-result "$out/storage.json")
 else
   echo "== the storage load test did not run (see $out/storage.log); requests per slice below are the model's"

@@ -50,7 +50,8 @@ func TestCostMeasuredAndPrices(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(sf, `{"Threads":200,"Turns":2,"Slices":800,"LoadsPerSlice":1,"CommitsPerSlice":1,"SeenPerSlice":0,"MarksPerSlice":1,"PGRoundTripsPerSlice":2.05,"DynamoRoundTripsPerSlice":2}`)
+	write(sf, `{"Threads":200,"Turns":2,"Slices":800,"LoadsPerSlice":1,"CommitsPerSlice":1,"SeenPerSlice":0,"MarksPerSlice":1,"PGRoundTripsPerSlice":2.05,"DynamoRoundTripsPerSlice":2,`+
+		`"DSQL":{"ReadBytesPerLoad":1232.56,"RowsPerCommit":3.75,"WriteBytesPerCommit":1034.16,"ThreadRowBytes":400.875,"ThreadIDBytes":7.45,"ItemBodyBytesPerTurn":1155.59,"IODPUsPerSlice":0.060712}}`)
 	write(df, `{"profile":"unique","agents":2000,"turns":20,"history_bytes_per_agent_raw":57000,"conventional_bytes_per_waiting_agent":60000,"conventional_agents_measured":2000}`)
 	write(pf, `{"region":"eu-west-1","date":"2027-01-01","lambda_arm64_gb_second":0.00002}`)
 	out, err := runCostArgs(t, "-storage-result", sf, "-density-result", df, "-prices", pf)
@@ -59,6 +60,7 @@ func TestCostMeasuredAndPrices(t *testing.T) {
 	}
 	for _, want := range []string{
 		"sql_round_trips_per_slice      2.05       measured: " + sf,
+		"dsql_thread_row_bytes          400.9      measured: " + sf,
 		"conventional_bytes_per_agent   60000      measured: " + df,
 		"history_bytes_per_turn         2850       measured: " + df,
 		"prices (USD, eu-west-1, recorded 2027-01-01, file " + pf,

@@ -32,6 +32,9 @@ const (
 	ctxReceiverConc       = "receiverConcurrency" // the receiver's reserved concurrency: 1..1000, or -1 for none; default 20 with publicCallbacks, none otherwise
 	ctxAlarmTopicARN      = "alarmTopicArn"       // SNS topic the alarms notify; default none
 	ctxCallbackBaseURL    = "callbackBaseUrl"     // base of the signed callback URLs (a front such as CloudFront + WAF); default the receiver's Function URL
+	ctxTreeBudgets        = "treeBudgets"         // true: trees' budgets in the dedup table (AGENTSLICE_TREE_BUDGETS=on); default false
+	ctxSharedTPM          = "sharedTpm"           // true: one shared token bucket per model in the dedup table (AGENTSLICE_SHARED_TPM=on); default false
+	ctxOTel               = "otel"                // OTEL_* settings for every function: an object, or NAME=VALUE pairs comma-separated; default none (no tracing)
 )
 
 // Defaults of the context values.
@@ -194,7 +197,51 @@ func readConfig(get func(string) any, getenv func(string) string, readFile func(
 	if p.CallbackBaseURL, err = str(ctxCallbackBaseURL, "", ""); err != nil {
 		return c, err
 	}
+	if p.TreeBudgets, err = boolean(ctxTreeBudgets); err != nil {
+		return c, err
+	}
+	if p.SharedTPM, err = boolean(ctxSharedTPM); err != nil {
+		return c, err
+	}
+	if p.Telemetry, err = readOTel(get(ctxOTel)); err != nil {
+		return c, err
+	}
 	return c, nil
+}
+
+// readOTel reads the otel context value: an object of strings (cdk.json),
+// or NAME=VALUE pairs separated by commas (-c otel=...). Nil for none.
+func readOTel(v any) (map[string]string, error) {
+	out := map[string]string{}
+	switch v := v.(type) {
+	case nil:
+		return nil, nil
+	case map[string]any:
+		for k, e := range v {
+			s, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("context %s.%s: want a string, got %T", ctxOTel, k, e)
+			}
+			out[k] = s
+		}
+	case string:
+		for _, pair := range strings.Split(v, ",") {
+			if pair = strings.TrimSpace(pair); pair == "" {
+				continue
+			}
+			k, val, ok := strings.Cut(pair, "=")
+			if !ok {
+				return nil, fmt.Errorf("context %s: %q is not NAME=VALUE", ctxOTel, pair)
+			}
+			out[strings.TrimSpace(k)] = strings.TrimSpace(val)
+		}
+	default:
+		return nil, fmt.Errorf("context %s: want an object or NAME=VALUE pairs, got %T", ctxOTel, v)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
 }
 
 // readAgents reads an agents document (DefaultAgents when path is empty,

@@ -128,6 +128,23 @@ func TestReadConfig(t *testing.T) {
 		{name: "bad list item", ctx: map[string]any{"toolServers": []any{"https://a", 3.0}}, wantErr: "context toolServers[1]: want a string"},
 		{name: "bad list", ctx: map[string]any{"callbackPrincipals": 7.0}, wantErr: "context callbackPrincipals: want a list"},
 		{name: "bad string", ctx: map[string]any{"stackName": true}, wantErr: "context stackName: want a string"},
+		{name: "options from -c", ctx: map[string]any{"treeBudgets": "true", "sharedTpm": "true",
+			"otel": "OTEL_TRACES_SAMPLER=parentbased_traceidratio, OTEL_TRACES_SAMPLER_ARG=0.01,"}, check: func(t *testing.T, c config) {
+			p := c.props
+			want := map[string]string{"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.01"}
+			if !p.TreeBudgets || !p.SharedTPM || !reflect.DeepEqual(p.Telemetry, want) {
+				t.Errorf("tree budgets %v, shared TPM %v, telemetry %v", p.TreeBudgets, p.SharedTPM, p.Telemetry)
+			}
+		}},
+		{name: "otel object from cdk.json", ctx: map[string]any{"otel": map[string]any{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://o.example.com"}},
+			check: func(t *testing.T, c config) {
+				if c.props.Telemetry["OTEL_EXPORTER_OTLP_ENDPOINT"] != "https://o.example.com" || c.props.TreeBudgets || c.props.SharedTPM {
+					t.Errorf("props = %+v", c.props)
+				}
+			}},
+		{name: "bad otel pair", ctx: map[string]any{"otel": "OTEL_TRACES_SAMPLER"}, wantErr: `context otel: "OTEL_TRACES_SAMPLER" is not NAME=VALUE`},
+		{name: "bad otel value", ctx: map[string]any{"otel": map[string]any{"OTEL_X": 1.0}}, wantErr: "context otel.OTEL_X: want a string"},
+		{name: "bad otel", ctx: map[string]any{"otel": 1.0}, wantErr: "context otel: want an object"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/agentslice/agentslice/internal/lambdafn"
+	"github.com/agentslice/agentslice/internal/otelx"
 )
 
 func main() {
@@ -26,7 +27,15 @@ func main() {
 	if err != nil {
 		lambdafn.Fatal("delayrelay", err)
 	}
-	handle, err := lambdafn.BuildRelay(ctx, cfg, lambdafn.Options{})
+	// Tracing is off unless the OTEL_* environment turns it on
+	// (docs/observability.md): a wake-up's span joins the trace of the
+	// sleep that set it; BuildRelay exports the spans before each
+	// invocation returns.
+	tracing, err := otelx.Setup(ctx, "agentslice-delayrelay", os.Getenv)
+	if err != nil {
+		lambdafn.Fatal("delayrelay", err)
+	}
+	handle, err := lambdafn.BuildRelay(ctx, cfg, lambdafn.Options{Tracing: tracing})
 	if err != nil {
 		lambdafn.Fatal("delayrelay", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/agentslice/agentslice/internal/lambdafn"
+	"github.com/agentslice/agentslice/internal/otelx"
 )
 
 func main() {
@@ -27,10 +28,17 @@ func main() {
 	if err != nil {
 		lambdafn.Fatal("rapreceiver", err)
 	}
-	rc, log, err := lambdafn.BuildReceiver(ctx, cfg, lambdafn.Options{})
+	// Tracing is off unless the OTEL_* environment turns it on
+	// (docs/observability.md): a callback's span joins the trace its URL
+	// was signed with, and is exported before the invocation returns.
+	tracing, err := otelx.Setup(ctx, "agentslice-rapreceiver", os.Getenv)
+	if err != nil {
+		lambdafn.Fatal("rapreceiver", err)
+	}
+	rc, log, err := lambdafn.BuildReceiver(ctx, cfg, lambdafn.Options{Tracing: tracing})
 	if err != nil {
 		lambdafn.Fatal("rapreceiver", err)
 	}
 	cancel()
-	lambda.Start(lambdafn.FunctionURLHandler(rc, log))
+	lambda.Start(lambdafn.WithFlush(lambdafn.FunctionURLHandler(rc, log), tracing))
 }

@@ -17,6 +17,9 @@
 //   - model.go: Estimate, the arithmetic; PerSlice, the requests one
 //     slice makes along the stack's code paths, and CheckStorage, which
 //     compares them with what the storage load test counted.
+//   - dsql.go: Aurora DSQL's metering formulas as AWS documents them
+//     (DPUs from bytes read and written per transaction) and a slice's
+//     DPUs, derived from the history figures along the code path.
 //   - measured.go: the load tests' results (the storage load test's
 //     storage.json, a density benchmark's JSON) read and applied as
 //     inputs; a storage result is checked first (CheckStorage).
@@ -25,7 +28,10 @@
 // Tests pin the model to the code: internal/stack's TestCostModelMatchesStack
 // (memory sizes, log retention, polled queues), loadtest/storage's
 // TestCostModelMatchesMeasured (requests per slice on PostgreSQL and
-// DynamoDB Local), TestCodePathFigures here (dedup TTL).
+// DynamoDB Local; the estimate for its own workload: requests per turn,
+// DSQL rows, bytes and DPUs per commit and slice against internal/dsql's
+// Meter), TestCodePathFigures here (dedup TTL),
+// TestDSQLFormulasMatchAWSExamples (AWS's billing examples).
 //
 // Model tokens are left out on purpose: they dominate any agent's bill and
 // do not depend on the runtime.

@@ -56,7 +56,10 @@ func ReadStorage(r io.Reader, source string) (StorageMeasured, error) {
 
 // ApplyStorage checks the model's requests per slice against a storage
 // result (CheckStorage) and, if they agree, takes the measured round
-// trips per slice (connection setup included) as the model's inputs.
+// trips per slice (connection setup included) and thread row bytes as the
+// model's inputs. The loads' and commits' other bytes describe the load
+// test's short threads, not the workload's: the model derives them from
+// the history figures.
 func ApplyStorage(w *Workload, src Sources, m StorageMeasured, source string) error {
 	if err := CheckStorage(m); err != nil {
 		return err
@@ -68,5 +71,7 @@ func ApplyStorage(w *Workload, src Sources, m StorageMeasured, source string) er
 	src["dynamodb_writes_per_slice"] = from
 	w.DynamoReadsPerSlice = m.SeenPerSlice
 	src["dynamodb_reads_per_slice"] = from
+	w.DSQLThreadRowBytes = m.DSQL.ThreadRowBytes
+	src["dsql_thread_row_bytes"] = from
 	return nil
 }

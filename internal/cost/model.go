@@ -56,6 +56,34 @@ type StorageMeasured struct {
 	SeenPerSlice, MarksPerSlice float64
 	PGRoundTripsPerSlice        float64
 	DynamoRoundTripsPerSlice    float64
+	DSQL                        StorageDSQL
+}
+
+// StorageDSQL is what the storage load test's history store read and wrote
+// (internal/dsql's Meter, checked there against the rows PostgreSQL
+// stores): means per load and per commit, and the DPUs besides compute
+// that AWS's formulas give transaction by transaction, per slice.
+type StorageDSQL struct {
+	ReadBytesPerLoad, RowsPerCommit, WriteBytesPerCommit float64
+	ThreadRowBytes, ThreadIDBytes                        float64
+	ItemBodyBytesPerTurn                                 float64
+	IODPUsPerSlice                                       float64
+}
+
+// StorageWorkload is the storage load test's own workload as the model
+// sees it: a thread per agent, each turn a user message, one tool call and
+// two completions (two slices), with the history bytes, thread rows and
+// IDs it measured. A load there reads a thread still growing, so its
+// measured read bytes stand in for the model's whole-history bound.
+func StorageWorkload(m StorageMeasured) Workload {
+	w := DefaultWorkload()
+	w.Agents, w.TurnsPerAgentPerDay = float64(max(m.Threads, 1)), float64(max(m.Turns, 1))
+	w.ToolCallsPerTurn, w.CompletionsPerTurn = 1, 2
+	w.ShortSleepsPerTurn, w.LongSleepsPerTurn = 0, 0
+	w.HistoryBytesPerTurn, w.HistoryTurns = m.DSQL.ItemBodyBytesPerTurn, float64(m.Turns)
+	w.DSQLThreadRowBytes, w.DSQLThreadIDBytes = m.DSQL.ThreadRowBytes, m.DSQL.ThreadIDBytes
+	w.DSQLReadBytesPerLoad = m.DSQL.ReadBytesPerLoad
+	return w
 }
 
 // CheckStorage compares PerSlice(1) with what the storage load test
@@ -85,10 +113,57 @@ func CheckStorage(m StorageMeasured) error {
 	check("dedup writes (calls) per slice", m.MarksPerSlice, want.DedupWrites)
 	check("SQL round trips per slice", m.PGRoundTripsPerSlice, want.SQLRoundTrips)
 	check("DynamoDB requests per slice", m.DynamoRoundTripsPerSlice, want.DynamoWrites+want.DynamoReads)
+	bad = append(bad, checkEstimate(m)...)
 	if len(bad) > 0 {
 		return fmt.Errorf("cost: the model disagrees with the storage load test (%d slices): %s", m.Slices, strings.Join(bad, "; "))
 	}
 	return nil
+}
+
+// checkEstimate prices the storage load test's own workload
+// (StorageWorkload) and compares the estimate's figures per turn with
+// what the test measured: requests, the rows and bytes each commit
+// writes (derived by the model from the history bytes along the code
+// path), and the DPUs. Each thread's first commit also writes its
+// threads_parent_idx entry, a row the model leaves out (one per thread's
+// life); the comparison adds it back. The model applies DSQL's per-row
+// and per-transaction minimums to mean commits, the test to each one:
+// DPUs agree within 8%.
+func checkEstimate(m StorageMeasured) []string {
+	d := m.DSQL
+	if d.IODPUsPerSlice <= 0 || d.RowsPerCommit <= 0 {
+		return []string{"the result has no DSQL figures (DSQL.IODPUsPerSlice, DSQL.RowsPerCommit): run the storage load test again"}
+	}
+	r, err := Estimate(StorageWorkload(m), Sources{}, DefaultPrices())
+	if err != nil {
+		return []string{"pricing the load test's workload: " + err.Error()}
+	}
+	var bad []string
+	within := func(name string, got, want, tol float64) {
+		if math.Abs(got-want) > tol*math.Abs(want) {
+			bad = append(bad, fmt.Sprintf("%s: the estimate has %.4g, the load test measured %.4g", name, got, want))
+		}
+	}
+	unit := func(component, name string) float64 {
+		for _, c := range r.Components {
+			if c.Name == component {
+				for _, u := range c.Units {
+					if u.Name == name {
+						return u.PerTurn
+					}
+				}
+			}
+		}
+		return math.NaN()
+	}
+	slices := r.SlicesPerTurn
+	within("SQL round trips per turn", unit("Aurora DSQL", "SQL round trips"), slices*m.PGRoundTripsPerSlice, 0.05)
+	within("DynamoDB writes per turn", unit("DynamoDB", "write units"), slices*(m.DynamoRoundTripsPerSlice-m.SeenPerSlice), 0.05)
+	created := float64(m.Threads) / float64(m.Slices)
+	within("DSQL rows per commit", r.DSQL.RowsPerCommit+created, d.RowsPerCommit, 0.005)
+	within("DSQL bytes per commit", r.DSQL.WriteBytesPerCommit+created*d.ThreadIDBytes, d.WriteBytesPerCommit, 0.005)
+	within("DSQL DPUs per slice besides compute", r.DSQL.IO(), d.IODPUsPerSlice, 0.08)
+	return bad
 }
 
 // Unit is one billed quantity of a component, per turn.
@@ -123,7 +198,9 @@ type Report struct {
 
 	SlicesPerTurn, CompletionsPerTurn float64
 	TurnsPerMonth                     float64
-	Components                        []Component
+	// DSQL is one slice's DPUs on Aurora DSQL.
+	DSQL       DSQLSlice
+	Components []Component
 
 	PerTurnUSD, PerThousandTurnsUSD float64
 	IdleAgentMonthUSD               float64
@@ -191,11 +268,15 @@ func Estimate(w Workload, src Sources, p Prices) (Report, error) {
 		FixedMonthUSD: pollFixed,
 		Note:          "fixed: Lambda's pollers on the empty input, background, delay and wake-up DLQ queues"}
 
-	// DSQL: DPUs for each slice's load and commit; storage for every
-	// agent's history, whether it runs or not.
-	dpus := slices * w.SQLRoundTripsPerSlice * w.DSQLDPUsPerRoundTrip
+	// DSQL: each slice's load and commit, priced by AWS's metering
+	// formulas (dsql.go) from the bytes they read and write; storage for
+	// every agent's history, whether it runs or not.
+	ds := dsqlSlice(&w, slices, completions)
+	r.DSQL = ds
+	dpus := slices * ds.Total()
 	historyGB := w.HistoryBytesPerTurn * w.HistoryTurns / GiB
-	dsql := Component{Name: "Aurora DSQL", Units: []Unit{{"DPUs", dpus}, {"SQL round trips", slices * w.SQLRoundTripsPerSlice}},
+	dsql := Component{Name: "Aurora DSQL", Units: []Unit{{"DPUs", dpus}, {"SQL round trips", slices * w.SQLRoundTripsPerSlice},
+		{"bytes read", slices * ds.ReadBytesPerLoad}, {"bytes written", slices * ds.WriteBytesPerCommit}},
 		PerTurnUSD:       million(dpus, p.DSQLMillionDPUs),
 		PerAgentMonthUSD: historyGB * p.DSQLGBMonth,
 		Note:             "per agent: its stored history"}

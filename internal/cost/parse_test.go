@@ -89,14 +89,16 @@ func TestMeasuredResults(t *testing.T) {
 	}
 
 	s, err := ReadStorage(strings.NewReader(`{"Threads":200,"Turns":2,"Slices":800,"LoadsPerSlice":1,"CommitsPerSlice":1,
-		"SeenPerSlice":0,"MarksPerSlice":1,"PGRoundTripsPerSlice":2.07875,"DynamoRoundTripsPerSlice":2}`), "s.json")
+		"SeenPerSlice":0,"MarksPerSlice":1,"PGRoundTripsPerSlice":2.07875,"DynamoRoundTripsPerSlice":2,
+		"DSQL":{"ReadBytesPerLoad":1224,"RowsPerCommit":3.75,"WriteBytesPerCommit":1028.76,"ThreadRowBytes":399,"ThreadIDBytes":6.75,
+		"ItemBodyBytesPerTurn":1152.14,"IODPUsPerSlice":0.06057}}`), "s.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := ApplyStorage(&w, src, s, "s.json"); err != nil {
 		t.Fatal(err)
 	}
-	if w.SQLRoundTripsPerSlice != 2.07875 || w.DynamoWritesPerSlice != 2 || !strings.Contains(src["sql_round_trips_per_slice"], "800 slices") {
+	if w.SQLRoundTripsPerSlice != 2.07875 || w.DynamoWritesPerSlice != 2 || w.DSQLThreadRowBytes != 399 || !strings.Contains(src["sql_round_trips_per_slice"], "800 slices") {
 		t.Errorf("storage applied: %v %v %q", w.SQLRoundTripsPerSlice, w.DynamoWritesPerSlice, src["sql_round_trips_per_slice"])
 	}
 	s.CommitsPerSlice = 2

@@ -83,13 +83,18 @@ func (p *Prices) fields() []priceField {
 	}
 }
 
-// Unconfirmed names the built-in prices that could not be confirmed on
-// the provider's own page when the table was written (docs/cost.md): the
-// report marks them.
+// Unconfirmed names the built-in prices that could not be read on the
+// provider's own page when the table was written, with the pages they
+// were taken from instead (docs/cost.md): the report marks them.
 var Unconfirmed = map[string]string{
-	"dsql_million_dpus": "taken from a third-party page (sst.dev's DSQL component) quoting AWS; AWS's pricing page was not reachable",
-	"dsql_gb_month":     "taken from a third-party page (sst.dev's DSQL component) quoting AWS; AWS's pricing page was not reachable",
+	"dsql_million_dpus": "the stored copy of AWS's pricing page shows no figure; $8.00 per million DPUs in us-east-1 is what " + dsqlThirdParty,
+	"dsql_gb_month":     "the stored copy of AWS's pricing page shows no figure; $0.33 per GB-month in us-east-1 is what " + dsqlThirdParty,
 }
+
+// dsqlThirdParty: the independent pages that agree on DSQL's us-east-1
+// prices, read 2026-12-02.
+const dsqlThirdParty = "four independent pages agree on (read 2026-12-02): usage.ai's Aurora DSQL pricing guide, " +
+	"blog.faridnsh.ninja \"Unraveling Aurora DSQL Pricing\" (updated April 2026), DoiT's DSQL cost analysis (July 2025), SST's DSQL component docs"
 
 // DefaultPrices returns the built-in table: us-east-1 on-demand prices as
 // recorded on DefaultPrices().Date. They are not fetched and will go

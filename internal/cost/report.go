@@ -53,6 +53,11 @@ func (r *Report) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "%-22s %-12s %-14s %-14s\n\n", "total", usd(r.PerThousandTurnsUSD), usd(r.IdleAgentMonthUSD), usd(r.FixedMonthUSD))
 
+	d := r.DSQL
+	fmt.Fprintf(w, "Aurora DSQL per slice (AWS's metering formulas): a load reads %s B (%.4g read DPU), a commit writes %.3g rows, %s B (%.4g write DPU)\n"+
+		"  and reads the thread row (%.4g read DPU), compute %.4g DPU: %.4g DPUs (transaction minimums: 2,048 B read, 1,024 B written, 128 B a row)\n\n",
+		num(math.Round(d.ReadBytesPerLoad)), d.LoadRead, d.RowsPerCommit, num(math.Round(d.WriteBytesPerCommit)), d.CommitWrite, d.CommitRead, d.Compute, d.Total())
+
 	fmt.Fprintf(w, "per 1,000 turns          %s\n", usd(r.PerThousandTurnsUSD))
 	fmt.Fprintf(w, "per idle agent per month %s, %s per 1,000 idle agents (their stored history; an idle agent runs nothing)\n",
 		usd(r.IdleAgentMonthUSD), usd(1000*r.IdleAgentMonthUSD))
@@ -89,7 +94,7 @@ func (r *Report) Print(w io.Writer) {
 	for _, f := range p.fields() {
 		line := fmt.Sprintf("  %-30s %-12.6g %s", f.name, *f.v, f.page)
 		if why, ok := Unconfirmed[f.name]; ok && strings.HasPrefix(p.Source, "built in") {
-			line += "  NOT CONFIRMED: " + why
+			line += "  NOT CONFIRMED on AWS's page: " + why
 		}
 		fmt.Fprintln(w, line)
 	}

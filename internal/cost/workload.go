@@ -30,14 +30,20 @@ type Workload struct {
 	ReplyKB                   float64 `json:"reply_kb"`
 	LogBytesPerInvocation     float64 `json:"log_bytes_per_invocation"`
 
-	SQLRoundTripsPerSlice  float64 `json:"sql_round_trips_per_slice"`
-	DynamoWritesPerSlice   float64 `json:"dynamodb_writes_per_slice"`
-	DynamoReadsPerSlice    float64 `json:"dynamodb_reads_per_slice"`
-	DSQLDPUsPerRoundTrip   float64 `json:"dsql_dpus_per_round_trip"`
-	DedupItemBytes         float64 `json:"dedup_item_bytes"`
-	DedupTTLDays           float64 `json:"dedup_ttl_days"`
-	IdlePollsPerQueueMonth float64 `json:"idle_polls_per_queue_month"`
-	PolledQueues           float64 `json:"polled_queues"`
+	SQLRoundTripsPerSlice   float64 `json:"sql_round_trips_per_slice"`
+	DynamoWritesPerSlice    float64 `json:"dynamodb_writes_per_slice"`
+	DynamoReadsPerSlice     float64 `json:"dynamodb_reads_per_slice"`
+	DSQLThreadRowBytes      float64 `json:"dsql_thread_row_bytes"`
+	DSQLThreadIDBytes       float64 `json:"dsql_thread_id_bytes"`
+	DSQLReadBytesPerLoad    float64 `json:"dsql_read_bytes_per_load"`
+	DSQLRowsPerCommit       float64 `json:"dsql_rows_per_commit"`
+	DSQLWriteBytesPerCommit float64 `json:"dsql_write_bytes_per_commit"`
+	DSQLComputeMsPerLoad    float64 `json:"dsql_compute_ms_per_load"`
+	DSQLComputeMsPerCommit  float64 `json:"dsql_compute_ms_per_commit"`
+	DedupItemBytes          float64 `json:"dedup_item_bytes"`
+	DedupTTLDays            float64 `json:"dedup_ttl_days"`
+	IdlePollsPerQueueMonth  float64 `json:"idle_polls_per_queue_month"`
+	PolledQueues            float64 `json:"polled_queues"`
 
 	ConventionalBytesPerAgent float64 `json:"conventional_bytes_per_agent"`
 	InstanceHeadroom          float64 `json:"instance_headroom"`
@@ -76,7 +82,13 @@ func (w *Workload) Fields() []Field {
 		{"sql_round_trips_per_slice", "DSQL round trips per slice (1 load, 1 commit)", "code path (PerSlice)", &w.SQLRoundTripsPerSlice, 0, false, false},
 		{"dynamodb_writes_per_slice", "DynamoDB conditional puts per slice (one per consumed message ID, one outbox-sent mark)", "code path (PerSlice)", &w.DynamoWritesPerSlice, 0, false, false},
 		{"dynamodb_reads_per_slice", "DynamoDB reads per slice (0: first deliveries skip the dedup lookup)", "code path (PerSlice)", &w.DynamoReadsPerSlice, 0, false, false},
-		{"dsql_dpus_per_round_trip", "DSQL DPUs per load or commit of one thread", "assumption, not confirmed: AWS's EXPLAIN ANALYZE example reads 120 rows for 0.06 DPU", &w.DSQLDPUsPerRoundTrip, 0, false, false},
+		{"dsql_thread_row_bytes", "bytes of a thread's row (its state): read by each load, rewritten by each commit", "storage load test on PostgreSQL (internal/dsql's Meter), 40 threads, 2026-12-02: 399 B", &w.DSQLThreadRowBytes, 0, false, false},
+		{"dsql_thread_id_bytes", "bytes of a thread ID (part of each item row's key)", "assumption", &w.DSQLThreadIDBytes, 0, false, false},
+		{"dsql_read_bytes_per_load", "bytes one load reads (0: the thread row and the whole stored history, history_turns turns)", "derived", &w.DSQLReadBytesPerLoad, 0, false, false},
+		{"dsql_rows_per_commit", "rows one commit writes (0: the thread row and the turn's items spread over its slices)", "derived (code path)", &w.DSQLRowsPerCommit, 0, false, false},
+		{"dsql_write_bytes_per_commit", "bytes one commit writes (0: the thread row and the turn's item bytes spread over its slices)", "derived", &w.DSQLWriteBytesPerCommit, 0, false, false},
+		{"dsql_compute_ms_per_load", "DSQL compute milliseconds of one load (ComputeDPU)", "assumption, not measured on DSQL: AWS's billing example takes 3 ms for a point lookup", &w.DSQLComputeMsPerLoad, 0, false, false},
+		{"dsql_compute_ms_per_commit", "DSQL compute milliseconds of one commit (ComputeDPU)", "assumption, not measured on DSQL: AWS's billing example takes 8 ms for a single-row insert", &w.DSQLComputeMsPerCommit, 0, false, false},
 		{"dedup_item_bytes", "bytes of one dedup item, DynamoDB's 100-byte overhead included", "assumption", &w.DedupItemBytes, 0, false, false},
 		{"dedup_ttl_days", "days a dedup item lives (dedup.DefaultTTL)", "code (internal/dedup)", &w.DedupTTLDays, 0, false, false},
 		{"idle_polls_per_queue_month", "SQS receives Lambda's pollers make on one empty queue per month (fixed cost)", "assumption, not confirmed: 5 pollers x 20 s long polls", &w.IdlePollsPerQueueMonth, 0, false, false},
@@ -94,6 +106,10 @@ const (
 	// DefaultPolledQueues: the input queue, the background input queue,
 	// the delay queue and the wake-up DLQ each have an event source.
 	DefaultPolledQueues = 4
+	// DefaultDSQLThreadRowBytes is the mean thread row the storage load
+	// test's commits wrote on PostgreSQL (internal/dsql's Meter; 399 B in
+	// TestCostModelMatchesMeasured's run of 2026-12-02, which prints it).
+	DefaultDSQLThreadRowBytes = 400
 )
 
 // DefaultWorkload is the example workload `agentslice cost` starts from.
@@ -118,7 +134,10 @@ func DefaultWorkload() Workload {
 		SQLRoundTripsPerSlice:  ps.SQLRoundTrips,
 		DynamoWritesPerSlice:   ps.DynamoWrites,
 		DynamoReadsPerSlice:    ps.DynamoReads,
-		DSQLDPUsPerRoundTrip:   0.06,
+		DSQLThreadRowBytes:     DefaultDSQLThreadRowBytes,
+		DSQLThreadIDBytes:      36,
+		DSQLComputeMsPerLoad:   3,
+		DSQLComputeMsPerCommit: 8,
 		DedupItemBytes:         200,
 		DedupTTLDays:           DefaultDedupTTLDays,
 		IdlePollsPerQueueMonth: 5 * 3 * 60 * HoursPerMonth,

@@ -95,8 +95,18 @@ func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
 	}
 	b = putInt(b, st.ViewStart) // V2 only
 	// The rare tail: budgets (budget.go), then forks and upgrade policies
-	// (fork.go); a V2 record without any of them ends here.
-	if st.Budget == nil && st.Fork == nil && st.Upgrade == "" {
+	// (fork.go), then the trace contexts of the pending call and of the
+	// subscriptions (liveness checks); a V2 record without any of them
+	// ends here, one without trace contexts after the upgrade policy, one
+	// whose subscriptions have none after the pending call's.
+	trace, subTraces := "", false
+	if st.Pending != nil {
+		trace = st.Pending.Trace
+	}
+	for _, sub := range st.Subscriptions {
+		subTraces = subTraces || sub.Trace != ""
+	}
+	if st.Budget == nil && st.Fork == nil && st.Upgrade == "" && trace == "" && !subTraces {
 		return b, nil
 	}
 	var budget, fork []byte
@@ -112,7 +122,17 @@ func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
 		}
 	}
 	b = putBytes(putBytes(b, budget), fork)
-	return putString(b, st.Upgrade), nil
+	b = putString(b, st.Upgrade)
+	if trace != "" || subTraces {
+		b = putString(b, trace)
+	}
+	if subTraces {
+		b = putUvarint(b, uint64(len(st.Subscriptions)))
+		for _, sub := range st.Subscriptions {
+			b = putString(b, sub.Trace)
+		}
+	}
+	return b, nil
 }
 
 // readState reads a state appendState wrote.
@@ -190,6 +210,9 @@ func readState(data []byte) (runtime.ThreadState, error) {
 			r.json(js, st.Fork)
 		}
 		st.Upgrade = r.string()
+	}
+	if r.err == nil && data[0] == stateCodecV2 && len(r.b) != 0 {
+		r.traces(&st)
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%d bytes after the state", len(r.b))
@@ -311,6 +334,40 @@ func (r *reader) strings() []string {
 		ss[i] = r.string()
 	}
 	return ss
+}
+
+// traces reads the tail's trace contexts (appendState): the pending
+// call's, then, if any has one, the subscriptions'. What appendState
+// would not write (an empty tail, a trace without its record) is refused.
+func (r *reader) traces(st *runtime.ThreadState) {
+	trace := r.string()
+	switch {
+	case r.err != nil:
+		return
+	case trace != "" && st.Pending == nil:
+		r.fail(errors.New("a pending call's trace context without a pending call"))
+		return
+	case trace != "":
+		st.Pending.Trace = trace
+	}
+	if len(r.b) == 0 {
+		if trace == "" {
+			r.fail(errors.New("an empty trace context list"))
+		}
+		return
+	}
+	if n := r.count(); r.err == nil && n != len(st.Subscriptions) {
+		r.fail(fmt.Errorf("%d subscription trace contexts for %d subscriptions", n, len(st.Subscriptions)))
+		return
+	}
+	some := false
+	for i := range st.Subscriptions {
+		st.Subscriptions[i].Trace = r.string()
+		some = some || st.Subscriptions[i].Trace != ""
+	}
+	if r.err == nil && !some {
+		r.fail(errors.New("subscription trace contexts, all empty"))
+	}
 }
 
 func (r *reader) call() *runtime.PendingCall {

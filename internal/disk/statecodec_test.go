@@ -162,3 +162,51 @@ func TestStateCodecReadsRecordsWithoutIncarnation(t *testing.T) {
 		t.Fatalf("readState = %+v, %v", got, err)
 	}
 }
+
+// TestStateCodecTraceContexts: the pending call's and the subscriptions'
+// trace contexts (kept for liveness checks) round-trip alone or together,
+// and a state without them is as long as before they existed.
+func TestStateCodecTraceContexts(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	subs := func(traces ...string) []runtime.Subscription {
+		var out []runtime.Subscription
+		for i, tr := range traces {
+			out = append(out, runtime.Subscription{CallID: "s" + string(rune('0'+i)), Tool: "watch", Trace: tr})
+		}
+		return out
+	}
+	plain := runtime.ThreadState{Version: 2, Stack: []string{"t"}, Pending: &runtime.PendingCall{ID: "c", Name: "hold", Dispatched: true},
+		Subscriptions: subs("", "")}
+	base, err := appendState(nil, &plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, edit := range map[string]func(*runtime.ThreadState){
+		"pending call's":   func(st *runtime.ThreadState) { st.Pending.Trace = tp },
+		"a subscription's": func(st *runtime.ThreadState) { st.Subscriptions = subs("", tp) },
+		"all":              func(st *runtime.ThreadState) { st.Pending.Trace = tp; st.Subscriptions = subs(tp, tp) },
+		"no pending call":  func(st *runtime.ThreadState) { st.Pending = nil; st.Subscriptions = subs(tp) },
+	} {
+		st := plain
+		st.Pending = &runtime.PendingCall{ID: "c", Name: "hold", Dispatched: true}
+		edit(&st)
+		if got := roundTrip(t, name, &st); !reflect.DeepEqual(got, st) {
+			t.Errorf("%s: %+v, want %+v", name, got, st)
+		}
+	}
+	if got := roundTrip(t, "none", &plain); !reflect.DeepEqual(got, plain) {
+		t.Errorf("none: %+v, want %+v", got, plain)
+	}
+	// A state without trace contexts is written as before they existed:
+	// the same state with the call's is it plus the (empty) budget, fork
+	// and upgrade of the rare tail and the trace context.
+	traced := plain
+	traced.Pending = &runtime.PendingCall{ID: "c", Name: "hold", Dispatched: true, Trace: tp}
+	b, err := appendState(nil, &traced)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, base) || len(b)-len(base) != 3+1+len(tp) {
+		t.Errorf("with the call's trace context: %d bytes, without: %d (a prefix: %v); want %d more", len(b), len(base), bytes.HasPrefix(b, base), 3+1+len(tp))
+	}
+}

@@ -63,6 +63,10 @@
 //     OC001 (schema) mean "retry the transaction". Connections live at most
 //     one hour; authentication is an IAM token presented as the password,
 //     over TLS.
+//   - DSQL bills each transaction by the bytes it reads and writes
+//     (DPUs). Options.Meter, when set, is told the size of every row each
+//     load read and each commit wrote (meter.go); the cost model
+//     (internal/cost) and the storage load test price them.
 //
 // schema_test.go scans every statement this package sends for the forbidden
 // constructs.

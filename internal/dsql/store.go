@@ -69,6 +69,9 @@ func (l Limits) withDefaults() Limits {
 type Options struct {
 	Limits Limits
 	Retry  RetryPolicy
+	// Meter, if set, is told the size of the rows each load read and each
+	// commit wrote (meter.go).
+	Meter Meter
 }
 
 // Store is the runtime.HistoryStore on DSQL or PostgreSQL. It is safe for
@@ -77,6 +80,7 @@ type Store struct {
 	db     DB
 	limits Limits
 	retry  RetryPolicy
+	meter  Meter
 }
 
 var _ runtime.HistoryStore = (*Store)(nil)
@@ -84,7 +88,7 @@ var _ runtime.HistoryStore = (*Store)(nil)
 // New returns a store over db (usually the process's *pgxpool.Pool). The
 // schema must have been created by Migrate.
 func New(db DB, opts Options) *Store {
-	return &Store{db: db, limits: opts.Limits.withDefaults(), retry: opts.Retry.withDefaults()}
+	return &Store{db: db, limits: opts.Limits.withDefaults(), retry: opts.Retry.withDefaults(), meter: opts.Meter}
 }
 
 // Load returns the thread's view (inherited items up to the spawn points,
@@ -97,13 +101,20 @@ func (s *Store) Load(ctx context.Context, threadID string) (*runtime.Thread, err
 		return nil, fmt.Errorf("dsql: loading thread: %w", err)
 	}
 	var th *runtime.Thread
+	var read *[]int
 	err := s.retry.run(ctx, threadID, func() (bool, error) {
 		var err error
-		th, err = s.loadOnce(ctx, threadID)
+		if s.meter != nil {
+			read = new([]int) // a retried try starts over
+		}
+		th, err = s.loadOnce(ctx, threadID, read)
 		return retryable(err)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dsql: loading thread %s: %w", threadID, err)
+	}
+	if s.meter != nil {
+		s.meter.Read(threadID, *read)
 	}
 	return th, nil
 }
@@ -136,7 +147,9 @@ func compareRows(a, b viewRow) int {
 	return int(a.chunk - b.chunk)
 }
 
-func (s *Store) loadOnce(ctx context.Context, threadID string) (*runtime.Thread, error) {
+// loadOnce runs the load query once. With read non-nil, it appends the
+// size of each row read (Meter).
+func (s *Store) loadOnce(ctx context.Context, threadID string, read *[]int) (*runtime.Thread, error) {
 	rows, err := s.db.Query(ctx, loadSQL, threadID)
 	if err != nil {
 		return nil, classifyLoad(threadID, err)
@@ -174,6 +187,9 @@ func (s *Store) loadOnce(ctx context.Context, threadID string) (*runtime.Thread,
 		}
 		view = append(view, viewRow{part: part, depth: depth, pos: pos, chunk: chunk, format: format,
 			body: append([]byte(nil), raw[8]...)})
+		if read != nil {
+			*read = append(*read, itemRowSize(threadID, len(raw[8])))
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, classifyLoad(threadID, err)
@@ -189,6 +205,14 @@ func (s *Store) loadOnce(ctx context.Context, threadID string) (*runtime.Thread,
 		return nil, err
 	}
 	st.Version, st.Length = version, int(length)
+	if read != nil {
+		*read = append(*read, threadRowSize(threadID, st.Parent, len(stateBody)))
+		if len(st.Stack) > 1 { // thread_ancestors: one row per ancestor
+			for _, a := range st.Stack[:len(st.Stack)-1] {
+				*read = append(*read, len(threadID)+ancestorRowFixed+len(a))
+			}
+		}
+	}
 	if !slices.IsSortedFunc(view, compareRows) {
 		slices.SortFunc(view, compareRows)
 	}
@@ -248,6 +272,9 @@ func (s *Store) Commit(ctx context.Context, c *runtime.Commit) error {
 	})
 	if err != nil {
 		return fmt.Errorf("dsql: committing thread %s at version %d: %w", c.ThreadID, c.Expected, err)
+	}
+	if s.meter != nil {
+		s.meter.Wrote(c.ThreadID, w.wroteRows())
 	}
 	return nil
 }

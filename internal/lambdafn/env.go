@@ -265,9 +265,11 @@ type Options struct {
 	// Manager is used before the secret is read again; default
 	// DefaultKeyringTTL.
 	KeyringTTL time.Duration
-	// Tracing, when set, traces the slices (slice function only) and is
-	// flushed before each invocation returns; the mains build it with
-	// otelx.Setup from the OTEL_* environment. Nil: no tracing.
+	// Tracing, when set, traces the slices (slice function), the
+	// callbacks passed on (receiver) and the wake-ups relayed (delay
+	// relay), and is flushed before each invocation returns; the mains
+	// build it with otelx.Setup from the OTEL_* environment. Nil: no
+	// tracing.
 	Tracing *otelx.Tracing
 }
 

@@ -99,8 +99,12 @@ func BuildReceiver(ctx context.Context, cfg ReceiverConfig, opts Options) (Accep
 // was signed with, and the slice function commits them to DSQL. Nothing
 // lives in one execution environment's memory, so every environment, the
 // next cold start and `agentslice choose` read the same pending choice.
+//
+// With opts.Tracing, each message passed on with a trace context gets a
+// span of its own (SpanCallback, trace.go), a child of the trace context
+// the callback URL was signed with, and carries the span's context on.
 func ReceiverFor(keys *rap.Keyring, queue runtime.Queue, opts Options) rap.ReceiverConfig {
-	return rap.ReceiverConfig{Keys: keys, Queue: queue, Now: opts.Now, Logger: opts.Logger,
+	return rap.ReceiverConfig{Keys: keys, Queue: traceQueue(queue, opts.Tracing, SpanCallback), Now: opts.Now, Logger: opts.Logger,
 		HistoryViews: true, Choices: HistoryChoices}
 }
 

@@ -35,7 +35,10 @@ func LoadRelayConfig(getenv func(string) string) (RelayConfig, error) {
 	return c, nil
 }
 
-// BuildRelay builds the delay relay's handler.
+// BuildRelay builds the delay relay's handler. With opts.Tracing, each
+// wake-up with a trace context is relayed under a span of its own
+// (SpanRelay, trace.go) and the spans are exported before the handler
+// returns.
 func BuildRelay(ctx context.Context, cfg RelayConfig, opts Options) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 	opts.Defaults(cfg.LogLevel)
 	awsCfg, err := opts.AWSConfig(ctx)
@@ -46,7 +49,7 @@ func BuildRelay(ctx context.Context, cfg RelayConfig, opts Options) (func(contex
 	if err != nil {
 		return nil, err
 	}
-	return RelayHandler(queue, opts.Logger), nil
+	return WithFlush(RelayHandler(traceQueue(queue, opts.Tracing, SpanRelay), opts.Logger), opts.Tracing), nil
 }
 
 // RelayHandler moves delay-queue records to the input queue with

@@ -648,7 +648,7 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 		return false, err
 	}
 	pp := *p
-	pp.Dispatched = true
+	pp.Dispatched, pp.Trace = true, inv.Trace
 	if pp.Deadline, err = s.armLiveness(ctx, p, entry); err != nil {
 		return false, err
 	}

@@ -284,7 +284,7 @@ func (s *slice) foldResult(ctx context.Context, m Message) bool {
 					"cancel one with cancel_subscription before starting another", n, p.Name)
 				isError = true
 			} else {
-				s.st.Subscriptions = append(s.st.Subscriptions, Subscription{CallID: p.ID, Tool: p.Name, Args: p.Args})
+				s.st.Subscriptions = append(s.st.Subscriptions, Subscription{CallID: p.ID, Tool: p.Name, Args: p.Args, Trace: p.Trace})
 			}
 		}
 		res := Item{Kind: ItemToolResult, Input: m.ID, At: m.At, CallID: p.ID, Name: p.Name,

@@ -275,12 +275,16 @@ func (s *slice) askStatus(ctx context.Context, l Liveness, tool, callID string) 
 
 // LivenessChecks returns the check messages that make a thread's next
 // slice ask the tools about its pending call and every active
-// subscription. Their IDs are unique to round, so every round runs.
+// subscription. Their IDs are unique to round, so every round runs. Each
+// check carries the trace context its record kept (PendingCall.Trace,
+// Subscription.Trace: the dispatch of the call), so its slice joins the
+// call's trace.
 func LivenessChecks(th *Thread, round string) []Message {
 	var out []Message
 	if p := th.State.Pending; p != nil && p.Dispatched && !th.State.Closed {
 		m := checkMessage(th.ID, p.ID, 0)
 		m.ID = DeriveID("chk_", th.ID, p.ID, "round", round)
+		m.Trace = p.Trace // the check's slice joins the call's trace
 		out = append(out, m)
 	}
 	for _, sub := range th.State.Subscriptions {
@@ -289,6 +293,7 @@ func LivenessChecks(th *Thread, round string) []Message {
 		}
 		m := checkMessage(th.ID, sub.CallID, 0)
 		m.ID = DeriveID("chk_", th.ID, sub.CallID, "round", round)
+		m.Trace = sub.Trace
 		out = append(out, m)
 	}
 	return out

@@ -317,3 +317,22 @@ func (f modelFunc) Complete(_ context.Context, _ *runtime.CompletionRequest, w r
 	f(w)
 	return nil
 }
+
+// TestLivenessChecksCarryTheCallsTrace: the check of a pending call or a
+// subscription carries the trace context its record kept (the dispatch
+// span's); a record without one gives a check without one.
+func TestLivenessChecksCarryTheCallsTrace(t *testing.T) {
+	const (
+		tp  = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		tp2 = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b8-01"
+	)
+	th := &runtime.Thread{ID: "t", State: runtime.ThreadState{Pending: &runtime.PendingCall{ID: "c1", Name: "hold", Dispatched: true, Trace: tp},
+		Subscriptions: []runtime.Subscription{{CallID: "s1", Tool: "watch", Trace: tp2}, {CallID: "s2", Tool: "watch"}}}}
+	msgs := runtime.LivenessChecks(th, "boot")
+	if len(msgs) != 3 || msgs[0].ToolCallID != "c1" || msgs[0].Trace != tp || msgs[1].Trace != tp2 || msgs[2].Trace != "" {
+		t.Fatalf("checks %+v: want the call's carrying %s, the subscriptions' %s and none", msgs, tp, tp2)
+	}
+	if err := msgs[0].Validate(); err != nil {
+		t.Fatalf("the check does not validate: %v", err)
+	}
+}

@@ -156,6 +156,11 @@ type PendingCall struct {
 	Dispatched bool `json:"dispatched,omitempty"`
 	// Deadline is when the call is given up on (see Liveness); zero: never.
 	Deadline time.Time `json:"deadline,omitzero"`
+	// Trace is the W3C traceparent of the call's dispatch span ("" when
+	// not traced): a liveness check sent after a restart
+	// (LivenessChecks) carries it, so the slice that asks the tool joins
+	// the call's trace instead of starting one of its own.
+	Trace string `json:"trace,omitempty"`
 }
 
 // Subscription is an active subscription started by a tool call.
@@ -163,6 +168,9 @@ type Subscription struct {
 	CallID string `json:"call_id"`
 	Tool   string `json:"tool"`
 	Args   string `json:"args,omitempty"`
+	// Trace is the trace context of the call that started it
+	// (PendingCall.Trace), for its liveness checks.
+	Trace string `json:"trace,omitempty"`
 }
 
 // OutboxEntry is one message or output event a committed slice must send.

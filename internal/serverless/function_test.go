@@ -49,7 +49,8 @@ func startInProcess(t *testing.T) *inProcess {
 	return startInProcessTraced(t, nil)
 }
 
-// startInProcessTraced is startInProcess with the slice function traced
+// startInProcessTraced is startInProcess with the slice function, the
+// receiver and the relay traced
 // by tracing (nil: not traced, as by default).
 func startInProcessTraced(t *testing.T, tracing *otelx.Tracing) *inProcess {
 	t.Helper()
@@ -69,7 +70,7 @@ func startInProcessTraced(t *testing.T, tracing *otelx.Tracing) *inProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, rlog, err := lambdafn.BuildReceiver(ctx, rcfg, lambdafn.Options{Stdout: out})
+	rc, rlog, err := lambdafn.BuildReceiver(ctx, rcfg, lambdafn.Options{Stdout: out, Tracing: tracing})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func startInProcessTraced(t *testing.T, tracing *otelx.Tracing) *inProcess {
 	}
 	t.Cleanup(p.fn.Close)
 
-	relay, err := lambdafn.BuildRelay(ctx, lambdafn.RelayConfig{InputQueueURL: st.Input}, lambdafn.Options{Stdout: out})
+	relay, err := lambdafn.BuildRelay(ctx, lambdafn.RelayConfig{InputQueueURL: st.Input}, lambdafn.Options{Stdout: out, Tracing: tracing})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/agentslice/agentslice/internal/lambdafn"
 	"github.com/agentslice/agentslice/internal/otelx"
 	"github.com/agentslice/agentslice/internal/otelx/otelxtest"
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -76,7 +77,8 @@ func TestHandleFlushIsBoundedByHalfTheMargin(t *testing.T) {
 // TestSliceFunctionTracesAToolTurn: on the serverless wiring (real SQS
 // stand-in, the receiver behind its function URL, a RAP kit tool), a turn
 // with a tool call is one trace: the slice the callback's SQS message
-// wakes is a child of the dispatch span of the slice that called the tool,
+// wakes is a child of the receiver's span (lambdafn.SpanCallback), itself a
+// child of the dispatch span of the slice that called the tool,
 // and the kit tool's context carried the trace (its result came back with
 // it through the signed callback URL and the queue).
 func TestSliceFunctionTracesAToolTurn(t *testing.T) {
@@ -105,10 +107,15 @@ func TestSliceFunctionTracesAToolTurn(t *testing.T) {
 	if second.StartTime.Before(first.StartTime) {
 		first, second = second, first
 	}
-	p2, ok := otelxtest.ByID(spans, second.Parent.SpanID())
-	if !ok || p2.Name != runtime.SpanDispatch || second.SpanContext.TraceID() != first.SpanContext.TraceID() {
-		t.Fatalf("the resumed slice hangs under %q in trace %s, want the dispatch in %s:\n%s", p2.Name,
-			second.SpanContext.TraceID(), first.SpanContext.TraceID(), otelxtest.Tree(spans))
+	// The resumed slice hangs under the receiver's span, which hangs
+	// under the dispatch.
+	cb, ok := otelxtest.ByID(spans, second.Parent.SpanID())
+	if !ok || cb.Name != lambdafn.SpanCallback || second.SpanContext.TraceID() != first.SpanContext.TraceID() {
+		t.Fatalf("the resumed slice hangs under %q in trace %s, want the receiver's %s in %s:\n%s", cb.Name,
+			second.SpanContext.TraceID(), lambdafn.SpanCallback, first.SpanContext.TraceID(), otelxtest.Tree(spans))
+	}
+	if d, ok := otelxtest.ByID(spans, cb.Parent.SpanID()); !ok || d.Name != runtime.SpanDispatch {
+		t.Fatalf("the receiver's span hangs under %q, want the dispatch:\n%s", d.Name, otelxtest.Tree(spans))
 	}
 	t.Logf("span tree on the serverless wiring:\n%s", otelxtest.Tree(spans))
 }

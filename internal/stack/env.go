@@ -20,6 +20,9 @@ package stack
 //	AGENTSLICE_TOOL_SERVERS             x
 //	AGENTSLICE_CALLBACK_URL             x
 //	AGENTSLICE_CALLBACK_KEYS_SECRET     x         x
+//	AGENTSLICE_TREE_BUDGETS             x   (StackProps.TreeBudgets; options.go)
+//	AGENTSLICE_SHARED_TPM               x   (StackProps.SharedTPM)
+//	OTEL_*                              x         x            x   (StackProps.Telemetry)
 const (
 	EnvInputQueueURL      = "AGENTSLICE_INPUT_QUEUE_URL"
 	EnvBackgroundQueueURL = "AGENTSLICE_BACKGROUND_QUEUE_URL" // background threads' FIFO input queue

@@ -95,6 +95,22 @@ type StackProps struct {
 	// protection) when the stack is destroyed. By default they are deleted
 	// with the stack, as everything else always is.
 	RetainData bool
+
+	// TreeBudgets keeps trees' budgets in the dedup table (the slice
+	// function's AGENTSLICE_TREE_BUDGETS=on; docs/budgets.md): off by
+	// default, two to four DynamoDB requests per completion when on.
+	// SharedTPM makes the model's tokens_per_minute one token bucket in
+	// the same table, shared by every slice function
+	// (AGENTSLICE_SHARED_TPM=on). Either adds dynamodb:GetItem and
+	// dynamodb:UpdateItem on the table to the slice function's role.
+	TreeBudgets, SharedTPM bool
+	// Telemetry is OpenTelemetry's standard configuration, OTEL_*
+	// variables (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_SAMPLER, ...;
+	// internal/otelx reads them), given to every function as is. Empty
+	// (the default) means no tracing. Names must start with OTEL_; the
+	// values count against the slice function's 4 KB of environment and
+	// are plain text in the template (no credentials).
+	Telemetry map[string]string
 }
 
 // Defaults for the zero values of StackProps.
@@ -183,6 +199,9 @@ func (p *StackProps) Check() (*model.Catalog, error) {
 		if !strings.HasPrefix(arn, "arn:") || strings.Count(arn, ":") < 5 {
 			return nil, bad(fmt.Sprintf("CallbackPrincipals[%d]", i), "%q is not an IAM principal ARN", arn)
 		}
+	}
+	if err := checkTelemetry(p.Telemetry); err != nil {
+		return nil, err
 	}
 	if p.BinDir == "" {
 		return nil, bad("BinDir", "empty: it must hold <name>/bootstrap for %s", strings.Join(Functions(), ", "))

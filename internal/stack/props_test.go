@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentslice/agentslice/internal/dedup"
 	"github.com/agentslice/agentslice/internal/dsql"
+	"github.com/agentslice/agentslice/internal/lambdafn"
 	"github.com/agentslice/agentslice/internal/sqsq"
 )
 
@@ -162,6 +163,9 @@ func TestConstantsAgree(t *testing.T) {
 	}
 	if DedupKeyAttr != dedup.KeyAttr || DedupExpiryAttr != dedup.ExpiryAttr {
 		t.Errorf("table attributes %q/%q, dedup uses %q/%q", DedupKeyAttr, DedupExpiryAttr, dedup.KeyAttr, dedup.ExpiryAttr)
+	}
+	if EnvTreeBudgets != lambdafn.EnvTreeBudgets || EnvSharedTPM != lambdafn.EnvSharedTPM {
+		t.Errorf("the stack sets %s and %s, the slice function reads %s and %s", EnvTreeBudgets, EnvSharedTPM, lambdafn.EnvTreeBudgets, lambdafn.EnvSharedTPM)
 	}
 	if MaxMessageBytes != sqsq.SQSMaxMessageBytes {
 		t.Errorf("MaxMessageBytes = %d, sqsq.SQSMaxMessageBytes = %d", MaxMessageBytes, sqsq.SQSMaxMessageBytes)

@@ -67,10 +67,12 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 	}
 	// Without the agents: agents that do not fit move to a file in the
 	// slice function's asset (agentsfile.go).
-	if err := checkEnvBudget(catalog.String(), toolServers, props.ModelName, ""); err != nil {
+	// The optional variables (options.go) count with the model name.
+	optional := props.ModelName + optionalEnv(&props)
+	if err := checkEnvBudget(catalog.String(), toolServers, optional, ""); err != nil {
 		return nil, err
 	}
-	inlineAgents := agentsInEnv(catalog.String(), toolServers, props.ModelName, agents.String())
+	inlineAgents := agentsInEnv(catalog.String(), toolServers, optional, agents.String())
 	batch, maxConc := props.SliceBatchSize, props.MaxConcurrency
 	if batch == 0 {
 		batch = DefaultSliceBatchSize
@@ -192,6 +194,7 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 	}
 	q.Input.GrantSendMessages(s.Relay)
 	s.addBackgroundQueue(backgroundConcurrency(props.BackgroundMaxConcurrency, maxConc), batch)
+	s.addOptions(&props)
 
 	s.addAlarms(props.AlarmTopicARN)
 	s.addOutputs()
@@ -256,9 +259,11 @@ func grantReadSecret(fn awslambda.Function, secret awssecretsmanager.Secret) {
 }
 
 // checkEnvBudget fails when the slice function's environment would exceed
-// Lambda's 4 KB with the deploy-time values estimated generously.
-func checkEnvBudget(catalog, toolServers, modelName, agents string) error {
-	size := len(catalog) + len(toolServers) + len(modelName) + len(agents)
+// Lambda's 4 KB with the deploy-time values estimated generously. other is
+// the model name followed by the optional variables' names and values
+// (optionalEnv).
+func checkEnvBudget(catalog, toolServers, other, agents string) error {
+	size := len(catalog) + len(toolServers) + len(other) + len(agents)
 	for _, name := range []string{EnvInputQueueURL, EnvBackgroundQueueURL, EnvDLQURL, EnvOutputQueueURL, EnvDelayQueueURL,
 		EnvDedupTable, EnvDSQLEndpoint, EnvDSQLUser, EnvSchedulerRoleARN, EnvScheduleGroup, EnvScheduleDLQARN, EnvModelCatalog,
 		EnvModel, EnvAgents, EnvAgentsFile, EnvToolServers, EnvCallbackURL, EnvCallbackKeysSecret} {

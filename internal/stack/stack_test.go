@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 //   - full: tool servers, a named model, a catalog with a Bedrock ARN and
 //     an OpenAI model, callback principals, retained data, custom batch
 //     size and concurrency, a reserved receiver concurrency, an alarm
-//     topic.
+//     topic, tree budgets, the shared token bucket and OTEL_* settings.
 //   - public: public callbacks (the default receiver reservation), and
 //     agents too large for the environment (bigAgents: an asset file).
 type fixture struct {
@@ -133,6 +133,7 @@ func (f *fixture) build() (err error) {
 		SliceBatchSize: 5, MaxConcurrency: 7, BackgroundMaxConcurrency: 3, RetainData: true,
 		CallbackPrincipals:  []string{"arn:aws:iam::210987654321:role/tool-server"},
 		ReceiverConcurrency: 5, AlarmTopicARN: fullAlarmTopic, CallbackBaseURL: fullCallbackBase,
+		TreeBudgets: true, SharedTPM: true, Telemetry: fullTelemetry,
 	})
 	if err != nil {
 		return err
@@ -632,15 +633,16 @@ func TestLeastPrivilege(t *testing.T) {
 		name    string
 		s       *Stack
 		tj      map[string]any
+		ledger  grant // TreeBudgets, SharedTPM
 		bedrock []string
 	}{
-		{"default", f.def, f.defJSON, []string{
+		{"default", f.def, f.defJSON, grant{}, []string{
 			"arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/us.anthropic.claude-sonnet-4-20250514-v1:0",
 			"arn:${AWS::Partition}:bedrock:*::foundation-model/anthropic.claude-sonnet-4-20250514-v1:0",
 			"arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/us.amazon.nova-lite-v1:0",
 			"arn:${AWS::Partition}:bedrock:*::foundation-model/amazon.nova-lite-v1:0",
 		}},
-		{"full", f.full, f.fullJSON, []string{
+		{"full", f.full, f.fullJSON, grant{ledgerActions, f.full.Resolve(f.full.Table.TableArn())}, []string{
 			"arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/us.anthropic.claude-sonnet-4-20250514-v1:0",
 			"arn:${AWS::Partition}:bedrock:*::foundation-model/anthropic.claude-sonnet-4-20250514-v1:0",
 			"arn:aws:bedrock:eu-west-1:123456789012:provisioned-model/abc",
@@ -673,6 +675,7 @@ func TestLeastPrivilege(t *testing.T) {
 				{send, r(q.Output.QueueArn())},
 				{send, r(q.Delay.QueueArn())},
 				{[]string{"dynamodb:BatchGetItem", "dynamodb:PutItem"}, r(s.Table.TableArn())},
+				c.ledger,
 				secret,
 				{[]string{"dsql:DbConnect"}, r(s.Cluster.AttrResourceArn())},
 				{[]string{"scheduler:CreateSchedule", "scheduler:DeleteSchedule"}, r(s.Scheduler.scheduleARNs(s.Stack))},

@@ -47,6 +47,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentslice/agentslice/internal/cost"
 	"github.com/agentslice/agentslice/internal/dedup"
 	"github.com/agentslice/agentslice/internal/dsql"
 	"github.com/agentslice/agentslice/internal/local"
@@ -124,6 +125,23 @@ type Result struct {
 	// Phases is the latency of each phase of a slice, from the engine's
 	// timed events: load, completion, commit, dispatch, mark (in order).
 	Phases []Phase
+	// DSQL is what the history store read and wrote, measured by its
+	// Meter and checked against the rows PostgreSQL stores.
+	DSQL DSQLMeasured
+}
+
+// DSQLFigures is cost.StorageDSQL: the JSON result is what
+// `agentslice cost -storage-result` reads.
+type DSQLFigures = cost.StorageDSQL
+
+// DSQLMeasured is the bytes behind Aurora DSQL's DPUs, per load and per
+// commit (means), and the DPUs (compute left out) priced per transaction
+// with AWS's formulas, per slice.
+type DSQLMeasured struct {
+	DSQLFigures
+	// CheckedItemRows is how many item rows PostgreSQL holds whose sizes
+	// agreed with the meter's.
+	CheckedItemRows int64
 }
 
 // Phase is the latency of one phase of the slices.
@@ -165,6 +183,9 @@ func (r *Result) print(w *os.File) {
 	fmt.Fprintf(w, "store calls      per slice: %.2f loads, %.2f commits, %.2f dedup reads, %.2f dedup writes\n",
 		r.LoadsPerSlice, r.CommitsPerSlice, r.SeenPerSlice, r.MarksPerSlice)
 	fmt.Fprintf(w, "round trips      per slice: %.2f PostgreSQL + %.2f DynamoDB = %.2f\n", r.PGRoundTripsPerSlice, r.DynamoRoundTripsPerSlice, r.RoundTripsPerSlice)
+	d := r.DSQL
+	fmt.Fprintf(w, "DSQL bytes       per load %.0f read; per commit %.2f rows, %.0f bytes written (thread row %.0f); %.4f DPUs per slice besides compute\n",
+		d.ReadBytesPerLoad, d.RowsPerCommit, d.WriteBytesPerCommit, d.ThreadRowBytes, d.IODPUsPerSlice)
 	fmt.Fprintf(w, "failures         %d failed slices (retried), %d dead letters; %d/%d histories verified\n", r.FailedSlices, r.DeadLetters, r.Verified, r.Threads)
 }
 
@@ -187,7 +208,8 @@ func run(ctx context.Context, c config) (*Result, error) {
 	}
 	defer dropTable()
 
-	history := &countingHistory{HistoryStore: dsql.New(pool, dsql.Options{})}
+	meter := &dsqlMeter{}
+	history := &countingHistory{HistoryStore: dsql.New(pool, dsql.Options{Meter: meter})}
 	dd := &countingDedup{DedupStore: ddb}
 	obs := &observer{}
 	d := &driver{c: c, done: make(chan struct{}), turn: map[string]int{}}
@@ -276,6 +298,10 @@ func run(ctx context.Context, c config) (*Result, error) {
 	if res.DeadLetters > 0 {
 		dead, _ := sys.DeadLetters()
 		return nil, fmt.Errorf("%d dead letters; first: %s: %s", res.DeadLetters, dead[0].Message.ID, dead[0].Reason)
+	}
+	// The meter's figures first: verify's loads are not the slices'.
+	if res.DSQL, err = meter.result(ctx, pool, res.Slices, c.threads*c.turns); err != nil {
+		return nil, err
 	}
 	if res.Verified, err = verify(ctx, history.HistoryStore, c); err != nil {
 		return nil, err

@@ -251,11 +251,12 @@ func testConcurrentCommits(t *testing.T, s runtime.HistoryStore, id string) {
 func testStateRoundTrip(t *testing.T, s runtime.HistoryStore, id string) {
 	msg := runtime.Message{V: 1, ID: "m1", ThreadID: id, Kind: runtime.KindEvent, ToolCallID: "c0", Text: "evt", Associative: true}
 	want := func(st *runtime.ThreadState) {
-		st.Pending = &runtime.PendingCall{ID: "c1", Name: "run_command", Args: `{"command":"make"}`}
+		st.Pending = &runtime.PendingCall{ID: "c1", Name: "run_command", Args: `{"command":"make"}`,
+			Trace: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
 		st.Outbox = []runtime.OutboxEntry{{Message: &msg}, {Output: &runtime.OutputEvent{ID: "o1", ThreadID: id, Kind: "reply", Text: "hi"}},
 			{Cancel: &runtime.PendingCall{ID: "c0", Name: "x"}}}
 		st.Deferred = []runtime.Message{msg}
-		st.Subscriptions = []runtime.Subscription{{CallID: "c0", Tool: "watch", Args: "{}"}}
+		st.Subscriptions = []runtime.Subscription{{CallID: "c0", Tool: "watch", Args: "{}", Trace: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b8-01"}}
 		st.Tokens = 1234
 		st.Closed = true
 		st.Agent, st.AgentHash = "reviewer", "9ed0e3716440469ed421a65318788497"
