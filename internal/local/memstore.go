@@ -381,7 +381,8 @@ func KeepState(st runtime.ThreadState) runtime.ThreadState {
 }
 
 // FreezeIdle freezes every hot thread that has not committed for at least
-// idle and is not lent to a slice. It returns how many threads it froze.
+// idle, or is a closed child (runtime.ThreadState.Archivable), and is not
+// lent to a slice. It returns how many threads it froze.
 // Encoding and compression run outside the shard locks, on every core
 // (GOMAXPROCS workers, each taking whole shards); a thread that commits
 // meanwhile stays hot.
@@ -429,7 +430,7 @@ func (f *freezer) freezeShard(s *HistoryStore, sh *shard, cutoff int64) int {
 			delete(sh.hot, id)
 			continue
 		}
-		if rec.touched > cutoff || h.lease != nil {
+		if (rec.touched > cutoff && !h.state.Archivable()) || h.lease != nil {
 			continue
 		}
 		f.cands = append(f.cands, freezeCand{id, rec, h, h.state.Clone(), h.items})

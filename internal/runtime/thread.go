@@ -117,6 +117,13 @@ type ThreadState struct {
 	Upgrade string `json:"upgrade,omitempty"`
 }
 
+// Archivable reports whether a store may move the thread to its cold
+// form (compressed, off the hot path) at once, however recently it
+// committed: a closed child, whose reports live on in its parent and
+// whose history stays readable. A commit to it (a message it refuses)
+// brings it back as any cold thread.
+func (s *ThreadState) Archivable() bool { return s.Closed && s.Parent != "" }
+
 // Clone returns a deep copy of s, so a slice can build the next state without
 // touching the loaded one.
 func (s ThreadState) Clone() ThreadState {
