@@ -95,8 +95,10 @@ func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
 	}
 	b = putInt(b, st.ViewStart) // V2 only
 	// The rare tail: budgets (budget.go), then forks and upgrade policies
-	// (fork.go); a V2 record without any of them ends here.
-	if st.Budget == nil && st.Fork == nil && st.Upgrade == "" {
+	// (fork.go), then the open children (Limits.MaxChildren); a V2 record
+	// without any of them ends here, one without open children after the
+	// upgrade policy.
+	if st.Budget == nil && st.Fork == nil && st.Upgrade == "" && len(st.Open) == 0 {
 		return b, nil
 	}
 	var budget, fork []byte
@@ -111,8 +113,11 @@ func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
 			return nil, err
 		}
 	}
-	b = putBytes(putBytes(b, budget), fork)
-	return putString(b, st.Upgrade), nil
+	b = putString(putBytes(putBytes(b, budget), fork), st.Upgrade)
+	if len(st.Open) == 0 {
+		return b, nil
+	}
+	return putStrings(b, st.Open), nil
 }
 
 // readState reads a state appendState wrote.
@@ -190,6 +195,9 @@ func readState(data []byte) (runtime.ThreadState, error) {
 			r.json(js, st.Fork)
 		}
 		st.Upgrade = r.string()
+	}
+	if r.err == nil && data[0] == stateCodecV2 && len(r.b) != 0 {
+		st.Open = r.strings()
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%d bytes after the state", len(r.b))

@@ -377,6 +377,7 @@ func KeepState(st runtime.ThreadState) runtime.ThreadState {
 	st.Deferred = slices.Clip(st.Deferred)
 	st.Subscriptions = slices.Clip(st.Subscriptions)
 	st.Children = slices.Clip(st.Children)
+	st.Open = slices.Clip(st.Open)
 	return st
 }
 

@@ -32,6 +32,12 @@ type Limits struct {
 	// the model can read, the subscription is not kept and the tool is
 	// asked to cancel it. 0: no cap.
 	MaxSubscriptions int
+	// MaxChildren caps the children a thread has alive at once (spawned
+	// with spawn_thread and not closed): a spawn_thread call beyond it
+	// gets an error result the model can read, and no child. A child's
+	// close reaches the parent as a close notice (a report with Final
+	// set and no text, which enters no history). 0: no cap.
+	MaxChildren int
 }
 
 func (l Limits) withDefaults() Limits {
