@@ -411,12 +411,16 @@ func (s *slice) summaryItem(m Message) (Item, int) {
 // viewStartAt is the view start of a child that inherits the view up to
 // position pos: what the latest summary before pos covers, or 0 (the
 // whole view; always right) when no loaded summary precedes pos.
-func (s *slice) viewStartAt(pos int) int {
-	for i := min(len(s.view), pos-s.th.Base) - 1; i >= 0; i-- {
-		if s.view[i].Kind != ItemSummary {
+func (s *slice) viewStartAt(pos int) int { return viewStartIn(s.view, s.th.Base, pos) }
+
+// viewStartIn is viewStartAt for a view whose first item is at position
+// base of the full view.
+func viewStartIn(view []Item, base, pos int) int {
+	for i := min(len(view), pos-base) - 1; i >= 0; i-- {
+		if view[i].Kind != ItemSummary {
 			continue
 		}
-		if meta, ok := summaryMetaOf(&s.view[i]); ok && meta.Covers <= s.th.Base+i {
+		if meta, ok := summaryMetaOf(&view[i]); ok && meta.Covers <= base+i {
 			return meta.Covers
 		}
 		return 0
