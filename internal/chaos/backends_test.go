@@ -375,6 +375,12 @@ func (s *restartingDisk) LoadLeased(ctx context.Context, id string) (*runtime.Th
 	return s.db.History().LoadLeased(ctx, id)
 }
 
+func (s *restartingDisk) Consumed(ctx context.Context, id string, before int, ids []string) ([]bool, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.db.History().Consumed(ctx, id, before, ids)
+}
+
 func (s *restartingDisk) Release(id string, lease any) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

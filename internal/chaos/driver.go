@@ -239,7 +239,7 @@ func newRun(sc *Scenario, b Backend, plan Plan) *Run {
 // numbered by f. Every engine of a run shares its stores, queue and tools.
 func (r *Run) newEngine(f *faults) *runtime.Engine {
 	e := &runtime.Engine{
-		History:    crashHistory{HistoryStore: r.store, f: f},
+		History:    slicedStore(crashHistory{HistoryStore: r.store, f: f}, r.store.HistoryStore),
 		Queue:      runQueue{r},
 		Output:     crashOutput{inner: r.out, f: f},
 		Model:      r.model,

@@ -70,6 +70,15 @@ func (r *Run) meaning(s *Snapshot, loaded map[string]*runtime.Thread) []string {
 		if m.Kind == runtime.KindCheck {
 			continue // consumed without an item; deadlines are checked below
 		}
+		if m.Kind == runtime.KindReport && m.Final && m.Text == "" {
+			// A child's close notice: consumed without an item; the
+			// parent no longer counts the child alive.
+			// (A parent that closed first refuses it, as any message.)
+			if st := state[m.ThreadID]; !st.Closed && slices.Contains(st.Open, m.From) {
+				bad("thread %s still counts its child %s alive after the child's close notice %s", m.ThreadID, m.From, m.ID)
+			}
+			continue
+		}
 		var hits []runtime.Item
 		for _, it := range own[m.ThreadID] {
 			if it.Input == m.ID {

@@ -58,6 +58,62 @@ func (r *recordingStore) Commit(ctx context.Context, c *runtime.Commit) error {
 	return nil
 }
 
+// slicedStore returns h (the engine's store, wrapping the backend's
+// inner) with the slice loads of inner the engine looks for: a lease and
+// the consumed-input check (the memory and disk stores), or the view load
+// that answers it (DSQL). So the matrix runs the loads production runs,
+// from the latest compaction point with the history before it left out,
+// not only full ones.
+func slicedStore(h, inner runtime.HistoryStore) runtime.HistoryStore {
+	if ll, ok := inner.(runtime.LeaseLoader); ok {
+		cc, _ := inner.(runtime.ConsumedChecker)
+		return leasedStore{HistoryStore: h, ll: ll, cc: cc}
+	}
+	if il, ok := inner.(runtime.InputViewLoader); ok {
+		return viewStore{HistoryStore: h, il: il}
+	}
+	return h
+}
+
+type leasedStore struct {
+	runtime.HistoryStore
+	ll runtime.LeaseLoader
+	cc runtime.ConsumedChecker // nil: answered from a full load
+}
+
+func (s leasedStore) LoadLeased(ctx context.Context, id string) (*runtime.Thread, error) {
+	return s.ll.LoadLeased(ctx, id)
+}
+
+func (s leasedStore) Release(id string, lease any) { s.ll.Release(id, lease) }
+
+func (s leasedStore) Consumed(ctx context.Context, id string, before int, ids []string) ([]bool, error) {
+	if s.cc != nil {
+		return s.cc.Consumed(ctx, id, before, ids)
+	}
+	th, err := s.Load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	seen := make([]bool, len(ids))
+	own := th.Own()
+	for _, it := range own[:min(len(own), max(0, before-th.Inherited))] {
+		for j, in := range ids {
+			seen[j] = seen[j] || (it.Input != "" && it.Input == in)
+		}
+	}
+	return seen, nil
+}
+
+type viewStore struct {
+	runtime.HistoryStore
+	il runtime.InputViewLoader
+}
+
+func (s viewStore) LoadViewFor(ctx context.Context, id string, inputs []string) (*runtime.Thread, []bool, error) {
+	return s.il.LoadViewFor(ctx, id, inputs)
+}
+
 // recordedTimers is the run's runtime.Timers: the real timers (Inner:
 // the embedded local.Timers, or the backend's durable ones) armed on the
 // run's clock, recording what slices schedule, cancel and what fires. It

@@ -44,7 +44,7 @@ func PlayOnSystem(ctx context.Context, sc *Scenario, b Backend, target *Target) 
 		r.f.target, r.f.occurrence = &target.Site, target.Occurrence
 	}
 	cfg := local.Config{Model: r.model, Tools: r.toolbox(crashTimers{inner: r.timers, f: r.f}),
-		History: crashHistory{HistoryStore: r.store, f: r.f}, Output: &outputs{},
+		History: slicedStore(crashHistory{HistoryStore: r.store, f: r.f}, r.store.HistoryStore), Output: &outputs{},
 		Observer: systemObserver{r}, Limits: sc.Limits, Logger: slog.New(slog.DiscardHandler),
 		SliceAttempts: 5, RetryBase: time.Millisecond, Compaction: sc.Compaction}
 	if cfg.Limits.RetryBase == 0 {

@@ -55,7 +55,8 @@ type ckptEntry struct {
 }
 
 // FreezeIdle checkpoints and drops from memory every thread that has not
-// committed or loaded for at least idle; on disk each such thread's history
+// committed or loaded for at least idle, and every closed child
+// (runtime.ThreadState.Archivable); on disk each such thread's history
 // becomes one compressed frame. It returns how many threads it dropped.
 func (h *History) FreezeIdle(idle time.Duration) int {
 	n, err := h.checkpoint(context.Background(), true, h.d.opts.Now().Add(-idle).UnixNano())
@@ -174,7 +175,7 @@ func (h *History) cut(evict bool, cutoff int64) []ckptEntry {
 		sh.mu.Lock()
 		for id, ht := range sh.hot {
 			_, busy := sh.busy[id]
-			idle := evict && !busy && ht.touched <= cutoff
+			idle := evict && !busy && (ht.touched <= cutoff || ht.state.Archivable())
 			if !ht.dirty() && !(idle && ht.rows > 0) {
 				continue // nothing to write (an idle clean thread just leaves, in settle)
 			}
@@ -308,7 +309,7 @@ func (h *History) settle(snap []ckptEntry, evict bool, cutoff int64) int {
 		sh := &h.sh[i]
 		sh.mu.Lock()
 		for id, ht := range sh.hot {
-			if _, busy := sh.busy[id]; busy || ht.dirty() || ht.rows > 0 || ht.touched > cutoff {
+			if _, busy := sh.busy[id]; busy || ht.dirty() || ht.rows > 0 || (ht.touched > cutoff && !ht.state.Archivable()) {
 				continue
 			}
 			delete(sh.hot, id)

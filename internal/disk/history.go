@@ -63,6 +63,9 @@ type hotThread struct {
 	rows      int   // item rows beyond the frozen frame
 	// lease is the LoadLeased whose slice may append past len(items).
 	lease *leaseToken
+	// inputs indexes the inputs of the items a compacted thread's loads
+	// leave out (Consumed); shared by snapshots, used under the shard lock.
+	inputs *local.InputIndex
 }
 
 // dirty says whether the journal holds commits the database does not.
@@ -328,25 +331,26 @@ func (h *History) view(ctx context.Context, id string, from, limit, size int) ([
 
 // Consumed implements runtime.ConsumedChecker: whether the thread's own
 // items before view position before recorded each ID as their input (the
-// part of history a slice's load leaves out).
+// part of history a slice's load leaves out), through the thread's index
+// of inputs while it is in memory.
 func (h *History) Consumed(ctx context.Context, threadID string, before int, ids []string) ([]bool, error) {
-	seen := make([]bool, len(ids))
-	ht, err := h.get(ctx, threadID)
-	if err != nil || ht == nil {
-		return seen, err
+	snap, err := h.get(ctx, threadID) // into memory if it is on disk
+	if err != nil || snap == nil {
+		return make([]bool, len(ids)), err
+	}
+	sh := h.shard(threadID)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	ht := sh.hot[threadID]
+	if ht == nil { // evicted meanwhile: index the snapshot for this call
+		ht = snap
+		ht.inputs = nil
+	}
+	if ht.inputs == nil {
+		ht.inputs = new(local.InputIndex)
 	}
 	_, base := ht.inherits()
-	for _, it := range ht.items[:min(len(ht.items), max(0, before-base))] {
-		if it.Input == "" {
-			continue
-		}
-		for j, id := range ids {
-			if id == it.Input {
-				seen[j] = true
-			}
-		}
-	}
-	return seen, nil
+	return ht.inputs.Consumed(ht.items, max(0, before-base), ids), nil
 }
 
 // attention says what recovery must do for a thread in this state: 1, run

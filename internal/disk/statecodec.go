@@ -95,10 +95,13 @@ func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
 	}
 	b = putInt(b, st.ViewStart) // V2 only
 	// The rare tail: budgets (budget.go), then forks and upgrade policies
-	// (fork.go), then the trace contexts of the pending call and of the
-	// subscriptions (liveness checks); a V2 record without any of them
-	// ends here, one without trace contexts after the upgrade policy, one
-	// whose subscriptions have none after the pending call's.
+	// (fork.go), then the open children (Limits.MaxChildren), then the
+	// trace contexts of the pending call and of the subscriptions
+	// (liveness checks). A V2 record without any of them ends here; one
+	// with none of the later parts ends after the upgrade policy, one
+	// without trace contexts after the open children (an empty list when
+	// trace contexts follow), one whose subscriptions have none after the
+	// pending call's.
 	trace, subTraces := "", false
 	if st.Pending != nil {
 		trace = st.Pending.Trace
@@ -106,7 +109,7 @@ func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
 	for _, sub := range st.Subscriptions {
 		subTraces = subTraces || sub.Trace != ""
 	}
-	if st.Budget == nil && st.Fork == nil && st.Upgrade == "" && trace == "" && !subTraces {
+	if st.Budget == nil && st.Fork == nil && st.Upgrade == "" && len(st.Open) == 0 && trace == "" && !subTraces {
 		return b, nil
 	}
 	var budget, fork []byte
@@ -121,11 +124,15 @@ func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
 			return nil, err
 		}
 	}
-	b = putBytes(putBytes(b, budget), fork)
-	b = putString(b, st.Upgrade)
-	if trace != "" || subTraces {
-		b = putString(b, trace)
+	b = putString(putBytes(putBytes(b, budget), fork), st.Upgrade)
+	if len(st.Open) == 0 && trace == "" && !subTraces {
+		return b, nil
 	}
+	b = putStrings(b, st.Open)
+	if trace == "" && !subTraces {
+		return b, nil
+	}
+	b = putString(b, trace)
 	if subTraces {
 		b = putUvarint(b, uint64(len(st.Subscriptions)))
 		for _, sub := range st.Subscriptions {
@@ -210,6 +217,12 @@ func readState(data []byte) (runtime.ThreadState, error) {
 			r.json(js, st.Fork)
 		}
 		st.Upgrade = r.string()
+	}
+	if r.err == nil && data[0] == stateCodecV2 && len(r.b) != 0 {
+		st.Open = r.strings()
+		if r.err == nil && st.Open == nil && len(r.b) == 0 {
+			r.err = errors.New("an empty list of open children ending the state")
+		}
 	}
 	if r.err == nil && data[0] == stateCodecV2 && len(r.b) != 0 {
 		r.traces(&st)

@@ -9,8 +9,10 @@
 //
 // # Schema
 //
-//	threads          (id PK, parent, depth, spawn_at, version, length, format, state TEXT)
-//	items            (thread_id, pos, chunk, format, body TEXT)   PK (thread_id, pos, chunk)
+//	threads          (id PK, parent, depth, spawn_at, version, length, format, state TEXT,
+//	                  view_start, inputs_from)
+//	items            (thread_id, pos, chunk, format, body TEXT, input)   PK (thread_id, pos, chunk)
+//	                 items_input_idx (thread_id, input, pos)
 //	thread_ancestors (thread_id, depth, ancestor_id, view_cut, base)  PK (thread_id, depth)
 //	agent_versions   (name, hash, definition TEXT, stored)  PK (name, hash)
 //	tree_ledger      (tree PK, version, data TEXT)   serve's trees' budgets (Ledger)
@@ -38,6 +40,16 @@
 // Loading is therefore one query whatever the depth: the thread row, a join
 // of its thread_ancestors rows with items below each cutoff, and its own
 // items (see loadSQL).
+//
+// A slice's load (LoadView, LoadViewFor: runtime.ViewLoader and
+// runtime.InputViewLoader) starts at the thread's view start, its latest
+// compaction point (view_start, the state's ViewStart), and answers in the
+// same query which of the batch's message IDs an own item it left out
+// consumed (items.input, the item's Input on its first chunk). The columns
+// came with migration 5 and are NULL in rows written before it:
+// inputs_from is the own position from which a thread's items record their
+// input (0 for threads created since; for older ones, set at their first
+// commit after it), and a load never leaves out own items before it.
 //
 // # What DSQL accepts, and so all this package uses
 //

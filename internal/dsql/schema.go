@@ -99,6 +99,25 @@ var migrations = []migration{
 	data    TEXT   NOT NULL
 )`}
 	}},
+	{5, "load from the compaction point", func(d Dialect) []string {
+		// A slice loads a thread from its latest compaction point
+		// (threads.view_start, the state's ViewStart) and learns in the
+		// same query whether a message it is about to fold was consumed by
+		// an item it left out (items.input, the item's Input, on its first
+		// chunk; items_input_idx finds them). Columns added to tables
+		// that have rows are NULL in them (DSQL adds no column with a
+		// default): threads.inputs_from is the own position from which a
+		// thread's items record their input, 0 for every thread created
+		// after this migration and set at the first commit after it for
+		// one created before, whose older items are never left out of a
+		// load (they record no input).
+		return []string{
+			`ALTER TABLE threads ADD COLUMN IF NOT EXISTS view_start BIGINT`,
+			`ALTER TABLE threads ADD COLUMN IF NOT EXISTS inputs_from BIGINT`,
+			`ALTER TABLE items ADD COLUMN IF NOT EXISTS input TEXT`,
+			createIndex(d, "items_input_idx", "items", "thread_id, input, pos"),
+		}
+	}},
 }
 
 const (

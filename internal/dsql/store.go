@@ -97,26 +97,53 @@ func New(db DB, opts Options) *Store {
 // the database refuses to return for its size, fails with a
 // *LoadTooLargeError (ErrLoadTooLarge, permanent).
 func (s *Store) Load(ctx context.Context, threadID string) (*runtime.Thread, error) {
+	th, _, err := s.load(ctx, threadID, false, nil)
+	return th, err
+}
+
+// LoadView is Load for a slice (runtime.ViewLoader): the view from the
+// thread's latest compaction point on (State.ViewStart, Thread.Base), the
+// ancestors' items included, when every own item it leaves out records
+// its input (all but those of threads written before migration 5); else
+// the whole view.
+func (s *Store) LoadView(ctx context.Context, threadID string) (*runtime.Thread, error) {
+	th, _, err := s.load(ctx, threadID, true, nil)
+	return th, err
+}
+
+// LoadViewFor is LoadView that also answers, in the same query, which of
+// inputs an own item it left out consumed (runtime.InputViewLoader).
+func (s *Store) LoadViewFor(ctx context.Context, threadID string, inputs []string) (*runtime.Thread, []bool, error) {
+	return s.load(ctx, threadID, true, inputs)
+}
+
+var (
+	_ runtime.ViewLoader      = (*Store)(nil)
+	_ runtime.InputViewLoader = (*Store)(nil)
+)
+
+func (s *Store) load(ctx context.Context, threadID string, forSlice bool, inputs []string) (*runtime.Thread, []bool, error) {
 	if err := checkID("threadID", threadID); err != nil {
-		return nil, fmt.Errorf("dsql: loading thread: %w", err)
+		return nil, nil, fmt.Errorf("dsql: loading thread: %w", err)
 	}
 	var th *runtime.Thread
+	var consumed []bool
 	var read *[]int
 	err := s.retry.run(ctx, threadID, func() (bool, error) {
 		var err error
 		if s.meter != nil {
 			read = new([]int) // a retried try starts over
 		}
-		th, err = s.loadOnce(ctx, threadID, read)
+		th, consumed, err = s.loadOnce(ctx, threadID, forSlice, inputs, read)
 		return retryable(err)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("dsql: loading thread %s: %w", threadID, err)
+		return nil, nil, fmt.Errorf("dsql: loading thread %s: %w", threadID, err)
 	}
 	if s.meter != nil {
 		s.meter.Read(threadID, *read)
 	}
-	return th, nil
+	return th, consumed, nil
 }
 
 // viewRow is one row of loadSQL.
@@ -149,40 +176,53 @@ func compareRows(a, b viewRow) int {
 
 // loadOnce runs the load query once. With read non-nil, it appends the
 // size of each row read (Meter).
-func (s *Store) loadOnce(ctx context.Context, threadID string, read *[]int) (*runtime.Thread, error) {
-	rows, err := s.db.Query(ctx, loadSQL, threadID)
+func (s *Store) loadOnce(ctx context.Context, threadID string, forSlice bool, inputs []string, read *[]int) (*runtime.Thread, []bool, error) {
+	var asked []string // NULL when none: the consumed part then reads nothing
+	if len(inputs) > 0 {
+		asked = inputs
+	}
+	rows, err := s.db.Query(ctx, loadSQL, threadID, forSlice, asked)
 	if err != nil {
-		return nil, classifyLoad(threadID, err)
+		return nil, nil, classifyLoad(threadID, err)
 	}
 	defer rows.Close()
 	loaded := 0
+	consumed := make([]bool, len(inputs))
 	var (
-		found                    bool
-		version, length, spawnAt int64
-		stateFormat              int16
-		stateBody                string
-		view                     []viewRow
-		part, depth, chunk       int32
-		pos, v1, v2, v3          int64
-		format                   int16
+		found                          bool
+		version, length, spawnAt, base int64
+		stateFormat                    int16
+		stateBody                      string
+		view                           []viewRow
+		part, depth, chunk             int32
+		pos, v1, v2, v3                int64
+		format                         int16
 	)
 	for rows.Next() {
 		raw := rows.RawValues()
 		if len(raw) != 9 {
-			return nil, fmt.Errorf("load query returned %d columns, want 9", len(raw))
+			return nil, nil, fmt.Errorf("load query returned %d columns, want 9", len(raw))
 		}
 		if loaded += len(raw[8]) + rowOverhead; loaded > s.limits.MaxLoadBytes {
-			return nil, runtime.Permanent(&LoadTooLargeError{ThreadID: threadID, Loaded: loaded, Limit: s.limits.MaxLoadBytes})
+			return nil, nil, runtime.Permanent(&LoadTooLargeError{ThreadID: threadID, Loaded: loaded, Limit: s.limits.MaxLoadBytes})
 		}
 		// Scan the numeric columns; take the body as raw bytes, copied once
 		// (a nil destination skips a column).
 		if err := rows.Scan(&part, &depth, &pos, &chunk, &v1, &v2, &v3, &format, nil); err != nil {
-			return nil, fmt.Errorf("reading load row: %w", err)
+			return nil, nil, fmt.Errorf("reading load row: %w", err)
 		}
-		if part == 0 {
+		switch part {
+		case 0:
 			found = true
-			version, length, spawnAt, stateFormat = v1, v2, v3, format
+			version, length, spawnAt, stateFormat, base = v1, v2, v3, format, pos
 			stateBody = string(raw[8])
+			continue
+		case 3:
+			for i, id := range inputs {
+				if id == string(raw[8]) {
+					consumed[i] = true
+				}
+			}
 			continue
 		}
 		view = append(view, viewRow{part: part, depth: depth, pos: pos, chunk: chunk, format: format,
@@ -192,17 +232,17 @@ func (s *Store) loadOnce(ctx context.Context, threadID string, read *[]int) (*ru
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, classifyLoad(threadID, err)
+		return nil, nil, classifyLoad(threadID, err)
 	}
 	if !found {
 		if len(view) > 0 {
-			return nil, fmt.Errorf("items exist but the thread row does not")
+			return nil, nil, fmt.Errorf("items exist but the thread row does not")
 		}
-		return &runtime.Thread{ID: threadID, State: runtime.ThreadState{Stack: []string{threadID}}}, nil
+		return &runtime.Thread{ID: threadID, State: runtime.ThreadState{Stack: []string{threadID}}}, consumed, nil
 	}
 	st, err := decodeState(stateFormat, stateBody)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	st.Version, st.Length = version, int(length)
 	if read != nil {
@@ -216,7 +256,8 @@ func (s *Store) loadOnce(ctx context.Context, threadID string, read *[]int) (*ru
 	if !slices.IsSortedFunc(view, compareRows) {
 		slices.SortFunc(view, compareRows)
 	}
-	items := make([]runtime.Item, 0, int(spawnAt)+int(length))
+	wantInherited, leftOut := max(0, spawnAt-base), max(0, base-spawnAt)
+	items := make([]runtime.Item, 0, int(wantInherited)+int(length-leftOut))
 	inherited := 0
 	var buf []byte
 	for i := 0; i < len(view); {
@@ -227,18 +268,18 @@ func (s *Store) loadOnce(ctx context.Context, threadID string, read *[]int) (*ru
 			buf = append(buf[:0], r.body...)
 			for ; j < len(view) && view[j].sameItem(r); j++ {
 				if view[j].chunk != view[j-1].chunk+1 {
-					return nil, fmt.Errorf("item %d of part %d/%d: chunk %d follows chunk %d", r.pos, r.part, r.depth, view[j].chunk, view[j-1].chunk)
+					return nil, nil, fmt.Errorf("item %d of part %d/%d: chunk %d follows chunk %d", r.pos, r.part, r.depth, view[j].chunk, view[j-1].chunk)
 				}
 				buf = append(buf, view[j].body...)
 			}
 			body = buf
 		}
 		if r.chunk != 0 {
-			return nil, fmt.Errorf("item %d of part %d/%d starts at chunk %d", r.pos, r.part, r.depth, r.chunk)
+			return nil, nil, fmt.Errorf("item %d of part %d/%d starts at chunk %d", r.pos, r.part, r.depth, r.chunk)
 		}
 		it, err := decodeItem(r.format, body)
 		if err != nil {
-			return nil, fmt.Errorf("item %d of part %d/%d: %w", r.pos, r.part, r.depth, err)
+			return nil, nil, fmt.Errorf("item %d of part %d/%d: %w", r.pos, r.part, r.depth, err)
 		}
 		items = append(items, it)
 		if r.part == 1 {
@@ -246,13 +287,13 @@ func (s *Store) loadOnce(ctx context.Context, threadID string, read *[]int) (*ru
 		}
 		i = j
 	}
-	if int64(inherited) != spawnAt {
-		return nil, fmt.Errorf("the thread inherits %d items but its ancestors hold %d of them", spawnAt, inherited)
+	if int64(inherited) != wantInherited {
+		return nil, nil, fmt.Errorf("the thread inherits %d items from %d on but its ancestors hold %d of them", spawnAt, base, inherited)
 	}
-	if own := len(items) - inherited; int64(own) != length {
-		return nil, fmt.Errorf("the thread has length %d but %d own items", length, own)
+	if own := len(items) - inherited; int64(own) != length-leftOut {
+		return nil, nil, fmt.Errorf("the thread has length %d, %d loaded, but %d own items", length, length-leftOut, own)
 	}
-	return &runtime.Thread{ID: threadID, State: st, Items: items, Inherited: inherited}, nil
+	return &runtime.Thread{ID: threadID, State: st, Items: items, Inherited: inherited, Base: int(base)}, consumed, nil
 }
 
 // Commit applies c in one transaction sent as one batch (see the package
@@ -294,11 +335,13 @@ type itemRow struct {
 	pos   int64
 	chunk int32
 	body  string
+	input *string // the first chunk's: the item's input
 }
 
 type kidRow struct {
 	id, state string
 	spawnAt   int64
+	viewStart int
 }
 
 // plan validates c, encodes it and checks it against the limits.
@@ -337,7 +380,12 @@ func (s *Store) plan(c *runtime.Commit) (*write, error) {
 		}
 		pos := int64(w.oldLen + i)
 		for k, part := range splitChunks(body, s.limits.ChunkBytes) {
-			w.items = append(w.items, itemRow{pos: pos, chunk: int32(k), body: part})
+			row := itemRow{pos: pos, chunk: int32(k), body: part}
+			if k == 0 {
+				row.input = &c.Append[i].Input
+				w.bytes += len(c.Append[i].Input)
+			}
+			w.items = append(w.items, row)
 			w.rows++
 			w.bytes += len(part) + len(c.ThreadID) + rowOverhead
 		}
@@ -365,7 +413,7 @@ func (s *Store) plan(c *runtime.Commit) (*write, error) {
 		if len(st) > s.limits.MaxStateBytes {
 			return nil, runtime.Permanent(&TooLargeError{ThreadID: c.ThreadID, What: "child state bytes", Size: len(st), Limit: s.limits.MaxStateBytes})
 		}
-		w.kids = append(w.kids, kidRow{id: ch.ID, state: st, spawnAt: int64(ch.SpawnAt)})
+		w.kids = append(w.kids, kidRow{id: ch.ID, state: st, spawnAt: int64(ch.SpawnAt), viewStart: ch.State.ViewStart})
 		// The child row plus one thread_ancestors row per ancestor: the
 		// parent's stack is its ancestry (at least the parent itself).
 		w.rows += 1 + max(len(c.State.Stack), 1)
@@ -383,20 +431,21 @@ func (s *Store) plan(c *runtime.Commit) (*write, error) {
 // queue adds the commit's statements to b: 2 + item rows + 2 per child.
 func (w *write) queue(b *pgx.Batch) {
 	c := w.c
-	b.Queue(updateThreadSQL, c.ThreadID, c.Expected, int64(w.oldLen), c.State.Version, int64(c.State.Length), stateFormatJSON, w.state)
+	vs := int64(c.State.ViewStart)
+	b.Queue(updateThreadSQL, c.ThreadID, c.Expected, int64(w.oldLen), c.State.Version, int64(c.State.Length), stateFormatJSON, w.state, vs)
 	if f := c.State.Fork; c.Expected == 0 && f != nil {
-		b.Queue(insertForkSQL, c.ThreadID, f.Thread, int64(f.At), c.State.Version, int64(c.State.Length), stateFormatJSON, w.state)
+		b.Queue(insertForkSQL, c.ThreadID, f.Thread, int64(f.At), c.State.Version, int64(c.State.Length), stateFormatJSON, w.state, vs)
 		b.Queue(insertAncestorsSQL, c.ThreadID, f.Thread, int64(f.At))
 	} else if c.Expected == 0 {
-		b.Queue(insertRootSQL, c.ThreadID, c.State.Parent, c.State.Version, int64(c.State.Length), stateFormatJSON, w.state)
+		b.Queue(insertRootSQL, c.ThreadID, c.State.Parent, c.State.Version, int64(c.State.Length), stateFormatJSON, w.state, vs)
 	} else {
 		b.Queue(guardSQL, c.ThreadID)
 	}
 	for _, it := range w.items {
-		b.Queue(insertItemSQL, c.ThreadID, it.pos, it.chunk, itemFormatJSON, it.body)
+		b.Queue(insertItemSQL, c.ThreadID, it.pos, it.chunk, itemFormatJSON, it.body, it.input)
 	}
 	for _, k := range w.kids {
-		b.Queue(insertChildSQL, k.id, c.ThreadID, k.spawnAt, stateFormatJSON, k.state)
+		b.Queue(insertChildSQL, k.id, c.ThreadID, k.spawnAt, stateFormatJSON, k.state, int64(k.viewStart))
 		b.Queue(insertAncestorsSQL, k.id, c.ThreadID, k.spawnAt)
 	}
 }

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -98,6 +99,53 @@ func TestCompactionThatShrinksCompactsAgain(t *testing.T) {
 	}
 	if n := compactions(t, sc.harness, "main"); n != 2 {
 		t.Fatalf("%d compactions, want 2\n%s", n, sc.render(true))
+	}
+}
+
+// A thread's title (its first user message) is kept across compactions:
+// each compaction child is told it, the second too although the first
+// user message is no longer loaded (the memory store's slice loads start
+// at the first summary), and each summary keeps it.
+func TestCompactionKeepsTheTitle(t *testing.T) {
+	big := &runtime.Usage{Input: 850, Output: 50, Total: 900}
+	small := &runtime.Usage{Input: 150, Output: 50, Total: 200}
+	script := &model.Script{
+		Threads: map[string][]model.Step{"main": {
+			{Text: "One.", Usage: big},
+			{Text: "Two, small again.", Usage: small},
+			{Text: "Three, big again.", Usage: big},
+		}},
+		Match: []model.MatchRule{{Contains: "Summarise the conversation", Steps: []model.Step{{Text: "SUMMARY: short."}}}},
+	}
+	sc := newScenario(t, model.NewScripted(script), func(c *Config) {
+		c.Compaction = &runtime.CompactionPolicy{ContextWindow: 1000, Threshold: 0.8}
+	})
+	for i, text := range []string{"Port the   parser\nto Go", "go on", "and on"} {
+		sc.send(user("main", fmt.Sprint("u", i), text))
+		sc.wait()
+	}
+	const title = "Port the parser to Go"
+	told := 0
+	for _, id := range sc.store.Threads() {
+		if strings.HasPrefix(id, "cmp_") {
+			h := sc.history(id)
+			if !strings.Contains(h[len(h)-2].Text, "- the thread's title: "+title) {
+				t.Errorf("compaction child %s was not told the title:\n%s", id, h[len(h)-2].Text)
+			}
+			told++
+		}
+	}
+	sums := 0
+	for _, it := range sc.history("main") {
+		if it.Kind == runtime.ItemSummary {
+			sums++
+			if !strings.Contains(it.Args, `"title":"`+title+`"`) {
+				t.Errorf("summary %d does not keep the title: %s", sums, it.Args)
+			}
+		}
+	}
+	if told != 2 || sums != 2 {
+		t.Fatalf("%d compaction children and %d summaries, want 2 of each\n%s", told, sums, sc.render(true))
 	}
 }
 

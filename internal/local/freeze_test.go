@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentslice/agentslice/internal/runtime"
 )
@@ -62,5 +63,42 @@ func TestFreezeLearnsDictionary(t *testing.T) {
 		if !reflect.DeepEqual(got.Items, its) {
 			t.Fatalf("%s thawed to %d items, differing from the %d committed", id, len(got.Items), len(its))
 		}
+	}
+}
+
+// A closed child is archived by the next freeze pass however recently it
+// committed (runtime.ThreadState.Archivable): compressed, off the hot
+// path, and read back exactly; its open sibling and the parent, as
+// recent, stay hot.
+func TestFreezeArchivesClosedChildren(t *testing.T) {
+	ctx := context.Background()
+	s := NewHistoryStore()
+	kid := func(id string) runtime.ChildThread {
+		return runtime.ChildThread{ID: id, SpawnAt: 2, State: runtime.ThreadState{Parent: "p", Stack: []string{"p", id}}}
+	}
+	parent := []runtime.Item{{Kind: runtime.ItemUser, Input: "u1", Text: "split the work"}, {Kind: runtime.ItemAssistant, Text: "spawning"}}
+	if err := s.Commit(ctx, &runtime.Commit{ThreadID: "p", Expected: 0, Append: parent, Children: []runtime.ChildThread{kid("done"), kid("open")},
+		State: runtime.ThreadState{Version: 1, Length: 2, Stack: []string{"p"}}}); err != nil {
+		t.Fatal(err)
+	}
+	own := []runtime.Item{{Kind: runtime.ItemUser, Input: "start", Text: "your part"}, {Kind: runtime.ItemAssistant, Text: "done it"}}
+	for _, id := range []string{"done", "open"} {
+		if err := s.Commit(ctx, &runtime.Commit{ThreadID: id, Expected: 0, Append: own,
+			State: runtime.ThreadState{Version: 1, Length: 2, Parent: "p", Stack: []string{"p", id}, Closed: id == "done"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.FreezeIdle(time.Hour); n != 1 {
+		t.Fatalf("a freeze pass of threads idle for an hour froze %d, want the closed child alone", n)
+	}
+	if st := s.Stats(); st.Hot != 2 || st.ColdBytes == 0 {
+		t.Fatalf("after the pass: %d hot, %d cold bytes; want the parent and the open child hot, the closed one cold", st.Hot, st.ColdBytes)
+	}
+	th, err := s.Load(ctx, "done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !th.State.Closed || !reflect.DeepEqual(th.Own(), own) || th.Inherited != 2 {
+		t.Fatalf("the archived child reads back as %+v", th)
 	}
 }

@@ -72,6 +72,45 @@ type hotRecord struct {
 	state   runtime.ThreadState
 	spawnAt int            // how much of the parent's view a child inherits
 	items   []runtime.Item // own items, immutable up to len
+	// inputs indexes the inputs of the items a compacted thread's loads
+	// leave out (Consumed).
+	inputs InputIndex
+}
+
+// InputIndex indexes the input IDs of a thread's own items by their
+// first own position, built as a compacted thread's slices ask whether
+// the history their load left out consumed a message
+// (runtime.ConsumedChecker), so that the check costs the same on day 300
+// as on day 1. A thread that never compacts has none; a store drops it
+// with the thread's hot form. Its keys are the items' own strings. The
+// zero value is empty; it is not safe for concurrent use.
+type InputIndex struct {
+	at      map[string]int32
+	indexed int
+}
+
+// Consumed reports, for each ID, whether one of items[:n] recorded it as
+// its input, extending the index to them. items must be the thread's own
+// items, the same on every call up to what the index holds.
+func (x *InputIndex) Consumed(items []runtime.Item, n int, ids []string) []bool {
+	n = min(n, len(items))
+	if x.at == nil {
+		x.at = make(map[string]int32, n)
+	}
+	for ; x.indexed < n; x.indexed++ {
+		if in := items[x.indexed].Input; in != "" {
+			if _, ok := x.at[in]; !ok {
+				x.at[in] = int32(x.indexed)
+			}
+		}
+	}
+	seen := make([]bool, len(ids))
+	for j, id := range ids {
+		if at, ok := x.at[id]; ok && int(at) < n {
+			seen[j] = true
+		}
+	}
+	return seen
 }
 
 // NewHistoryStore returns an empty store.
@@ -344,11 +383,13 @@ func KeepState(st runtime.ThreadState) runtime.ThreadState {
 	st.Deferred = slices.Clip(st.Deferred)
 	st.Subscriptions = slices.Clip(st.Subscriptions)
 	st.Children = slices.Clip(st.Children)
+	st.Open = slices.Clip(st.Open)
 	return st
 }
 
 // FreezeIdle freezes every hot thread that has not committed for at least
-// idle and is not lent to a slice. It returns how many threads it froze.
+// idle, or is a closed child (runtime.ThreadState.Archivable), and is not
+// lent to a slice. It returns how many threads it froze.
 // Encoding and compression run outside the shard locks, on every core
 // (GOMAXPROCS workers, each taking whole shards); a thread that commits
 // meanwhile stays hot.
@@ -396,7 +437,7 @@ func (f *freezer) freezeShard(s *HistoryStore, sh *shard, cutoff int64) int {
 			delete(sh.hot, id)
 			continue
 		}
-		if rec.touched > cutoff || h.lease != nil {
+		if (rec.touched > cutoff && !h.state.Archivable()) || h.lease != nil {
 			continue
 		}
 		f.cands = append(f.cands, freezeCand{id, rec, h, h.state.Clone(), h.items})
@@ -493,32 +534,19 @@ func (s *HistoryStore) Threads() []string {
 
 // Consumed implements runtime.ConsumedChecker: whether the thread's own
 // items before view position before recorded each ID as their input (the
-// part of history a leased load leaves out). The items are read in place.
+// part of history a leased load leaves out), through the thread's index
+// of inputs (hotRecord.inputs).
 func (s *HistoryStore) Consumed(ctx context.Context, threadID string, before int, ids []string) ([]bool, error) {
 	sh := &s.shards[s.shardOf(threadID)]
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	rec := sh.threads[threadID]
 	if rec == nil {
-		sh.mu.Unlock()
 		return make([]bool, len(ids)), nil
 	}
 	if err := s.thaw(sh, threadID, rec); err != nil {
-		sh.mu.Unlock()
 		return nil, err
 	}
-	own := rec.hot.items[:min(len(rec.hot.items), max(0, before-rec.hot.spawnAt))]
-	sh.mu.Unlock() // items are immutable up to len
-	seen := make([]bool, len(ids))
-	for i := range own {
-		in := own[i].Input
-		if in == "" {
-			continue
-		}
-		for j, id := range ids {
-			if id == in {
-				seen[j] = true
-			}
-		}
-	}
-	return seen, nil
+	h := rec.hot
+	return h.inputs.Consumed(h.items, max(0, before-h.spawnAt), ids), nil
 }

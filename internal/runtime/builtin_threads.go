@@ -74,6 +74,10 @@ func spawnThread(ctx context.Context, env *SyncEnv, inv Invocation) (ToolOutput,
 	if err != nil {
 		return ToolOutput{}, err
 	}
+	if n := env.MaxChildren; n > 0 && len(env.State.Open) >= n {
+		return ToolOutput{}, reject(inv, "this thread has %d children alive, its limit: wait for one to close (its close_thread), or send one a message to finish (send_message_to_child); alive: %s",
+			len(env.State.Open), strings.Join(env.State.Open, ", "))
+	}
 	child := ChildThreadID(env.Thread.ID, inv.CallID)
 	stack := append(slices.Clone(env.State.Stack), child)
 	st := ThreadState{Parent: env.Thread.ID, Stack: stack, SpawnCall: inv.CallID, Agent: agent, AgentHash: hash,
@@ -84,6 +88,7 @@ func spawnThread(ctx context.Context, env *SyncEnv, inv Invocation) (ToolOutput,
 	}
 	env.CreateChild(ChildThread{ID: child, SpawnAt: env.Position, State: st})
 	env.State.Children = append(env.State.Children, child)
+	env.State.Open = append(env.State.Open, child)
 	env.Send(Message{ID: DeriveID("start_", child), ThreadID: child, Kind: KindStart, Class: st.Class,
 		Text: "You are child thread " + child + " (thread stack " + strings.Join(stack, " > ") + "), spawned by your parent with these instructions:\n\n" +
 			a.Instructions + "\n\nWork on them alone. Use report_to_parent to send results, and close_thread when you are done."})
@@ -155,8 +160,27 @@ func closeThread(ctx context.Context, env *SyncEnv, inv Invocation) (ToolOutput,
 		sendReport(env, inv, a.Report)
 	}
 	env.State.Closed = true
+	env.State.Open = nil // a closed thread spawns no more: its count is done
+	if m := closeNotice(env.Thread.ID, env.State); m != nil {
+		env.Send(*m)
+	}
 	return ToolOutput{Text: "thread closed"}, nil
 }
+
+// closeNotice is the message that tells a spawned child's parent that the
+// child closed, so that it no longer counts it alive (ThreadState.Open,
+// Limits.MaxChildren): a report with Final set and no text, which enters
+// no history. nil for a thread no spawn_thread created.
+func closeNotice(threadID string, st *ThreadState) *Message {
+	if st.Parent == "" || st.SpawnCall == "" || st.Temporary || st.Compaction {
+		return nil
+	}
+	return &Message{V: MessageVersion, ID: DeriveID("cls_", threadID), ThreadID: st.Parent, Kind: KindReport,
+		ToolCallID: st.SpawnCall, From: threadID, Final: true}
+}
+
+// isCloseNotice reports whether m is a closeNotice.
+func isCloseNotice(m *Message) bool { return m.Kind == KindReport && m.Final && m.Text == "" }
 
 func sendToChild(ctx context.Context, env *SyncEnv, inv Invocation) (ToolOutput, error) {
 	var a struct {

@@ -216,11 +216,51 @@ func ModelView(view []Item, inherited, base int) ([]Item, int) {
 // with what each was asked (Args), so that an event, a result or a
 // child's report tied to one of them is matched without the history the
 // summary replaced (findCall).
+//
+// Title is the thread's title (ThreadTitle) when the summary was made, so
+// that it outlives the items it came from.
 type summaryMeta struct {
 	Covers int           `json:"covers"`
 	Turns  int           `json:"turns,omitempty"`
 	Joined bool          `json:"joined,omitempty"`
 	Calls  []summaryCall `json:"calls,omitempty"`
+	Title  string        `json:"title,omitempty"`
+}
+
+// TitleMax is the length, in runes, ThreadTitle trims a title to.
+const TitleMax = 80
+
+// ThreadTitle is a thread's title: its first own user message (a
+// child's: its instructions), on one line, trimmed to TitleMax runes.
+func ThreadTitle(own []Item) string {
+	for i := range own {
+		if own[i].Kind != ItemUser {
+			continue
+		}
+		t := strings.Join(strings.Fields(own[i].Text), " ")
+		if utf8.RuneCountInString(t) <= TitleMax {
+			return t
+		}
+		r := []rune(t)
+		return strings.TrimSpace(string(r[:TitleMax-1])) + "…"
+	}
+	return ""
+}
+
+// title is the thread's title from the loaded view: ThreadTitle of its
+// own items when the load holds them all, else as its latest summary
+// kept it.
+func (s *slice) title() string {
+	if s.th.Base == 0 || s.th.Inherited > 0 {
+		return ThreadTitle(s.view[s.th.Inherited:])
+	}
+	for i := len(s.view) - 1; i >= 0; i-- {
+		if s.view[i].Kind == ItemSummary {
+			meta, _ := summaryMetaOf(&s.view[i])
+			return meta.Title
+		}
+	}
+	return ""
 }
 
 // summaryCall is a tool call a summary keeps.
@@ -281,6 +321,9 @@ func (s *slice) keptCalls(end int) []summaryCall {
 // usage so far, so that the summary carries them on; "" when nothing.
 func (s *slice) owed() string {
 	var b strings.Builder
+	if t := s.title(); t != "" {
+		fmt.Fprintf(&b, "\n- the thread's title: %s", t)
+	}
 	for _, c := range s.keptCalls(len(s.view)) {
 		switch {
 		case s.st.Pending != nil && s.st.Pending.ID == c.ID:
@@ -360,19 +403,24 @@ func (s *slice) summaryItem(m Message) (Item, int) {
 		// else: the summary covers only inherited items; no own turn precedes it.
 		meta.Calls = s.keptCalls(end)
 	}
-	js, _ := json.Marshal(meta) // ints and a bool: cannot fail
+	meta.Title = s.title()
+	js, _ := json.Marshal(meta) // ints, strings and a bool: cannot fail
 	return Item{Kind: ItemSummary, Input: m.ID, Text: m.Text, Args: string(js)}, start
 }
 
 // viewStartAt is the view start of a child that inherits the view up to
 // position pos: what the latest summary before pos covers, or 0 (the
 // whole view; always right) when no loaded summary precedes pos.
-func (s *slice) viewStartAt(pos int) int {
-	for i := min(len(s.view), pos-s.th.Base) - 1; i >= 0; i-- {
-		if s.view[i].Kind != ItemSummary {
+func (s *slice) viewStartAt(pos int) int { return viewStartIn(s.view, s.th.Base, pos) }
+
+// viewStartIn is viewStartAt for a view whose first item is at position
+// base of the full view.
+func viewStartIn(view []Item, base, pos int) int {
+	for i := min(len(view), pos-base) - 1; i >= 0; i-- {
+		if view[i].Kind != ItemSummary {
 			continue
 		}
-		if meta, ok := summaryMetaOf(&s.view[i]); ok && meta.Covers <= s.th.Base+i {
+		if meta, ok := summaryMetaOf(&view[i]); ok && meta.Covers <= base+i {
 			return meta.Covers
 		}
 		return 0

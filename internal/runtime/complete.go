@@ -257,7 +257,7 @@ func (s *slice) runCall(ctx context.Context, call *Item) bool {
 	if entry.Sync != nil {
 		ran := s.e.now()
 		env := &SyncEnv{Thread: s.th, State: &s.st, Position: s.th.Base + len(s.view) - 1, CallID: c.CallID, Now: ran,
-			Agent: s.agent.v, Agents: s.e.Agents}
+			Agent: s.agent.v, Agents: s.e.Agents, MaxChildren: s.lim.MaxChildren}
 		out, err := entry.Sync.Run(ctx, env, Invocation{ThreadID: s.threadID, CallID: c.CallID, Name: c.Name,
 			Args: c.Args, Ancestors: ancestors(s.st.Stack), Class: s.st.Class.OrDefault(), Incarnation: s.st.Incarnation})
 		if err != nil {

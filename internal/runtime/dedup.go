@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"slices"
 )
 
 // This file drops the messages of a batch that were already processed:
@@ -47,13 +48,18 @@ func (s *slice) dedupHistory(batch []Message) []Message {
 }
 
 // dedupLeftOut drops the messages consumed by own items the load left out
-// (those before Thread.Base), asking the store (ConsumedChecker) or, when
-// it cannot tell, the whole history. A failure is a transient error of the
-// slice (foldErr): nothing is folded.
+// (those before Thread.Base): the load's answer (InputViewLoader), else
+// the store's (ConsumedChecker), else the whole history's. A failure is a
+// transient error of the slice (foldErr): nothing is folded.
 func (s *slice) dedupLeftOut(batch []Message) []Message {
 	var seen []bool
 	var err error
-	if cc, ok := s.e.History.(ConsumedChecker); ok {
+	if s.leftOutAsked { // answered with the load
+		seen = make([]bool, len(batch))
+		for j := range batch {
+			seen[j] = slices.Contains(s.leftOutSeen, batch[j].ID)
+		}
+	} else if cc, ok := s.e.History.(ConsumedChecker); ok {
 		seen, err = cc.Consumed(s.ctx, s.threadID, s.th.Base, ids(batch))
 	} else {
 		var th *Thread

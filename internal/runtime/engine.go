@@ -32,6 +32,12 @@ type Limits struct {
 	// the model can read, the subscription is not kept and the tool is
 	// asked to cancel it. 0: no cap.
 	MaxSubscriptions int
+	// MaxChildren caps the children a thread has alive at once (spawned
+	// with spawn_thread and not closed): a spawn_thread call beyond it
+	// gets an error result the model can read, and no child. A child's
+	// close reaches the parent as a close notice (a report with Final
+	// set and no text, which enters no history). 0: no cap.
+	MaxChildren int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -218,12 +224,17 @@ type slice struct {
 	turnBase int
 	joined   bool
 	full     []Item
-	ctx      context.Context
-	st       ThreadState // working state for the next commit
-	children []ChildThread
-	inputs   []string
-	dirty    bool
-	toolset  Toolset
+	// leftOutAsked says the load answered which of the batch's messages
+	// the own items it left out consumed (InputViewLoader): those in
+	// leftOutSeen.
+	leftOutAsked bool
+	leftOutSeen  []string
+	ctx          context.Context
+	st           ThreadState // working state for the next commit
+	children     []ChildThread
+	inputs       []string
+	dirty        bool
+	toolset      Toolset
 	// classNamed is whether a message of a new root thread named its class
 	// (else its agent's Priority may set it).
 	classNamed bool
@@ -265,7 +276,7 @@ func (s *slice) run(ctx context.Context, in SliceInput) (*SliceResult, error) {
 		return s.res, err
 	}
 	lctx, sp := s.span(ctx, SpanLoad)
-	leaser, err := s.load(lctx)
+	leaser, err := s.load(lctx, batch)
 	endSpan(sp, err)
 	if err != nil {
 		return s.res, err
@@ -329,11 +340,21 @@ func (s *slice) screen(ctx context.Context, in SliceInput) (batch []Message, don
 
 // load loads the thread, leased when the store leases; the returned
 // LeaseLoader, when not nil, must release s.th.Lease at the end.
-func (s *slice) load(ctx context.Context) (LeaseLoader, error) {
+func (s *slice) load(ctx context.Context, batch []Message) (LeaseLoader, error) {
 	t0, timed := s.startTimer(EventThreadLoaded)
-	th, leaser, err := LoadForSlice(ctx, s.e.History, s.threadID)
+	var asked []string
+	if _, ok := s.e.History.(InputViewLoader); ok && len(batch) > 0 {
+		asked = ids(batch)
+	}
+	th, leaser, consumed, err := LoadForBatch(ctx, s.e.History, s.threadID, asked)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: loading thread %s: %w", s.threadID, err)
+	}
+	s.leftOutAsked, s.leftOutSeen = consumed != nil, nil
+	for i, c := range consumed {
+		if c {
+			s.leftOutSeen = append(s.leftOutSeen, asked[i])
+		}
 	}
 	if timed { // told by begin, once the slice has its ID
 		s.loadTook, s.loadTimed = s.e.now().Sub(t0), true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -103,6 +104,10 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 		if m.Kind == KindClose {
 			text = strings.Replace(text, "stopped", "closed", 1)
 			s.st.Closed = true
+			s.st.Open = nil // a closed thread spawns no more: its count is done
+			if n := closeNotice(s.threadID, &s.st); n != nil {
+				s.addOutbox(OutboxEntry{Message: n})
+			}
 		}
 		s.appendItem(Item{Kind: ItemMarker, Input: m.ID, Text: text})
 		return false
@@ -181,6 +186,15 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 		}
 		return s.foldOrDefer(ctx, m)
 	case KindReport:
+		if isCloseNotice(&m) {
+			// A child closed: it is no longer alive. Nothing enters history
+			// (the notice is idempotent, so a redelivery needs no record).
+			if i := slices.Index(s.st.Open, m.From); i >= 0 {
+				s.st.Open = slices.Delete(slices.Clone(s.st.Open), i, i+1)
+				s.changed()
+			}
+			return false
+		}
 		if s.findCall(m.ToolCallID) == nil {
 			s.reject(ctx, m.ID, &BadMessageError{ID: m.ID, Field: "tool_call_id",
 				Reason: fmt.Sprintf("no call %q on thread %s for this report", m.ToolCallID, s.threadID)})

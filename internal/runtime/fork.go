@@ -86,8 +86,11 @@ func ForkCut(items []Item, at int) error {
 // src's agent and model with src's class and upgrade policy, a pinned
 // thread on src's version; it has a random incarnation of its own
 // (entropy nil: crypto/rand) and nothing of src's state after the fork
-// point: no pending call, subscriptions, children, outbox or usage. The
-// caller may change Agent, AgentHash and Model before committing.
+// point: no pending call, subscriptions, children, outbox or usage. Its
+// view starts (ViewStart) at what the latest summary before at covers, as
+// a child's does, so a fork after a compaction loads the summary, not what
+// it replaced. The caller may change Agent, AgentHash and Model before
+// committing.
 func NewFork(src *Thread, id string, at int, entropy io.Reader) (*Commit, error) {
 	if err := ForkCut(src.Items, at); err != nil {
 		return nil, err
@@ -101,6 +104,6 @@ func NewFork(src *Thread, id string, at int, entropy io.Reader) (*Commit, error)
 	}
 	st := ThreadState{Version: 1, Stack: []string{id}, Fork: &ForkPoint{Thread: src.ID, At: at},
 		Class: src.State.Class, Agent: src.State.Agent, AgentHash: src.State.AgentHash, Model: src.State.Model,
-		Upgrade: src.State.Upgrade, Incarnation: inc}
+		Upgrade: src.State.Upgrade, Incarnation: inc, ViewStart: viewStartIn(src.Items, src.Base, at)}
 	return &Commit{ThreadID: id, Expected: 0, State: st}, nil
 }

@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -51,5 +52,27 @@ func TestForkCut(t *testing.T) {
 	}
 	if _, err := runtime.NewFork(src, "f", 6, nil); err == nil {
 		t.Fatal("a fork after a pending call was made")
+	}
+}
+
+// A fork's view starts where a child's would: at what the latest summary
+// before the fork point covers, so a fork after a compaction loads from
+// the summary; a fork before it, or of a thread never compacted, whole.
+func TestForkViewStart(t *testing.T) {
+	src := &runtime.Thread{ID: "src", State: runtime.ThreadState{Stack: []string{"src"}}}
+	for i := range 10 {
+		src.Items = append(src.Items, runtime.Item{Kind: runtime.ItemUser, Input: fmt.Sprint("u", i), Text: "turn"}, runtime.Item{Kind: runtime.ItemAssistant, Text: "ok"})
+	}
+	// The summary at 20 covers the view up to 16.
+	src.Items = append(src.Items, runtime.Item{Kind: runtime.ItemSummary, Input: "sum", Text: "SUMMARY", Args: `{"covers":16}`},
+		runtime.Item{Kind: runtime.ItemUser, Input: "u-after", Text: "more"}, runtime.Item{Kind: runtime.ItemAssistant, Text: "ok"})
+	for _, tc := range []struct{ at, want int }{{4, 0}, {20, 0}, {21, 16}, {23, 16}} {
+		c, err := runtime.NewFork(src, "fk", tc.at, runtime.FixedEntropy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.State.ViewStart != tc.want {
+			t.Errorf("fork at %d: view start %d, want %d", tc.at, c.State.ViewStart, tc.want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -51,8 +52,8 @@ type ViewLoader interface {
 
 // LoadForSlice loads a thread as a slice does: leased when h leases (the
 // caller then calls LeaseLoader.Release with the Thread's Lease when done;
-// leaser is nil otherwise), else through ViewLoader when h has it, else
-// with Load. The model's view of the result is ModelView(th.Items,
+// leaser is nil otherwise), else through ViewLoader or InputViewLoader
+// when h has one, else with Load. The model's view of the result is ModelView(th.Items,
 // th.Inherited, th.Base).
 func LoadForSlice(ctx context.Context, h HistoryStore, threadID string) (th *Thread, leaser LeaseLoader, err error) {
 	if ll, ok := h.(LeaseLoader); ok {
@@ -66,8 +67,41 @@ func LoadForSlice(ctx context.Context, h HistoryStore, threadID string) (th *Thr
 		th, err = vl.LoadView(ctx, threadID)
 		return th, nil, err
 	}
+	if il, ok := h.(InputViewLoader); ok {
+		th, _, err = il.LoadViewFor(ctx, threadID, nil)
+		return th, nil, err
+	}
 	th, err = h.Load(ctx, threadID)
 	return th, nil, err
+}
+
+// InputViewLoader is a ViewLoader that also answers, in the same load,
+// ConsumedChecker's question for the history it leaves out: consumed[i]
+// reports whether an own item of the thread before Thread.Base recorded
+// inputs[i] as its input. A store whose loads are round trips (DSQL) so
+// recognises a message delivered again long after the thread's latest
+// compaction point without a second one. The engine passes the IDs of
+// the batch it is about to fold.
+type InputViewLoader interface {
+	LoadViewFor(ctx context.Context, threadID string, inputs []string) (th *Thread, consumed []bool, err error)
+}
+
+// LoadForBatch is LoadForSlice for a slice about to fold the messages
+// with the given IDs: when the store answers ConsumedChecker's question
+// with its load (InputViewLoader, and it does not lease), consumed holds
+// the answer for inputs (Thread.Base as the point); else it is nil.
+func LoadForBatch(ctx context.Context, h HistoryStore, threadID string, inputs []string) (th *Thread, leaser LeaseLoader, consumed []bool, err error) {
+	if _, ok := h.(LeaseLoader); !ok {
+		if il, ok := h.(InputViewLoader); ok {
+			th, consumed, err = il.LoadViewFor(ctx, threadID, inputs)
+			if err == nil && len(consumed) != len(inputs) {
+				err = fmt.Errorf("runtime: loading thread %s: the store answered for %d of %d inputs", threadID, len(consumed), len(inputs))
+			}
+			return th, nil, consumed, err
+		}
+	}
+	th, leaser, err = LoadForSlice(ctx, h, threadID)
+	return th, leaser, nil, err
 }
 
 // ConsumedChecker is implemented by history stores whose slice loads leave

@@ -1,6 +1,9 @@
 package runtime
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Thread is everything a slice needs of one thread, as one load returns it.
 type Thread struct {
@@ -57,6 +60,10 @@ type ThreadState struct {
 	Tokens int `json:"tokens,omitempty"`
 	// Children lists the threads this thread spawned, in order.
 	Children []string `json:"children,omitempty"`
+	// Open lists the children spawned with spawn_thread whose close the
+	// thread has not learned of yet (Limits.MaxChildren counts them).
+	// Children spawned before the list existed are not in it.
+	Open []string `json:"open,omitempty"`
 	// Compacting is the compaction child at work on this thread, if any.
 	Compacting string `json:"compacting,omitempty"`
 	// Compaction marks a child whose one job is to summarise its history
@@ -117,6 +124,13 @@ type ThreadState struct {
 	Upgrade string `json:"upgrade,omitempty"`
 }
 
+// Archivable reports whether a store may move the thread to its cold
+// form (compressed, off the hot path) at once, however recently it
+// committed: a closed child, whose reports live on in its parent and
+// whose history stays readable. A commit to it (a message it refuses)
+// brings it back as any cold thread.
+func (s *ThreadState) Archivable() bool { return s.Closed && s.Parent != "" }
+
 // Clone returns a deep copy of s, so a slice can build the next state without
 // touching the loaded one.
 func (s ThreadState) Clone() ThreadState {
@@ -130,6 +144,7 @@ func (s ThreadState) Clone() ThreadState {
 	c.Deferred = append([]Message(nil), s.Deferred...)
 	c.Subscriptions = append([]Subscription(nil), s.Subscriptions...)
 	c.Children = append([]string(nil), s.Children...)
+	c.Open = slices.Clone(s.Open)
 	if s.Budget != nil {
 		b := *s.Budget
 		c.Budget = &b

@@ -174,6 +174,8 @@ type SyncEnv struct {
 	// CallID is the ID of the call being run.
 	CallID string
 	Now    time.Time
+	// MaxChildren is Limits.MaxChildren (spawn_thread's cap).
+	MaxChildren int
 	// Agent is the version of the agent the thread runs as, and Agents
 	// resolves others (spawn_thread's agent argument); both nil when the
 	// deployment defines no agents.

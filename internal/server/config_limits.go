@@ -15,6 +15,9 @@ type Limits struct {
 	// MaxSubscriptions caps the subscriptions one thread keeps active at
 	// once (runtime.Limits.MaxSubscriptions). Default 0: no cap.
 	MaxSubscriptions int `json:"max_subscriptions,omitempty"`
+	// MaxChildren caps the children one thread has alive at once
+	// (runtime.Limits.MaxChildren). Default 0: no cap.
+	MaxChildren int `json:"max_children,omitempty"`
 	// SliceAttempts is how often a failing slice is retried before its
 	// messages go to the dead letters. Default 5.
 	SliceAttempts int `json:"slice_attempts,omitempty"`
@@ -74,7 +77,7 @@ func (c *Config) resolveLimits(s *settings) error {
 		{"limits.max_completions", int64(l.MaxCompletions)}, {"limits.model_attempts", int64(l.ModelAttempts)},
 		{"limits.slice_attempts", int64(l.SliceAttempts)}, {"limits.max_body_bytes", l.MaxBodyBytes},
 		{"limits.event_buffer", int64(l.EventBuffer)}, {"limits.max_threads_listed", int64(l.MaxThreadsListed)},
-		{"limits.max_subscriptions", int64(l.MaxSubscriptions)},
+		{"limits.max_subscriptions", int64(l.MaxSubscriptions)}, {"limits.max_children", int64(l.MaxChildren)},
 	} {
 		if v.n < 0 {
 			return bad(v.field, "must not be negative (got %d; 0 means the default)", v.n)

@@ -35,12 +35,30 @@ type diskMeter struct {
 
 func (d *diskMeter) CommitsWaitForDisk() bool { return d.dw.CommitsWaitForDisk() }
 
+// viewMeter is a meter over a store that loads slices' views and answers
+// the consumed-input check with them (the DSQL store).
+type viewMeter struct {
+	*meter
+	il runtime.InputViewLoader
+}
+
+func (v *viewMeter) LoadViewFor(ctx context.Context, id string, inputs []string) (*runtime.Thread, []bool, error) {
+	th, seen, err := v.il.LoadViewFor(ctx, id, inputs)
+	if err == nil {
+		v.count(th)
+	}
+	return th, seen, err
+}
+
 // wrap returns the meter and the store to hand the system (which keeps the
 // optional interfaces of h).
 func wrap(h runtime.HistoryStore) (*meter, runtime.HistoryStore) {
 	m := &meter{HistoryStore: h}
 	ll, ok := h.(runtime.LeaseLoader)
 	if !ok {
+		if il, ok := h.(runtime.InputViewLoader); ok {
+			return m, &viewMeter{meter: m, il: il}
+		}
 		return m, m
 	}
 	lm := &leasedMeter{meter: m, ll: ll}
