@@ -186,6 +186,12 @@ func TestStateCodecTraceContexts(t *testing.T) {
 		"a subscription's": func(st *runtime.ThreadState) { st.Subscriptions = subs("", tp) },
 		"all":              func(st *runtime.ThreadState) { st.Pending.Trace = tp; st.Subscriptions = subs(tp, tp) },
 		"no pending call":  func(st *runtime.ThreadState) { st.Pending = nil; st.Subscriptions = subs(tp) },
+		"open children and traces": func(st *runtime.ThreadState) {
+			st.Open = []string{"k1", "k2"}
+			st.Pending.Trace = tp
+			st.Subscriptions = subs("", tp)
+		},
+		"open children only": func(st *runtime.ThreadState) { st.Open = []string{"k1"} },
 	} {
 		st := plain
 		st.Pending = &runtime.PendingCall{ID: "c", Name: "hold", Dispatched: true}
@@ -198,15 +204,15 @@ func TestStateCodecTraceContexts(t *testing.T) {
 		t.Errorf("none: %+v, want %+v", got, plain)
 	}
 	// A state without trace contexts is written as before they existed:
-	// the same state with the call's is it plus the (empty) budget, fork
-	// and upgrade of the rare tail and the trace context.
+	// the same state with the call's is it plus the (empty) budget, fork,
+	// upgrade and open children of the rare tail and the trace context.
 	traced := plain
 	traced.Pending = &runtime.PendingCall{ID: "c", Name: "hold", Dispatched: true, Trace: tp}
 	b, err := appendState(nil, &traced)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.HasPrefix(b, base) || len(b)-len(base) != 3+1+len(tp) {
-		t.Errorf("with the call's trace context: %d bytes, without: %d (a prefix: %v); want %d more", len(b), len(base), bytes.HasPrefix(b, base), 3+1+len(tp))
+	if !bytes.HasPrefix(b, base) || len(b)-len(base) != 4+1+len(tp) {
+		t.Errorf("with the call's trace context: %d bytes, without: %d (a prefix: %v); want %d more", len(b), len(base), bytes.HasPrefix(b, base), 4+1+len(tp))
 	}
 }
