@@ -203,5 +203,6 @@ func (m *Manager) Discard(ctx context.Context, thread string) error {
 			return fmt.Errorf("sandbox: deleting %s of thread %s: %w", ref, thread, err)
 		}
 	}
+	_ = os.Remove(m.grantPath(sb.Name)) // a new sandbox of the thread starts with no permissions
 	return nil
 }

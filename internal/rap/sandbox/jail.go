@@ -18,7 +18,9 @@ import (
 //   - its sandbox directory writable, and a cache directory shared by the
 //     sandboxes of the repository (XDG_CACHE_HOME, so a Go build cache
 //     works), also writable;
-//   - no network (--unshare-net) unless Config.Network allows it;
+//   - no network (--unshare-net) unless the command was allowed it, and
+//     no other writable directory unless the command was allowed one
+//     (permission.go);
 //   - its own PID namespace (--unshare-pid), ended with the process group
 //     when the command is killed (--die-with-parent as well).
 //
@@ -52,7 +54,7 @@ func ProbeJail(ctx context.Context) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	args := append(jailArgs("/", "", false), "true")
+	args := append(jailArgs("/", "", jailGrant{}), "true")
 	cmd := exec.CommandContext(ctx, bwrap, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -64,13 +66,16 @@ func ProbeJail(ctx context.Context) (string, error) {
 }
 
 // jailArgs returns bwrap's arguments up to the command: the system
-// read-only, a private /tmp, dir and cache writable, the network cut
-// unless network.
-func jailArgs(dir, cache string, network bool) []string {
+// read-only, a private /tmp, dir, cache and the granted directories
+// writable, the network cut unless granted.
+func jailArgs(dir, cache string, g jailGrant) []string {
 	args := []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"}
-	if !network {
+	if !g.Network {
 		args = append(args, "--unshare-net")
+	}
+	for _, w := range g.Write {
+		args = append(args, "--bind", w, w)
 	}
 	// Binds come after the tmpfs, so a sandbox under /tmp stays visible.
 	if cache != "" {
