@@ -157,7 +157,7 @@ func (m *Manager) start(dir, command, logPath string, grant jailGrant) (*process
 		if err := os.MkdirAll(cache, 0o755); err != nil {
 			return nil, fmt.Errorf("creating the jail's cache directory: %v", err)
 		}
-		cmd = exec.Command(m.bwrap, append(jailArgs(dir, cache, grant), "sh", "-c", command)...)
+		cmd = exec.Command(m.bwrap, append(jailArgs(dir, cache, m.gitDir, grant), "sh", "-c", command)...)
 		env = append(withoutVars(env, "TMPDIR", "XDG_CACHE_HOME"), "TMPDIR=/tmp", "XDG_CACHE_HOME="+cache)
 	} else {
 		cmd = exec.Command("sh", "-c", command)

@@ -14,7 +14,9 @@ import (
 // commands run inside it. What a jailed command sees:
 //   - the whole file system read-only (--ro-bind / /), with a fresh /dev
 //     and /proc;
-//   - a private, empty /tmp (--tmpfs /tmp);
+//   - a private, empty /tmp (--tmpfs /tmp), with the repository's git
+//     directory bound back read-only when it lives under /tmp (a
+//     sandbox's .git file points there, so git works in the jail);
 //   - its sandbox directory writable, and a cache directory shared by the
 //     sandboxes of the repository (XDG_CACHE_HOME, so a Go build cache
 //     works), also writable;
@@ -54,7 +56,7 @@ func ProbeJail(ctx context.Context) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	args := append(jailArgs("/", "", jailGrant{}), "true")
+	args := append(jailArgs("/", "", "", jailGrant{}), "true")
 	cmd := exec.CommandContext(ctx, bwrap, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -66,9 +68,10 @@ func ProbeJail(ctx context.Context) (string, error) {
 }
 
 // jailArgs returns bwrap's arguments up to the command: the system
-// read-only, a private /tmp, dir, cache and the granted directories
-// writable, the network cut unless granted.
-func jailArgs(dir, cache string, g jailGrant) []string {
+// read-only, a private /tmp (gitDir, when set, bound back read-only),
+// dir, cache and the granted directories writable, the network cut
+// unless granted.
+func jailArgs(dir, cache, gitDir string, g jailGrant) []string {
 	args := []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"}
 	if !g.Network {
@@ -78,6 +81,9 @@ func jailArgs(dir, cache string, g jailGrant) []string {
 		args = append(args, "--bind", w, w)
 	}
 	// Binds come after the tmpfs, so a sandbox under /tmp stays visible.
+	if gitDir != "" {
+		args = append(args, "--ro-bind", gitDir, gitDir)
+	}
 	if cache != "" {
 		args = append(args, "--bind", cache, cache)
 	}

@@ -168,3 +168,17 @@ func TestWriteOutsideIsChecked(t *testing.T) {
 		mustContain(t, tc.dir, res.Text, "error: write_outside", tc.want)
 	}
 }
+
+// TestGitWorksInTheJail: a repository under /tmp (hidden by the jail's
+// private /tmp) has its git directory bound back, so git runs in a
+// jailed command of its sandbox.
+func TestGitWorksInTheJail(t *testing.T) {
+	t.Parallel()
+	r := jailedRig(t, Config{})
+	if !strings.HasPrefix(r.m.Repo(), "/tmp/") {
+		t.Skipf("the test repository %s is not under /tmp", r.m.Repo())
+	}
+	r.call(t, "thr_git", nil, "write_file", map[string]any{"path": "new.txt", "content": "n\n"})
+	_, final := r.run(t, "thr_git", map[string]any{"command": "git status --porcelain"})
+	mustContain(t, "git status in the jail", final.Text, "exit code 0", "?? new.txt")
+}

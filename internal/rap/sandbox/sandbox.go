@@ -133,6 +133,9 @@ type Manager struct {
 	// response_url), set by NewServer; asks the questions waiting.
 	publicURL string
 	asks      asks
+	// gitDir is the repository's git directory when it is under /tmp
+	// (the jail binds it back over its private /tmp), else "".
+	gitDir string
 }
 
 // Sandbox is one thread's worktree.
@@ -186,6 +189,11 @@ func NewManager(cfg Config) (*Manager, error) {
 		cfg.Name = filepath.Base(top)
 	}
 	m := &Manager{cfg: cfg, repo: top, boxes: map[string]*Sandbox{}}
+	if gd, err := git(context.Background(), top, "rev-parse", "--path-format=absolute", "--git-common-dir"); err == nil {
+		if gd = filepath.Clean(strings.TrimSpace(gd)); gd == "/tmp" || strings.HasPrefix(gd, "/tmp/") {
+			m.gitDir = gd
+		}
+	}
 	switch cfg.Jail {
 	case JailOff:
 	case JailOn, JailAuto:
