@@ -55,15 +55,15 @@ func (c *Config) resolveSandbox(s *settings) error {
 		return &ConfigError{Field: "sandbox.repo", Reason: "missing: the git repository the sandboxes are made from (or sandbox.repos, several by name)"}
 	}
 	for _, r := range sb.repoList() {
-		if !repoNameRE.MatchString(r.name) {
+		if !repoNameRE.MatchString(r.name) || r.name == "." || r.name == ".." {
 			return &ConfigError{Field: r.field, Reason: fmt.Sprintf("the name %q must be 1 to 64 letters, digits, ., _ and - (a thread names it)", r.name)}
 		}
 		if fi, err := os.Stat(r.path); err != nil || !fi.IsDir() {
 			return &ConfigError{Field: r.field, Reason: fmt.Sprintf("%q is not a directory", r.path)}
 		}
 	}
-	if _, dup := sb.Repos[filepath.Base(filepath.Clean(sb.Repo))]; sb.Repo != "" && dup {
-		return &ConfigError{Field: "sandbox.repos", Reason: fmt.Sprintf("names %q, which is also sandbox.repo's name", filepath.Base(filepath.Clean(sb.Repo)))}
+	if _, dup := sb.Repos[baseName(sb.Repo)]; sb.Repo != "" && dup {
+		return &ConfigError{Field: "sandbox.repos", Reason: fmt.Sprintf("names %q, which is also sandbox.repo's name (its directory's)", baseName(sb.Repo))}
 	}
 	if e := c.ExampleTools; e != nil && e.RunCommand != nil {
 		return &ConfigError{Field: "sandbox", Reason: "the sandbox offers run_command, so example_tools.run_command cannot be on too (tool names are unique across toolsets)"}
@@ -98,7 +98,7 @@ type sandboxRepo struct {
 func (sb *Sandbox) repoList() []sandboxRepo {
 	var out []sandboxRepo
 	if sb.Repo != "" {
-		out = append(out, sandboxRepo{filepath.Base(filepath.Clean(sb.Repo)), sb.Repo, "sandbox.repo"})
+		out = append(out, sandboxRepo{baseName(sb.Repo), sb.Repo, "sandbox.repo"})
 	}
 	names := make([]string, 0, len(sb.Repos))
 	for n := range sb.Repos {
@@ -109,6 +109,14 @@ func (sb *Sandbox) repoList() []sandboxRepo {
 		out = append(out, sandboxRepo{n, sb.Repos[n], "sandbox.repos." + n})
 	}
 	return out
+}
+
+// baseName is the name of the repository at path: its directory's.
+func baseName(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return filepath.Base(path)
 }
 
 // relativeTo makes the section's relative repository paths relative to
