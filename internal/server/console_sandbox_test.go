@@ -65,7 +65,8 @@ func TestConsoleSandboxInBrowser(t *testing.T) {
 	run("collapse a file", chromedp.Click(`#sandbox .sandbox-file[data-path="calc_test.go"] summary`),
 		poll(`!document.querySelector('#sandbox .sandbox-file[data-path="calc_test.go"]').open`))
 
-	run("apply", chromedp.Click("#sandbox .sandbox-apply"), chromedp.WaitVisible("#sandbox .sandbox-result.ok"))
+	run("apply", chromedp.Click("#sandbox .sandbox-apply"))
+	run("see it applied", chromedp.WaitVisible("#sandbox .sandbox-result.ok"))
 	if s := b.text("#sandbox .sandbox-result"); !strings.Contains(s, "Applied as") || !strings.Contains(s, "calc.go, calc_test.go") {
 		t.Fatalf("after Apply: %q", s)
 	}
@@ -83,7 +84,8 @@ func TestConsoleSandboxInBrowser(t *testing.T) {
 	if code := do(t, http.MethodGet, srv.URL()+"/threads/thr_junk/sandbox", "", nil); code != http.StatusOK {
 		t.Fatalf("the first click of Discard removed the sandbox (GET: %d)", code)
 	}
-	run("discard", chromedp.Click("#sandbox .sandbox-discard"), chromedp.WaitVisible("#sandbox .sandbox-result.ok"))
+	run("discard", chromedp.Click("#sandbox .sandbox-discard"))
+	run("see it discarded", chromedp.WaitVisible("#sandbox .sandbox-result.ok"))
 	if s := b.text("#sandbox .sandbox-result"); !strings.Contains(s, "Discarded agentslice/thr_junk") {
 		t.Fatalf("after Discard: %q", s)
 	}

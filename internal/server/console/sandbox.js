@@ -5,6 +5,20 @@
 // and console.js's api, state and select (called at run time).
 "use strict";
 
+// sandboxArmed is the thread whose Discard was clicked once (a re-render
+// keeps it armed).
+let sandboxArmed = "";
+// sandboxNote is the outcome of the latest Apply or Discard, shown until
+// another thread's is: {thread, text, cls}.
+let sandboxNote = null;
+// sandboxGen numbers the loads: only the latest one renders.
+let sandboxGen = 0;
+
+function noteFor(id) {
+  const n = sandboxNote && sandboxNote.thread === id ? sandboxNote : null;
+  return el("p", { class: "sandbox-result" + (n ? " " + n.cls : ""), role: "status", text: n ? n.text : "" });
+}
+
 async function sandboxFetch(path) {
   const headers = {};
   if (state.token) headers["Authorization"] = "Bearer " + state.token;
@@ -17,6 +31,7 @@ async function sandboxFetch(path) {
 // /threads/{id}'s answer), or hides the panel when it has none.
 async function loadSandbox(th) {
   const id = state.thread;
+  const gen = ++sandboxGen;
   const box = $("sandbox");
   const base = "/threads/" + encodeURIComponent(id) + "/sandbox";
   let sb, diff;
@@ -24,7 +39,14 @@ async function loadSandbox(th) {
     sb = await api("GET", base);
     diff = await sandboxFetch(base + "/diff");
   } catch (e) { // no sandbox (404), or none on this server
-    if (id === state.thread) { box.hidden = true; box.dataset.key = ""; }
+    if (id !== state.thread || gen !== sandboxGen) return;
+    box.dataset.key = "";
+    if (sandboxNote && sandboxNote.thread === id) { // just discarded: say so
+      box.replaceChildren(el("div", { class: "sandbox-head" }, el("h3", { text: "Sandbox" })), noteFor(id));
+      box.hidden = false;
+    } else {
+      box.hidden = true;
+    }
     return;
   }
   const children = [];
@@ -33,14 +55,23 @@ async function loadSandbox(th) {
       children.push(await api("GET", "/threads/" + encodeURIComponent(c) + "/sandbox"));
     } catch (e) { /* a child without a sandbox */ }
   }
-  if (id !== state.thread) return;
+  if (id !== state.thread || gen !== sandboxGen) return;
   // The same sandbox as shown: keep what is on screen (a half-armed
   // Discard, collapsed files, a result).
   const key = JSON.stringify([id, sb, diff, children]);
   if (!box.hidden && box.dataset.key === key) return;
   box.dataset.key = key;
   const files = diff.split(/(?=^diff --git )/m).filter((p) => p.trim());
-  const result = el("p", { class: "sandbox-result", role: "status" });
+  const result = noteFor(id);
+  // note records an outcome and loads the sandbox again, so the panel
+  // shows it whatever loads ran meanwhile.
+  const note = (text, cls) => {
+    sandboxNote = { thread: id, text, cls };
+    result.textContent = text;
+    result.className = "sandbox-result " + cls;
+    box.dataset.key = "";
+    loadSandbox(th);
+  };
   const apply = el("button", { type: "button", class: "sandbox-apply", text: "Apply" });
   const discard = el("button", { type: "button", class: "sandbox-discard", text: "Discard" });
   apply.disabled = sb.files.length === 0;
@@ -48,29 +79,27 @@ async function loadSandbox(th) {
     apply.disabled = discard.disabled = true;
     try {
       const r = await api("POST", base + "/apply", {});
-      result.textContent = "Applied as " + r.commit.slice(0, 12) + ": " + r.files.join(", ");
-      result.className = "sandbox-result ok";
+      note("Applied as " + r.commit.slice(0, 12) + ": " + r.files.join(", "), "ok");
     } catch (e) {
-      result.textContent = "Not applied: " + e.message;
-      result.className = "sandbox-result error";
+      note("Not applied: " + e.message, "error");
       apply.disabled = discard.disabled = false;
     }
   });
   // Discarding loses the changes: the first click asks, the second does.
+  if (sandboxArmed === id) discard.textContent = "Discard: sure?";
   discard.addEventListener("click", async () => {
-    if (discard.dataset.armed !== "1") {
-      discard.dataset.armed = "1";
+    if (sandboxArmed !== id) {
+      sandboxArmed = id;
       discard.textContent = "Discard: sure?";
       return;
     }
+    sandboxArmed = "";
     apply.disabled = discard.disabled = true;
     try {
       const r = await api("POST", base + "/discard", {});
-      result.textContent = "Discarded " + r.discarded + "; its changes are gone.";
-      result.className = "sandbox-result ok";
+      note("Discarded " + r.discarded + "; its changes are gone.", "ok");
     } catch (e) {
-      result.textContent = "Not discarded: " + e.message;
-      result.className = "sandbox-result error";
+      note("Not discarded: " + e.message, "error");
       discard.disabled = false;
     }
   });
