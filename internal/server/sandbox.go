@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/agentslice/agentslice/internal/rap/sandbox"
 )
@@ -20,6 +21,10 @@ type SandboxResponse struct {
 	Dir    string   `json:"dir"`
 	Base   string   `json:"base"`
 	Files  []string `json:"files"`
+	// Applies, with ?check=true, says whether an apply would succeed now
+	// (Manager.Check: it costs what an apply costs), and Problem why not.
+	Applies *bool  `json:"applies,omitempty"`
+	Problem string `json:"problem,omitempty"`
 }
 
 // ApplyRequest is the (optional) body of POST /threads/{id}/sandbox/apply.
@@ -81,7 +86,23 @@ func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) {
 	if files == nil {
 		files = []string{}
 	}
-	writeJSON(w, http.StatusOK, SandboxResponse{Thread: sb.Thread, Repo: m.Name(), Branch: sb.Branch, Dir: sb.Dir, Base: base, Files: files})
+	resp := SandboxResponse{Thread: sb.Thread, Repo: m.Name(), Branch: sb.Branch, Dir: sb.Dir, Base: base, Files: files}
+	if r.URL.Query().Get("check") == "true" {
+		err := m.Check(r.Context(), sb.Thread)
+		ok := err == nil
+		var ae *sandbox.ApplyError
+		switch {
+		case errors.Is(err, sandbox.ErrNothingToApply):
+			resp.Problem = "no changes to apply"
+		case errors.As(err, &ae):
+			resp.Problem = ae.Reason + ": " + strings.Join(ae.Files, ", ")
+		case err != nil:
+			writeError(w, http.StatusInternalServerError, "", "%v", err)
+			return
+		}
+		resp.Applies = &ok
+	}
+	writeJSON(w, http.StatusOK, resp)
 }
 
 func (s *Server) getSandboxDiff(w http.ResponseWriter, r *http.Request) {

@@ -220,3 +220,33 @@ func TestServeSandboxSeveralRepositories(t *testing.T) {
 		t.Fatal("beta's change landed in alpha")
 	}
 }
+
+// TestServeSandboxCheck: GET /threads/{id}/sandbox?check=true says
+// whether the changes apply now, and why not, changing nothing.
+func TestServeSandboxCheck(t *testing.T) {
+	t.Parallel()
+	repo := gitRepo(t)
+	script := `{"default": [{"text": "Writing.", "tool_call": {"name": "write_file", "args": {"path": "main.go", "content": "package main\n\nfunc main() {}\n"}}}, {"text": "Wrote."}]}`
+	srv := startServer(t, Config{Script: scriptFile(t, script), Sandbox: &Sandbox{Repo: repo, Root: t.TempDir(), Jail: "off"}})
+	postMessage(t, srv, "thr_check", `{"text":"Write it."}`)
+	waitReply(t, srv, "thr_check", "Wrote.")
+	var sb SandboxResponse
+	if code := do(t, http.MethodGet, srv.URL()+"/threads/thr_check/sandbox?check=true", "", &sb); code != http.StatusOK || sb.Applies == nil || !*sb.Applies {
+		t.Fatalf("check of a clean apply: %d %+v", code, sb)
+	}
+	// The user edits the same file: the apply would be refused.
+	if err := os.WriteFile(filepath.Join(repo, "main.go"), []byte("package main // mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sb = SandboxResponse{}
+	if code := do(t, http.MethodGet, srv.URL()+"/threads/thr_check/sandbox?check=true", "", &sb); code != http.StatusOK || sb.Applies == nil || *sb.Applies || !strings.Contains(sb.Problem, "main.go") {
+		t.Fatalf("check with the file changed in the working copy: %d %+v", code, sb)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "main.go")); string(b) != "package main // mine\n" {
+		t.Fatalf("the check changed the working copy: %q", b)
+	}
+	sb = SandboxResponse{}
+	if do(t, http.MethodGet, srv.URL()+"/threads/thr_check/sandbox", "", &sb); sb.Applies != nil {
+		t.Fatalf("without check=true: %+v", sb)
+	}
+}
