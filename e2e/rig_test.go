@@ -94,6 +94,9 @@ type rigOptions struct {
 	// feeds it to the delay relay, as the stack's second event source of
 	// the relay does; what the relay cannot deliver goes to the delay DLQ.
 	wakeupDLQ bool
+	// toolServers are more RAP tool servers' base URLs for the slice
+	// function (besides the in-process clock).
+	toolServers []string
 }
 
 // counting wraps an invocation so that the rig records which threads'
@@ -206,7 +209,7 @@ func startRig(t *testing.T, opts ...rigOptions) *rig {
 	sliceEnv := append(st.Env(),
 		lambdafn.EnvProviderWait+"=off",
 		lambdafn.EnvModelCatalog+"="+string(catalog),
-		lambdafn.EnvToolServers+"="+kitSrv.URL,
+		lambdafn.EnvToolServers+"="+strings.Join(append([]string{kitSrv.URL}, o.toolServers...), ","),
 		lambdafn.EnvCallbackURL+"="+r.front)
 	slicefn := start("slicefn", append(append(sliceEnv, bgEnv...), o.sliceEnv...)...)
 	relay := start("delayrelay", append(append(awsEnv, lambdafn.EnvInputQueueURL+"="+st.Input), bgEnv...)...)

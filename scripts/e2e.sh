@@ -33,6 +33,10 @@ for fn in slicefn rapreceiver delayrelay; do
   mkdir -p "$OUT/$fn"
   CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -o "$OUT/$fn/bootstrap" "./cmd/$fn"
 done
+# The standalone sandbox tool server (agentslice sandbox) for the coding
+# turn of sandbox_test.go.
+mkdir -p "$OUT/agentslice"
+go build -trimpath -o "$OUT/agentslice/agentslice" ./cmd/agentslice
 # The kill test's slice function: the same, plus the agentslice_faults tag
 # (AGENTSLICE_FAULT_KILL makes it SIGKILL itself at a named crash point).
 mkdir -p "$OUT/slicefn-faults"

@@ -33,6 +33,7 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	apply := fs.String("apply", "", "instead of serving: commit this `thread`'s sandbox changes onto your current branch and update your working copy for the files they touch")
 	discard := fs.String("discard", "", "instead of serving: remove this `thread`'s sandbox (worktree, branch, refs); its changes are lost")
 	message := fs.String("message", "", "with -apply: the commit's message (default \"agentslice: changes of thread THREAD\")")
+	network := fs.String("network", "ask", "what a command that asks for the network gets: `ask` the person (a user_choice), allow, or deny")
 	var pass listFlag
 	fs.Var(&pass, "pass-env", "a variable `name` (or prefix*) commands get besides PATH, HOME, LANG... (repeatable; never AGENTSLICE_*)")
 	fs.Usage = func() {
@@ -87,7 +88,12 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return fmt.Errorf("-listen %q: the sandbox server listens on loopback only (it runs commands and takes unauthenticated invocations); reach it through a tunnel", *listen)
 	}
-	mgr, err := sandbox.NewManager(sandbox.Config{Repo: *repo, Root: *root, Timeout: *timeout, Env: procenv.Build(os.Environ(), pass, nil)})
+	access := sandbox.Access(*network)
+	if !sandbox.ValidAccess(access) || access == "" {
+		return usagef("-network %q: want ask, allow or deny", *network)
+	}
+	mgr, err := sandbox.NewManager(sandbox.Config{Repo: *repo, Root: *root, Timeout: *timeout, Env: procenv.Build(os.Environ(), pass, nil),
+		NetworkFor: func(context.Context, string) (sandbox.Access, error) { return access, nil }})
 	if err != nil {
 		return err
 	}
@@ -115,7 +121,7 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fmt.Fprintf(stdout, "agentslice sandbox: serving %s at %s\n", mgr.Repo(), base)
 	logger.Info("agentslice sandbox: ready", "repo", mgr.Repo(), "root", mgr.Root(), "url", base)
 	if jailed, why := mgr.Jailed(); jailed {
-		logger.Info("agentslice sandbox: commands run in a bubblewrap jail (read-only system, writable sandbox, private /tmp, no network)")
+		logger.Info("agentslice sandbox: commands run in a bubblewrap jail (read-only system, writable sandbox, private /tmp, no network unless allowed)", "network", access)
 	} else {
 		logger.Warn("agentslice sandbox: commands run UNJAILED, as this user: they can write outside their sandbox and use the network (docs/sandbox.md)", "why", why)
 	}

@@ -40,7 +40,19 @@ type Agent struct {
 	// Budget, when set, is the limit of each thread of the agent that
 	// sets none of its own (budget.go).
 	Budget *Budget `json:"budget,omitempty"`
+	// Network is the network access of the agent's commands in the
+	// sandbox toolset (docs/sandbox.md): "ask" (or "", the default: a
+	// command that asks for the network asks the person first), "allow"
+	// (the jail lets them use it) or "deny" (refused without asking).
+	Network string `json:"network,omitempty"`
 }
+
+// The network access values an Agent's Network may take.
+const (
+	NetworkAsk   = "ask"
+	NetworkAllow = "allow"
+	NetworkDeny  = "deny"
+)
 
 // AgentLimits are per-agent overrides of the engine's limits. Zero means
 // the engine's value.
@@ -140,6 +152,11 @@ func (a *Agent) Validate() error {
 	case "", PriorityInteractive, PriorityBackground:
 	default:
 		return bad("priority", "unknown class %q (want %q or %q)", a.Priority, PriorityInteractive, PriorityBackground)
+	}
+	switch a.Network {
+	case "", NetworkAsk, NetworkAllow, NetworkDeny:
+	default:
+		return bad("network", "%q is not one of %q, %q, %q", a.Network, NetworkAsk, NetworkAllow, NetworkDeny)
 	}
 	return nil
 }

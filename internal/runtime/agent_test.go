@@ -33,6 +33,7 @@ func TestAgentValidate(t *testing.T) {
 		{"bad threshold", func(a *runtime.Agent) { a.Limits = &runtime.AgentLimits{CompactionThreshold: 1.5} }, "limits.compaction_threshold"},
 		{"bad spawnable", func(a *runtime.Agent) { a.Spawnable = []string{"a b"} }, "spawnable[0]"},
 		{"bad priority", func(a *runtime.Agent) { a.Priority = "urgent" }, "priority"},
+		{"bad network", func(a *runtime.Agent) { a.Network = "sometimes" }, "network"},
 	}
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("valid agent: %v", err)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -89,9 +88,9 @@ func (c *Config) withCoder() ([]AgentConfig, string, error) {
 	if c.Sandbox == nil || slices.ContainsFunc(agents, func(a AgentConfig) bool { return a.Name == sandbox.CoderAgent }) {
 		return agents, def, nil
 	}
-	instr, err := sandbox.CoderInstructions(context.Background(), c.Sandbox.Repo)
+	instr, err := c.Sandbox.coderInstructions()
 	if err != nil {
-		return nil, "", &ConfigError{Field: "sandbox.repo", Reason: err.Error()}
+		return nil, "", err
 	}
 	switch {
 	case def != "":

@@ -177,6 +177,9 @@ type messageRequest struct {
 	// Upgrade is a new thread's agent upgrade policy: "latest" (the
 	// default) or "pinned" (versions.go); an existing thread keeps its own.
 	Upgrade string `json:"upgrade,omitempty"`
+	// Repo names the sandbox repository the thread works in (one of
+	// sandbox.repos; sandbox_config.go); a thread keeps its first.
+	Repo string `json:"repo,omitempty"`
 }
 
 type messageResponse struct {
@@ -235,6 +238,10 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	if th.State.Class != "" {
 		msg.Class = th.State.Class // fixed at creation; the scheduler queues by it
+	}
+	if field, reason, code := s.bindRepo(r.Context(), thread, req.Repo); code != 0 {
+		writeError(w, code, field, "%s", reason)
+		return
 	}
 	if s.conflictingResend(th, msg) {
 		writeError(w, http.StatusConflict, "id", "message ID %s was already sent to thread %s with other text; "+

@@ -134,8 +134,8 @@ func LoadConfig(path string) (Config, error) {
 	if errors.As(err, &ce) {
 		ce.Source = path
 	}
-	if sb := cfg.Sandbox; err == nil && sb != nil && sb.Repo != "" && !filepath.IsAbs(sb.Repo) {
-		sb.Repo = filepath.Join(filepath.Dir(path), sb.Repo)
+	if sb := cfg.Sandbox; err == nil && sb != nil {
+		sb.relativeTo(filepath.Dir(path))
 	}
 	if err == nil && cfg.Script != "" && !filepath.IsAbs(cfg.Script) {
 		cfg.Script = filepath.Join(filepath.Dir(path), cfg.Script)

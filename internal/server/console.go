@@ -11,7 +11,7 @@ import (
 // runs the page), embedded in the binary (no Node, no build step, nothing
 // fetched from elsewhere; markdown is rendered by the server, markdown.go).
 //
-//go:embed console/index.html console/console.css console/render.js console/timeline.js console/console.js
+//go:embed console/index.html console/console.css console/render.js console/timeline.js console/sandbox.js console/console.js
 var consoleFiles embed.FS
 
 // consolePrefix is where the console's assets are served; the page itself

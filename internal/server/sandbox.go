@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/agentslice/agentslice/internal/rap/sandbox"
 )
@@ -15,10 +16,15 @@ import (
 // SandboxResponse is the body of GET /threads/{id}/sandbox.
 type SandboxResponse struct {
 	Thread string   `json:"thread"`
+	Repo   string   `json:"repo"` // the repository's name (sandbox.repo's base name, or its key in sandbox.repos)
 	Branch string   `json:"branch"`
 	Dir    string   `json:"dir"`
 	Base   string   `json:"base"`
 	Files  []string `json:"files"`
+	// Applies, with ?check=true, says whether an apply would succeed now
+	// (Manager.Check: it costs what an apply costs), and Problem why not.
+	Applies *bool  `json:"applies,omitempty"`
+	Problem string `json:"problem,omitempty"`
 }
 
 // ApplyRequest is the (optional) body of POST /threads/{id}/sandbox/apply.
@@ -44,30 +50,31 @@ func (s *Server) SandboxRunning() int {
 	return 0
 }
 
-// threadSandbox finds the sandbox of the path's thread, or answers 404.
-func (s *Server) threadSandbox(w http.ResponseWriter, r *http.Request) (*sandbox.Sandbox, bool) {
+// threadSandbox finds the sandbox of the path's thread and its
+// repository, or answers 404.
+func (s *Server) threadSandbox(w http.ResponseWriter, r *http.Request) (*sandbox.Manager, *sandbox.Sandbox, bool) {
 	id, ok := threadID(w, r)
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
-	if s.sandbox == nil {
+	if s.repos == nil {
 		writeError(w, http.StatusNotFound, "", "this server has no sandbox toolset (configure sandbox.repo)")
-		return nil, false
+		return nil, nil, false
 	}
-	sb, err := s.sandbox.Lookup(r.Context(), id)
+	m, sb, err := s.repos.Lookup(r.Context(), id)
 	switch {
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, "", "%v", err)
-		return nil, false
+		return nil, nil, false
 	case sb == nil:
 		writeError(w, http.StatusNotFound, "thread_id", "thread %s has no sandbox (it has not used a sandbox tool)", id)
-		return nil, false
+		return nil, nil, false
 	}
-	return sb, true
+	return m, sb, true
 }
 
 func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) {
-	sb, ok := s.threadSandbox(w, r)
+	m, sb, ok := s.threadSandbox(w, r)
 	if !ok {
 		return
 	}
@@ -79,11 +86,27 @@ func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) {
 	if files == nil {
 		files = []string{}
 	}
-	writeJSON(w, http.StatusOK, SandboxResponse{Thread: sb.Thread, Branch: sb.Branch, Dir: sb.Dir, Base: base, Files: files})
+	resp := SandboxResponse{Thread: sb.Thread, Repo: m.Name(), Branch: sb.Branch, Dir: sb.Dir, Base: base, Files: files}
+	if r.URL.Query().Get("check") == "true" {
+		err := m.Check(r.Context(), sb.Thread)
+		ok := err == nil
+		var ae *sandbox.ApplyError
+		switch {
+		case errors.Is(err, sandbox.ErrNothingToApply):
+			resp.Problem = "no changes to apply"
+		case errors.As(err, &ae):
+			resp.Problem = ae.Reason + ": " + strings.Join(ae.Files, ", ")
+		case err != nil:
+			writeError(w, http.StatusInternalServerError, "", "%v", err)
+			return
+		}
+		resp.Applies = &ok
+	}
+	writeJSON(w, http.StatusOK, resp)
 }
 
 func (s *Server) getSandboxDiff(w http.ResponseWriter, r *http.Request) {
-	sb, ok := s.threadSandbox(w, r)
+	_, sb, ok := s.threadSandbox(w, r)
 	if !ok {
 		return
 	}
@@ -99,7 +122,7 @@ func (s *Server) getSandboxDiff(w http.ResponseWriter, r *http.Request) {
 // applySandbox commits the thread's changes onto the user's branch; 409
 // with the reason (and the files) when it cannot, nothing changed.
 func (s *Server) applySandbox(w http.ResponseWriter, r *http.Request) {
-	sb, ok := s.threadSandbox(w, r)
+	m, sb, ok := s.threadSandbox(w, r)
 	if !ok {
 		return
 	}
@@ -107,7 +130,7 @@ func (s *Server) applySandbox(w http.ResponseWriter, r *http.Request) {
 	if !s.decodeOptionalBody(w, r, &req) {
 		return
 	}
-	done, err := s.sandbox.Apply(r.Context(), sb.Thread, req.Message)
+	done, err := m.Apply(r.Context(), sb.Thread, req.Message)
 	var ae *sandbox.ApplyError
 	switch {
 	case errors.Is(err, sandbox.ErrNothingToApply):
@@ -123,11 +146,11 @@ func (s *Server) applySandbox(w http.ResponseWriter, r *http.Request) {
 
 // discardSandbox removes the thread's sandbox (worktree, branch, refs).
 func (s *Server) discardSandbox(w http.ResponseWriter, r *http.Request) {
-	sb, ok := s.threadSandbox(w, r)
+	m, sb, ok := s.threadSandbox(w, r)
 	if !ok {
 		return
 	}
-	if err := s.sandbox.Discard(r.Context(), sb.Thread); err != nil {
+	if err := m.Discard(r.Context(), sb.Thread); err != nil {
 		writeError(w, http.StatusInternalServerError, "", "%v", err)
 		return
 	}

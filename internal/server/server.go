@@ -101,7 +101,8 @@ type Server struct {
 	events    *Broadcaster
 	services  []mounted
 	proxies   []*mcp.Proxy     // also in services; checked at start
-	sandbox   *sandbox.Manager // the sandbox toolset's, else nil (sandbox.go)
+	sandbox   *sandbox.Manager // the sandbox toolset's (its first repository), else nil (sandbox.go)
+	repos     *sandbox.Repos   // the sandbox toolset's repositories, else nil
 	// inflight and running serve the event stream and the
 	// human-in-the-loop endpoints (stream.go, hitl.go); choices, views and
 	// display segments are in history.
@@ -429,28 +430,8 @@ func (s *Server) buildServices(retry rap.RetryPolicy) error {
 		}
 		s.services = append(s.services, mounted{"examples", kit})
 	}
-	if sb := s.cfg.Sandbox; sb != nil {
-		mgr, err := sandbox.NewManager(sandbox.Config{Repo: sb.Repo, Root: sb.Root, Timeout: s.set.sandboxTimeout,
-			Batch: s.set.sandboxBatch, Jail: sandbox.JailMode(sb.Jail), Network: sb.Network, Logger: s.log,
-			Env: procenv.Build(os.Environ(), s.cfg.PassEnv, nil)})
-		if err != nil {
-			return &ConfigError{Field: "sandbox.repo", Reason: err.Error()}
-		}
-		kit, err := sandbox.NewServer(mgr, rap.ServerConfig{PublicURL: s.url + ToolsPrefix + sandboxToolset, Client: s.client, Retry: retry, Logger: s.log})
-		if err != nil {
-			return fmt.Errorf("server: building the sandbox tools: %w", err)
-		}
-		s.services = append(s.services, mounted{sandboxToolset, kit})
-		s.sandbox = mgr
-		s.log.Info("sandbox toolset: a git worktree per thread", "repo", mgr.Repo(), "root", mgr.Root())
-		switch jailed, why := mgr.Jailed(); {
-		case jailed:
-			s.log.Info("sandbox: commands run in a bubblewrap jail (read-only system, writable sandbox, private /tmp)", "network", sb.Network)
-		case why != "":
-			s.log.Warn("sandbox: commands run UNJAILED, as this server's user: they can write outside their sandbox and use the network (docs/sandbox.md)", "why", why)
-		default:
-			s.log.Warn("sandbox: commands run unjailed (sandbox.jail is off)")
-		}
+	if err := s.buildSandbox(retry); err != nil {
+		return err
 	}
 	for _, m := range s.cfg.MCPServers {
 		name := "mcp/" + m.Name

@@ -41,6 +41,20 @@ func (e *ApplyError) Error() string {
 // files). Afterwards the sandbox's base is its applied state, so a later
 // Apply brings only what changed since.
 func (m *Manager) Apply(ctx context.Context, thread, message string) (*Applied, error) {
+	return m.apply(ctx, thread, message, false)
+}
+
+// Check says whether Apply would succeed now, changing nothing the user
+// owns: nil, ErrNothingToApply or the *ApplyError Apply would return. It
+// commits the sandbox's uncommitted changes to its branch (as Apply and a
+// child's spawn do) and composes the commit in a scratch worktree, so it
+// costs what an apply costs.
+func (m *Manager) Check(ctx context.Context, thread string) error {
+	_, err := m.apply(ctx, thread, "", true)
+	return err
+}
+
+func (m *Manager) apply(ctx context.Context, thread, message string, dryRun bool) (*Applied, error) {
 	sb, err := m.Lookup(ctx, thread)
 	if err != nil {
 		return nil, err
@@ -85,7 +99,7 @@ func (m *Manager) Apply(ctx context.Context, thread, message string) (*Applied, 
 		return nil, &ApplyError{Thread: thread, Reason: "these files have uncommitted changes in your working copy or index (commit or stash them first)", Files: busy}
 	}
 	commit, err := m.composeCommit(ctx, thread, sb.base, tip, head, message)
-	if err != nil {
+	if err != nil || dryRun {
 		return nil, err
 	}
 	// Like a checkout from HEAD to commit: index and working copy move for
@@ -203,5 +217,6 @@ func (m *Manager) Discard(ctx context.Context, thread string) error {
 			return fmt.Errorf("sandbox: deleting %s of thread %s: %w", ref, thread, err)
 		}
 	}
+	_ = os.Remove(m.grantPath(sb.Name)) // a new sandbox of the thread starts with no permissions
 	return nil
 }

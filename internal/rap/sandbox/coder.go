@@ -50,6 +50,36 @@ func CoderInstructions(ctx context.Context, repo string) (string, error) {
 	return coderInstructions + "\n" + conv, nil
 }
 
+// Repo names a repository's directory (ReposInstructions).
+type Repo struct{ Name, Dir string }
+
+// ReposInstructions are CoderInstructions for a server of several
+// repositories: they name them, and each one's conventions come under
+// its name.
+func ReposInstructions(ctx context.Context, repos []Repo) (string, error) {
+	if len(repos) == 1 {
+		return CoderInstructions(ctx, repos[0].Dir)
+	}
+	var b strings.Builder
+	b.WriteString(coderInstructions)
+	names := make([]string, len(repos))
+	for i, r := range repos {
+		names[i] = r.Name
+	}
+	fmt.Fprintf(&b, "\n# Repositories\n\nThis server serves several repositories (%s). Each thread works in one: the one its first message named, else its parent's. Your tools work in yours.\n",
+		strings.Join(names, ", "))
+	for _, r := range repos {
+		c, err := Conventions(ctx, r.Dir)
+		if err != nil {
+			return "", err
+		}
+		if c != "" {
+			fmt.Fprintf(&b, "\n(Repository %s:)\n%s", r.Name, c)
+		}
+	}
+	return b.String(), nil
+}
+
 // Conventions renders the repository's convention files (see
 // CoderInstructions), "" when it has none.
 func Conventions(ctx context.Context, repo string) (string, error) {

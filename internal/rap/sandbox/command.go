@@ -46,9 +46,11 @@ type CommandView struct {
 // start reports it (recover.go).
 func (m *Manager) runCommand(ctx context.Context, c *rap.Call) error {
 	var a struct {
-		Command  string `json:"command"`
-		TimeoutS int    `json:"timeout_s"`
-		Watch    bool   `json:"watch"`
+		Command  string   `json:"command"`
+		TimeoutS int      `json:"timeout_s"`
+		Watch    bool     `json:"watch"`
+		Network  bool     `json:"network"`
+		Write    []string `json:"write_outside"`
 	}
 	if err := c.Args(&a); err != nil {
 		return err
@@ -61,8 +63,17 @@ func (m *Manager) runCommand(ctx context.Context, c *rap.Call) error {
 	if a.TimeoutS > 0 && time.Duration(a.TimeoutS)*time.Second < timeout {
 		timeout = time.Duration(a.TimeoutS) * time.Second
 	}
+	grant, refusal, err := m.permit(ctx, c, sb, a.Command, a.Network, a.Write)
+	switch {
+	case err != nil:
+		return c.Result(ctx, "error: "+err.Error())
+	case refusal != "":
+		return c.Result(ctx, refusal)
+	case grant == nil:
+		return nil // cancelled while the person was asked
+	}
 	logPath := m.logPath(sb.Name, c.ID)
-	p, err := m.start(sb.Dir, a.Command, logPath)
+	p, err := m.start(sb.Dir, a.Command, logPath, *grant)
 	if err != nil {
 		return c.Result(ctx, "error: "+err.Error())
 	}
@@ -125,9 +136,9 @@ type process struct {
 	started time.Time
 }
 
-// start runs command in dir with its output (stdout and stderr) written
+// start runs command in dir (in the jail, with grant) with its output (stdout and stderr) written
 // straight to the log file, in a process group of its own.
-func (m *Manager) start(dir, command, logPath string) (*process, error) {
+func (m *Manager) start(dir, command, logPath string, grant jailGrant) (*process, error) {
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return nil, fmt.Errorf("creating the log directory: %v", err)
 	}
@@ -146,7 +157,7 @@ func (m *Manager) start(dir, command, logPath string) (*process, error) {
 		if err := os.MkdirAll(cache, 0o755); err != nil {
 			return nil, fmt.Errorf("creating the jail's cache directory: %v", err)
 		}
-		cmd = exec.Command(m.bwrap, append(jailArgs(dir, cache, m.cfg.Network), "sh", "-c", command)...)
+		cmd = exec.Command(m.bwrap, append(jailArgs(dir, cache, m.gitDir, grant), "sh", "-c", command)...)
 		env = append(withoutVars(env, "TMPDIR", "XDG_CACHE_HOME"), "TMPDIR=/tmp", "XDG_CACHE_HOME="+cache)
 	} else {
 		cmd = exec.Command("sh", "-c", command)

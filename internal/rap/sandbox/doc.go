@@ -49,6 +49,13 @@
 // commands have records under Root/.agentslice, so the next start of the
 // server reports the ones that died with it (recover.go: Server.Start).
 //
+// A command that asks for the network or to write outside its sandbox
+// asks the person first (permission.go: a user_choice, allow once, allow
+// always for the thread, or refuse; a refusal is the call's result), unless
+// the thread's agent's network access (Config.NetworkFor) decides. One
+// server may serve several repositories (repos.go: Repos, NewReposServer);
+// each thread works in the one it is bound to, or its parent's.
+//
 // The built-in coding agent's instructions (coder.go, coder.md) live here
 // too, with the repository's conventions (AGENTS.md, CLAUDE.md,
 // .cursor/rules) appended from HEAD.

@@ -14,11 +14,15 @@ import (
 // commands run inside it. What a jailed command sees:
 //   - the whole file system read-only (--ro-bind / /), with a fresh /dev
 //     and /proc;
-//   - a private, empty /tmp (--tmpfs /tmp);
+//   - a private, empty /tmp (--tmpfs /tmp), with the repository's git
+//     directory bound back read-only when it lives under /tmp (a
+//     sandbox's .git file points there, so git works in the jail);
 //   - its sandbox directory writable, and a cache directory shared by the
 //     sandboxes of the repository (XDG_CACHE_HOME, so a Go build cache
 //     works), also writable;
-//   - no network (--unshare-net) unless Config.Network allows it;
+//   - no network (--unshare-net) unless the command was allowed it, and
+//     no other writable directory unless the command was allowed one
+//     (permission.go);
 //   - its own PID namespace (--unshare-pid), ended with the process group
 //     when the command is killed (--die-with-parent as well).
 //
@@ -52,7 +56,7 @@ func ProbeJail(ctx context.Context) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	args := append(jailArgs("/", "", false), "true")
+	args := append(jailArgs("/", "", "", jailGrant{}), "true")
 	cmd := exec.CommandContext(ctx, bwrap, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -64,15 +68,22 @@ func ProbeJail(ctx context.Context) (string, error) {
 }
 
 // jailArgs returns bwrap's arguments up to the command: the system
-// read-only, a private /tmp, dir and cache writable, the network cut
-// unless network.
-func jailArgs(dir, cache string, network bool) []string {
+// read-only, a private /tmp (gitDir, when set, bound back read-only),
+// dir, cache and the granted directories writable, the network cut
+// unless granted.
+func jailArgs(dir, cache, gitDir string, g jailGrant) []string {
 	args := []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"}
-	if !network {
+	if !g.Network {
 		args = append(args, "--unshare-net")
 	}
+	for _, w := range g.Write {
+		args = append(args, "--bind", w, w)
+	}
 	// Binds come after the tmpfs, so a sandbox under /tmp stays visible.
+	if gitDir != "" {
+		args = append(args, "--ro-bind", gitDir, gitDir)
+	}
 	if cache != "" {
 		args = append(args, "--bind", cache, cache)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -196,8 +197,8 @@ func (m *Manager) logf(format string, args ...any) {
 // and keeps their records, so the next start reports them.
 type Server struct {
 	*rap.Server
-	m  *Manager
-	wg sync.WaitGroup
+	repos *Repos
+	wg    sync.WaitGroup
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -216,17 +217,36 @@ func (s *Server) Start(ctx context.Context) error {
 	s.wg.Add(1)
 	go func() { // owned by the Server: Stop waits for it
 		defer s.wg.Done()
-		if n := s.m.Recover(rctx, s.Server); n > 0 && s.m.cfg.Logger != nil {
-			s.m.cfg.Logger.Info("sandbox: reported commands an earlier run left unfinished", "commands", n)
+		for _, m := range s.repos.list {
+			if n := m.Recover(rctx, s.Server); n > 0 && m.cfg.Logger != nil {
+				m.cfg.Logger.Info("sandbox: reported commands an earlier run left unfinished", "repo", m.Name(), "commands", n)
+			}
 		}
 	}()
 	return nil
 }
 
+// ServeHTTP answers the person's answers to permission questions
+// (PermissionPath, permission.go) and hands everything else to the kit.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if i := strings.LastIndex(r.URL.Path, PermissionPath); i >= 0 && r.Method == http.MethodPost {
+		for _, m := range s.repos.list {
+			if m.answer(w, r, r.URL.Path[i+len(PermissionPath):]) {
+				return
+			}
+		}
+		httpError(w, http.StatusNotFound, "no question is waiting for this answer (answered already, or asked by an earlier run of the server)")
+		return
+	}
+	s.Server.ServeHTTP(w, r)
+}
+
 // Stop kills the running commands (keeping their records) and stops the
 // kit server. It is safe to call twice.
 func (s *Server) Stop() {
-	s.m.stopping.Store(true)
+	for _, m := range s.repos.list {
+		m.stopping.Store(true)
+	}
 	s.mu.Lock()
 	if s.cancel != nil {
 		s.cancel()

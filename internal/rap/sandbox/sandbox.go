@@ -34,6 +34,9 @@ type Config struct {
 	// Repo is the user's repository (any directory inside its working
 	// copy). Required.
 	Repo string
+	// Name names the repository among the several one server may serve
+	// (repos.go). Default: the base name of its top directory.
+	Name string
 	// Root is the directory the sandboxes' worktrees live in, one
 	// directory per thread. Default: <user cache dir>/agentslice/sandboxes/
 	// <repo name>-<hash of its path>.
@@ -64,8 +67,14 @@ type Config struct {
 	// Jail says whether commands run in a bubblewrap jail (jail.go).
 	// Default JailAuto.
 	Jail JailMode
-	// Network lets jailed commands use the network. Default false.
+	// Network lets jailed commands use the network without asking (every
+	// thread's; NetworkFor decides per thread first). Default false: a
+	// command that asks for the network asks the person (permission.go).
 	Network bool
+	// NetworkFor returns the network access of a thread's agent (serve:
+	// the agent definition's network field); "" or a nil NetworkFor
+	// leaves it to Network.
+	NetworkFor func(ctx context.Context, thread string) (Access, error)
 	// Logger hears of what goes wrong outside a call (an unreadable
 	// command record, an interrupted command that cannot be reported);
 	// default: NewServer's logger.
@@ -120,6 +129,13 @@ type Manager struct {
 	// jailProblem says why not (JailAuto and a failed probe).
 	bwrap, jailProblem string
 	stopping           atomic.Bool // the toolset server is stopping (Server.Stop)
+	// publicURL is the toolset server's base URL (permission questions'
+	// response_url), set by NewServer; asks the questions waiting.
+	publicURL string
+	asks      asks
+	// gitDir is the repository's git directory when it is under /tmp
+	// (the jail binds it back over its private /tmp), else "".
+	gitDir string
 }
 
 // Sandbox is one thread's worktree.
@@ -169,7 +185,15 @@ func NewManager(cfg Config) (*Manager, error) {
 	if err := os.MkdirAll(cfg.Root, 0o755); err != nil {
 		return nil, fmt.Errorf("sandbox: creating root %s: %w", cfg.Root, err)
 	}
+	if cfg.Name == "" {
+		cfg.Name = filepath.Base(top)
+	}
 	m := &Manager{cfg: cfg, repo: top, boxes: map[string]*Sandbox{}}
+	if gd, err := git(context.Background(), top, "rev-parse", "--path-format=absolute", "--git-common-dir"); err == nil {
+		if gd = filepath.Clean(strings.TrimSpace(gd)); gd == "/tmp" || strings.HasPrefix(gd, "/tmp/") {
+			m.gitDir = gd
+		}
+	}
 	switch cfg.Jail {
 	case JailOff:
 	case JailOn, JailAuto:
@@ -196,6 +220,9 @@ func (m *Manager) Jailed() (bool, string) {
 	}
 	return false, m.jailProblem
 }
+
+// Name returns the repository's name (Config.Name).
+func (m *Manager) Name() string { return m.cfg.Name }
 
 // Repo returns the top of the user's working copy.
 func (m *Manager) Repo() string { return m.repo }

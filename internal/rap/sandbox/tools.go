@@ -26,22 +26,37 @@ const DefaultMaxRunning = 1024
 // NewServer returns the server offering the manager's tools. cfg's Name
 // and Tools are set by it; MaxRunning defaults to DefaultMaxRunning.
 func NewServer(m *Manager, cfg rap.ServerConfig) (*Server, error) {
+	r, err := NewRepos(m)
+	if err != nil {
+		return nil, err
+	}
+	return NewReposServer(r, cfg)
+}
+
+// NewReposServer returns the server offering the tools of several
+// repositories (repos.go): each thread's calls work in its repository.
+func NewReposServer(r *Repos, cfg rap.ServerConfig) (*Server, error) {
 	cfg.Name = ToolsetName
 	if cfg.MaxRunning <= 0 {
 		cfg.MaxRunning = DefaultMaxRunning
 	}
-	if m.cfg.Logger == nil {
-		m.cfg.Logger = cfg.Logger
+	var dirs []string
+	for _, m := range r.list {
+		if m.cfg.Logger == nil {
+			m.cfg.Logger = cfg.Logger
+		}
+		m.publicURL = cfg.PublicURL
+		dirs = append(dirs, m.repo)
 	}
 	if cfg.Description == "" {
-		cfg.Description = "a git worktree per thread of " + m.repo + ": read, change, run and diff without touching the user's working copy"
+		cfg.Description = "a git worktree per thread of " + strings.Join(dirs, ", ") + ": read, change, run and diff without touching the user's working copy"
 	}
-	cfg.Tools = m.Tools()
+	cfg.Tools = r.tools()
 	srv, err := rap.NewServer(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: building the toolset: %w", err)
 	}
-	return &Server{Server: srv, m: m}, nil
+	return &Server{Server: srv, repos: r}, nil
 }
 
 // Tools returns the sandbox tools.
@@ -101,11 +116,14 @@ func (m *Manager) Tools() []rap.Tool {
 			Description: "Starts a shell command (sh -c) in your sandbox's directory, in the background, and answers at once with its command ID. " +
 				"You are woken by one event when it ends, with the exit status, the duration, the output's tail and the path of the full log (read_file reads it); " +
 				"until then do other work or end your turn. With watch you are also woken by its output now and then. " +
-				"cancel_subscription (tool_call_id: this call's ID) kills it; timeout_s bounds it.",
+				"cancel_subscription (tool_call_id: this call's ID) kills it; timeout_s bounds it. " +
+				"It has no network and writes only your sandbox and /tmp unless you ask for more (network, write_outside): then the person is asked first, and a refusal is the result.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{
 				"command":{"type":"string","minLength":1,"description":"the command line, run by sh -c"},
 				"timeout_s":{"type":"integer","minimum":1,"description":"kill the command after this many seconds; default and maximum: the server's limit"},
-				"watch":{"type":"boolean","description":"also wake me with its output while it runs (batched)"}},
+				"watch":{"type":"boolean","description":"also wake me with its output while it runs (batched)"},
+				"network":{"type":"boolean","description":"the command needs the network (a download, a registry): the jail cuts it otherwise. The person is asked first unless your agent may use the network"},
+				"write_outside":{"type":"array","items":{"type":"string","minLength":1},"maxItems":8,"description":"absolute paths of existing directories outside your sandbox the command must write (a tool's cache, say): only your sandbox and /tmp are writable otherwise. The person is asked first"}},
 				"required":["command"],"additionalProperties":false}`),
 			// Long-running: the call becomes a subscription that lasts
 			// the command's life.

@@ -245,6 +245,7 @@ function select(id) {
   $("views").replaceChildren();
   $("views").hidden = true;
   $("timeline").hidden = true;
+  $("sandbox").hidden = true;
   showState({ status: "" });
   renderUsage();
   for (const b of document.querySelectorAll("#tree button")) {
@@ -290,6 +291,7 @@ async function refreshThread() {
   state.budget = th.budget || null;
   renderUsage();
   loadTimeline();
+  loadSandbox(th);
 }
 
 async function loadTimeline() {
