@@ -36,6 +36,8 @@ scores=()
 for pkg in "${pkgs[@]}"; do
 	name=${pkg//\//-}
 	out=$root/.run/mutation-$name.json
+	log=$root/.run/mutation-$name.log
+	rm -f "$out"
 	export MUTATION_PKG=github.com/agentslice/agentslice/$pkg
 	export MUTATION_CHAOS_RUN='^TestChaosFull$/^memory$'
 	if [[ $pkg == internal/disk ]]; then
@@ -47,22 +49,25 @@ for pkg in "${pkgs[@]}"; do
 	(PATH=$root/scripts/mutation:$PATH "$root/.run/bin/gremlins" unleash \
 		--coverpkg "$MUTATION_PKG" --workers 1 --test-cpu 0 --timeout-coefficient 5 \
 		-E '_test\.go$' -E 'storetest/' -E 'runtimetest/' -E 'mutants(_on|_off)?\.go$' \
-		-o "$out" "${flags[@]}" "./$pkg") || true
-	if [[ ! -s $out ]]; then
-		scores+=("mutation score $pkg: no result (see above)")
-		continue
-	fi
-	scores+=("$(python3 - "$pkg" "$out" <<'PY'
-import json, sys
-pkg, path = sys.argv[1], sys.argv[2]
-d = json.load(open(path))
-st = [m["status"] for f in d.get("files", []) for m in f.get("mutations", [])]
+		-o "$out" "${flags[@]}" "./$pkg" 2>&1 | tee "$log") || true
+	scores+=("$(python3 - "$pkg" "$out" "$log" <<'PY'
+import json, os, re, sys
+pkg, path, log = sys.argv[1:4]
+if os.path.exists(path) and os.path.getsize(path) > 0:
+    d = json.load(open(path))
+    st = [m["status"] for f in d.get("files", []) for m in f.get("mutations", [])]
+    note = ""
+else:
+    # Stopped before the end (gremlins writes its JSON last): count
+    # the mutants its log reports as run so far.
+    st = re.findall(r"^\s*(KILLED|LIVED|TIMED OUT|NOT COVERED|NOT VIABLE) \S+ at ", open(log).read(), re.M)
+    note = ", partial: from the log of an unfinished run"
 k = st.count("KILLED")
 t = sum(1 for s in st if s.replace("_", " ") == "TIMED OUT")
 l = st.count("LIVED") + t
 n = st.count("NOT COVERED")
 score = f"{100 * k / (k + l):.1f}%" if k + l else "n/a"
-print(f"mutation score {pkg}: {k}/{k + l} = {score} (killed {k}, lived {l} of which {t} timed out, not covered {n})")
+print(f"mutation score {pkg}: {k}/{k + l} = {score} (killed {k}, lived {l} of which {t} timed out, not covered {n}{note})")
 PY
 )")
 done
