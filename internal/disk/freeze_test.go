@@ -1,17 +1,22 @@
 package disk
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 )
 
 // FreezeIdle drops the threads that have not committed or loaded for at
 // least idle, on the store's clock, and keeps the others in memory; a
-// dropped thread reads back whole.
+// dropped thread reads back whole. Checkpoints that succeed log no
+// warning.
 func TestFreezeIdleDropsOnlyIdleThreads(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
-	d, err := Open(context.Background(), t.TempDir(), Options{Now: func() time.Time { return now }})
+	var logged bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	d, err := Open(context.Background(), t.TempDir(), Options{Now: func() time.Time { return now }, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,5 +40,8 @@ func TestFreezeIdleDropsOnlyIdleThreads(t *testing.T) {
 		if got := texts(t, h, id); got != want {
 			t.Errorf("thread %s after freezing: %q, want %q", id, got, want)
 		}
+	}
+	if logged.Len() > 0 {
+		t.Errorf("warnings from checkpoints that succeeded:\n%s", logged.String())
 	}
 }
