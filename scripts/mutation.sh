@@ -13,7 +13,8 @@
 # cores. Arguments name the packages (default: the three); GREMLINS_FLAGS
 # adds flags (say, -E 'regexp' to leave files out, --workers 1);
 # MUTATION_SAMPLE=K runs one mutant in K (scripts/mutation/go), an estimate
-# in a fraction of the time, MUTATION_SAMPLE_OFFSET which one.
+# in a fraction of the time, MUTATION_SAMPLE_OFFSET which one;
+# MUTATION_RUN=NAME names a run's files (two runs over parts of a package).
 # Results: .run/mutation-<pkg>.json; the last lines printed are the scores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +37,7 @@ MUTATION_REAL_GO=$(command -v go)
 read -r -a flags <<<"${GREMLINS_FLAGS:-}"
 scores=()
 for pkg in "${pkgs[@]}"; do
-	name=${pkg//\//-}
+	name=${pkg//\//-}${MUTATION_RUN:+-$MUTATION_RUN}
 	out=$root/.run/mutation-$name.json
 	log=$root/.run/mutation-$name.log
 	rm -f "$out"
