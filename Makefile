@@ -147,7 +147,8 @@ mutants:
 # matrix, against every mutant; prints per package
 #   mutation score <pkg>: K/(K+L) = P% (...)
 # with timeouts counted as lived. PKGS narrows it (e.g. PKGS=internal/local);
-# GREMLINS_FLAGS adds gremlins flags.
+# GREMLINS_FLAGS adds gremlins flags; MUTATION_SAMPLE=8 runs one mutant in 8
+# (docs/mutation.md).
 PKGS ?=
 mutation:
 	bash scripts/mutation.sh $(PKGS)

@@ -1,0 +1,100 @@
+package local
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// Before any call reports usage, a call is assumed to cost EstimateTokens,
+// 1000 when left at zero: with 1000 tokens a minute and a clock that
+// stands still, the default lets one call through, and an estimate of 500
+// lets two.
+func TestBudgetEstimateTokensDefault(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		estimate, through int
+	}{{0, 1}, {500, 2}} {
+		calls := 0
+		inner := modelFunc(func(ctx context.Context, req *runtime.CompletionRequest, w runtime.TurnWriter) error {
+			calls++ // reports no usage: the estimate stays
+			return nil
+		})
+		g, err := Budgeted(inner, Budget{TokensPerMinute: 1000, EstimateTokens: tc.estimate, Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := &runtime.CompletionRequest{ThreadID: "t"}
+		for i := range tc.through {
+			if err := g.Complete(context.Background(), req, discardTurn{}); err != nil {
+				t.Fatalf("EstimateTokens %d: call %d: %v", tc.estimate, i, err)
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := g.Complete(ctx, req, discardTurn{}); err == nil || calls != tc.through {
+			t.Fatalf("EstimateTokens %d: call %d in the same minute: err %v, %d calls reached the model; want it held back", tc.estimate, tc.through+1, err, calls)
+		}
+		g.Close()
+	}
+}
+
+// A call's cost is the usage's Total when it reports one (cached or
+// reasoning tokens can make it more than input + output), input + output
+// otherwise: after a call that used 600 tokens of 1000 a minute, the next
+// one is estimated at 600 and does not fit in what is left.
+func TestBudgetCountsTheUsageTotal(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, u := range []runtime.Usage{{Input: 60, Output: 40, Total: 600}, {Input: 300, Output: 300}} {
+		calls := 0
+		inner := modelFunc(func(ctx context.Context, req *runtime.CompletionRequest, w runtime.TurnWriter) error {
+			calls++
+			w.Usage(u)
+			return nil
+		})
+		g, err := Budgeted(inner, Budget{TokensPerMinute: 1000, EstimateTokens: 100, Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := &runtime.CompletionRequest{ThreadID: "t"}
+		if err := g.Complete(context.Background(), req, discardTurn{}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := g.Complete(ctx, req, discardTurn{}); err == nil || calls != 1 {
+			t.Fatalf("usage %+v: second call with 400 tokens left and 600 estimated: err %v, %d calls; want it held back", u, err, calls)
+		}
+		g.Close()
+	}
+}
+
+// Without a token bound, usage is not counted against anything: calls
+// bounded only by Concurrency go through one after another whatever they
+// used.
+func TestBudgetWithoutTokenBoundIgnoresUsage(t *testing.T) {
+	calls := 0
+	inner := modelFunc(func(ctx context.Context, req *runtime.CompletionRequest, w runtime.TurnWriter) error {
+		calls++
+		w.Usage(runtime.Usage{Input: 5000, Output: 5000})
+		return nil
+	})
+	g, err := Budgeted(inner, Budget{Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	req := &runtime.CompletionRequest{ThreadID: "t"}
+	if err := g.Complete(context.Background(), req, discardTurn{}); err != nil {
+		t.Fatal(err)
+	}
+	// A cancelled context: the call must be admitted at once, without
+	// waiting.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := g.Complete(ctx, req, discardTurn{}); err != nil || calls != 2 {
+		t.Fatalf("second call, one at a time and no token bound: err %v, %d calls; want it through at once", err, calls)
+	}
+}

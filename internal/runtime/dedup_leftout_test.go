@@ -1,0 +1,48 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/agentslice/agentslice/internal/local"
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// A redelivered message that a compacted root consumed before its view
+// start is a duplicate even though a slice's load leaves that item out
+// and there is no dedup store: the engine asks history about the
+// left-out part, and the redelivery neither appends nor calls the model.
+func TestRedeliveryBeforeTheViewStartIsDropped(t *testing.T) {
+	ctx := context.Background()
+	store := local.NewHistoryStore()
+	add := make([]runtime.Item, 10)
+	for i := range add {
+		add[i] = runtime.Item{Kind: runtime.ItemUser, Input: fmt.Sprintf("m%d", i), Text: fmt.Sprint(i)}
+	}
+	add[8] = runtime.Item{Kind: runtime.ItemSummary, Input: "sum", Text: "summary", Args: `{"covers":8}`}
+	add[9] = runtime.Item{Kind: runtime.ItemAssistant, Text: "ok"}
+	if err := store.Commit(ctx, &runtime.Commit{ThreadID: "t", Append: add,
+		State: runtime.ThreadState{Version: 1, Length: 10, Stack: []string{"t"}, ViewStart: 8}}); err != nil {
+		t.Fatal(err)
+	}
+	m := &usageModel{}
+	e, _ := newEngine(store, m)
+	if _, err := e.RunSlice(ctx, runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "m2")}}); err != nil {
+		t.Fatal(err)
+	}
+	th, err := store.Load(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(th.Items) != 10 || m.n() != 0 {
+		t.Fatalf("a redelivery of m2 (consumed at 2, before the view start 8): %d items (want 10), %d model calls (want 0)", len(th.Items), m.n())
+	}
+	// A new message still runs.
+	if _, err := e.RunSlice(ctx, runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "m10")}}); err != nil {
+		t.Fatal(err)
+	}
+	if m.n() != 1 {
+		t.Fatalf("a new message: %d model calls, want 1", m.n())
+	}
+}
