@@ -155,6 +155,11 @@ func Open(ctx context.Context, dir string, opts Options) (*DB, error) {
 		d.closeFiles()
 		return nil, err
 	}
+	roots, err := d.countRoots(ctx)
+	if err != nil {
+		d.closeFiles()
+		return nil, err
+	}
 	stored, err := d.inboxKeys(ctx)
 	if err != nil {
 		d.closeFiles()
@@ -167,6 +172,7 @@ func Open(ctx context.Context, dir string, opts Options) (*DB, error) {
 	d.inbox = newInboxState(stored)
 	d.w = newWriter(d.wdb, opts.MaxGroup, opts.NoSync, opts.Logger)
 	d.hist = newHistory(d)
+	d.hist.roots.Store(roots)
 	d.wg.Add(1)
 	go d.background() // owned by Close
 	return d, nil

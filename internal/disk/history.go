@@ -10,6 +10,7 @@ import (
 	goruntime "runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -34,6 +35,8 @@ type History struct {
 	// retirable: the journal segments up to this one are in the database
 	// (a committed checkpoint), not yet synced; retired: removed up to here.
 	retirable, retired uint64
+	// roots counts the tree index's rows (trees.go).
+	roots atomic.Int64
 }
 
 type hshard struct {

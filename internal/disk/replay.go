@@ -133,6 +133,9 @@ func replayCommit(ctx context.Context, tx *sql.Tx, c *commitRec) error {
 			return err
 		}
 	}
+	if err := replayRoots(ctx, tx, c); err != nil {
+		return err
+	}
 	for _, k := range c.kids {
 		state, err := stateJSON(k.state)
 		if err != nil {
