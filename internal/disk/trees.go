@@ -129,11 +129,16 @@ func commitRoot(c *commitRec) (string, runtime.Stamp, error) {
 
 // Roots returns up to limit root threads by their tree's latest activity,
 // newest first (then by ID), after the root (afterAt, afterID) when
-// afterID is set, and how many roots there are. It checkpoints first,
-// like NeedAttention, so that the journal's commits are counted.
+// afterID is set, and how many roots there are. When memory holds
+// commits the database lacks it checkpoints first, like NeedAttention, so
+// that they are counted. The query walks the index newest first (the
+// parent index serves Descendants; both conditions say parent != '' so
+// that SQLite may use the partial index).
 func (h *History) Roots(ctx context.Context, afterAt runtime.Stamp, afterID string, limit int) ([]Root, int, error) {
-	if _, err := h.checkpoint(ctx, false, 0); err != nil {
-		return nil, 0, err
+	if h.unstored() {
+		if _, err := h.checkpoint(ctx, false, 0); err != nil {
+			return nil, 0, err
+		}
 	}
 	q := `SELECT id, activity FROM roots ORDER BY activity DESC, id LIMIT ?`
 	args := []any{limit}
@@ -167,8 +172,8 @@ func (h *History) Roots(ctx context.Context, afterAt runtime.Stamp, afterID stri
 // Roots, whose checkpoint brought the database up to date.
 func (h *History) Descendants(ctx context.Context, root string) ([]string, error) {
 	rows, err := h.d.rdb.QueryContext(ctx, `WITH RECURSIVE below(id) AS (
-			SELECT id FROM threads WHERE parent = ?
-			UNION ALL SELECT t.id FROM threads t JOIN below b ON t.parent = b.id)
+			SELECT id FROM threads WHERE parent = ? AND parent != ''
+			UNION ALL SELECT t.id FROM threads t JOIN below b ON t.parent = b.id AND t.parent != '')
 		SELECT id FROM below`, root)
 	if err != nil {
 		return nil, fmt.Errorf("disk: listing the threads below %s: %w", root, err)
@@ -187,6 +192,22 @@ func (h *History) Descendants(ctx context.Context, root string) ([]string, error
 	}
 	slices.Sort(ids)
 	return ids, nil
+}
+
+// unstored reports whether memory holds a commit the database lacks.
+func (h *History) unstored() bool {
+	for i := range h.sh {
+		sh := &h.sh[i]
+		sh.mu.Lock()
+		for _, ht := range sh.hot {
+			if ht.dirty() {
+				sh.mu.Unlock()
+				return true
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return false
 }
 
 // countRoots reads how many roots the index holds (at Open).

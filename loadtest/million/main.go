@@ -181,6 +181,7 @@ func run(ctx context.Context, c config) error {
 	}
 	time.Sleep(3 * time.Second)
 	res.BaselineRSSBytes = bp.rss()
+	logf("serve on an empty directory: RSS %.1f MB", float64(res.BaselineRSSBytes)/1e6)
 	if err := bp.stop(); err != nil {
 		return err
 	}

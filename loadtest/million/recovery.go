@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,12 +61,18 @@ func killAndRecover(ctx context.Context, c config, p *serveProc, a *api, b *back
 	a.stop()
 	rec.inFlight = len(accepted)
 	logf("killed serve (SIGKILL) with %d accepted messages not yet known answered; restarting", rec.inFlight)
-	q, err := startServe(ctx, c.bin, cfg, nil)
+	// the restart logs at info: what recovery did, with times
+	infoCfg, err := serveConfigLogging(filepath.Dir(cfg), "sqlite", c.data, "info", "serve-recovery.json")
+	if err != nil {
+		return rec, err
+	}
+	q, err := startServe(ctx, c.bin, infoCfg, nil)
 	if err != nil {
 		return rec, err
 	}
 	defer q.stop()
 	rec.ready = q.ready.Seconds()
+	logf("restarted serve's log up to ready:\n%s", tail(q.logs.String()))
 	qa := newAPI(q.url)
 	deadline := time.Now().Add(5 * time.Minute)
 	pending := accepted

@@ -63,10 +63,14 @@ func buildServe(ctx context.Context, dir string) (string, error) {
 // model, the store, an event buffer deep enough for the harness's one
 // stream of replies, and a freezer that drops woken threads soon.
 func serveConfig(dir, store, data string) (string, error) {
+	return serveConfigLogging(dir, store, data, "warn", "serve-"+store+".json")
+}
+
+func serveConfigLogging(dir, store, data, level, name string) (string, error) {
 	cfg := map[string]any{
 		"listen":    "127.0.0.1:0",
 		"store":     store,
-		"log_level": "warn",
+		"log_level": level,
 		"limits":    map[string]any{"event_buffer": 1 << 16},
 		"freeze":    map[string]any{"every": "10s", "idle": "20s"},
 	}
@@ -74,7 +78,7 @@ func serveConfig(dir, store, data string) (string, error) {
 		cfg["data"] = data
 	}
 	b, _ := json.Marshal(cfg)
-	path := filepath.Join(dir, "serve-"+store+".json")
+	path := filepath.Join(dir, name)
 	return path, os.WriteFile(path, b, 0o600)
 }
 
