@@ -22,7 +22,11 @@ func TestThreadsListPagedByActivity(t *testing.T) {
 	for _, store := range []string{StoreMemory, StoreSQLite} {
 		t.Run(store, func(t *testing.T) {
 			t.Parallel()
-			testThreadsList(t, startServer(t, Config{Store: store}))
+			cfg := Config{Store: store}
+			if store == StoreSQLite {
+				cfg.Data = t.TempDir() // a directory of its own (the default one is shared by the package's tests)
+			}
+			testThreadsList(t, startServer(t, cfg))
 		})
 	}
 }
