@@ -19,6 +19,18 @@ import (
 // (replayRoots); Roots checkpoints first, so that it answers for the
 // journal too.
 
+// The tree index's queries (each is an index search: TestQueriesUseTheirIndexes).
+const (
+	sqlRootsFirst = `SELECT id, activity FROM roots ORDER BY activity DESC, id LIMIT ?`
+	sqlRootsAfter = `SELECT id, activity FROM roots WHERE activity <= ? AND NOT (activity = ? AND id <= ?)
+		ORDER BY activity DESC, id LIMIT ?`
+	// The parent index is partial (parent != ''): both steps say so.
+	sqlDescendants = `WITH RECURSIVE below(id) AS (
+			SELECT id FROM threads WHERE parent = ? AND parent != ''
+			UNION ALL SELECT t.id FROM threads t JOIN below b ON t.parent = b.id AND t.parent != '')
+		SELECT id FROM below`
+)
+
 // Root is a root thread of the tree index.
 type Root struct {
 	ID string
@@ -132,7 +144,7 @@ func commitRoot(c *commitRec) (string, runtime.Stamp, error) {
 // afterID is set, and how many roots there are. When memory holds
 // commits the database lacks it checkpoints first, like NeedAttention, so
 // that they are counted. The query walks the index newest first (the
-// parent index serves Descendants; both conditions say parent != '' so
+// parent index serves Descendants; both conditions say parent != ” so
 // that SQLite may use the partial index).
 func (h *History) Roots(ctx context.Context, afterAt runtime.Stamp, afterID string, limit int) ([]Root, int, error) {
 	if h.unstored() {
@@ -140,10 +152,10 @@ func (h *History) Roots(ctx context.Context, afterAt runtime.Stamp, afterID stri
 			return nil, 0, err
 		}
 	}
-	q := `SELECT id, activity FROM roots ORDER BY activity DESC, id LIMIT ?`
+	q := sqlRootsFirst
 	args := []any{limit}
 	if afterID != "" {
-		q = `SELECT id, activity FROM roots WHERE activity <= ? AND NOT (activity = ? AND id <= ?) ORDER BY activity DESC, id LIMIT ?`
+		q = sqlRootsAfter
 		args = []any{int64(afterAt), int64(afterAt), afterID, limit}
 	}
 	rows, err := h.d.rdb.QueryContext(ctx, q, args...)
@@ -171,10 +183,7 @@ func (h *History) Roots(ctx context.Context, afterAt runtime.Stamp, afterID stri
 // theirs, and so on), sorted, as the database holds them: call it after
 // Roots, whose checkpoint brought the database up to date.
 func (h *History) Descendants(ctx context.Context, root string) ([]string, error) {
-	rows, err := h.d.rdb.QueryContext(ctx, `WITH RECURSIVE below(id) AS (
-			SELECT id FROM threads WHERE parent = ? AND parent != ''
-			UNION ALL SELECT t.id FROM threads t JOIN below b ON t.parent = b.id AND t.parent != '')
-		SELECT id FROM below`, root)
+	rows, err := h.d.rdb.QueryContext(ctx, sqlDescendants, root)
 	if err != nil {
 		return nil, fmt.Errorf("disk: listing the threads below %s: %w", root, err)
 	}

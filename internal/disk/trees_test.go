@@ -96,3 +96,45 @@ func TestTreeIndex(t *testing.T) {
 		t.Fatalf("after the replay: %q (%d), want a,c,b,d,e (5)", got, n)
 	}
 }
+
+// TestQueriesUseTheirIndexes: recovery's and the tree index's queries are
+// index searches, not scans of every thread (SQLite uses a partial index
+// only when the query repeats its condition).
+func TestQueriesUseTheirIndexes(t *testing.T) {
+	d := openUnmanaged(t, t.TempDir())
+	defer d.Close()
+	for _, c := range []struct{ query, index string }{
+		{sqlNeedAttention, "threads_attention"},
+		{sqlPendingCalls, "threads_attention"},
+		{sqlDescendants, "threads_parent"},
+		{sqlRootsAfter, "roots_activity"},
+		{sqlRootsFirst, "roots_activity"},
+	} {
+		rows, err := d.rdb.Query("EXPLAIN QUERY PLAN "+c.query, planArgs(c.query)...)
+		if err != nil {
+			t.Fatalf("%s: %v", c.query, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		got := strings.Join(plan, "; ")
+		if !strings.Contains(got, c.index) || strings.Contains(got, "SCAN threads") {
+			t.Errorf("%s\nplan: %s\nwant a search using %s", c.query, got, c.index)
+		}
+	}
+}
+
+func planArgs(query string) []any {
+	args := make([]any, strings.Count(query, "?"))
+	for i := range args {
+		args[i] = "x"
+	}
+	return args
+}

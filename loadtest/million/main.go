@@ -36,6 +36,7 @@ type config struct {
 	wakeRate                       float64
 	satSeconds                     time.Duration
 	killMessages, memAgents, pages int
+	existing                       int
 	seed                           uint64
 }
 
@@ -111,6 +112,7 @@ func main() {
 	flag.IntVar(&c.killMessages, "kill-messages", 2000, "messages sent to idle agents around the kill -9")
 	flag.IntVar(&c.memAgents, "memory-agents", 100000, "agents created on serve's memory store (through its API, one message each) for the comparison (0: skip)")
 	flag.IntVar(&c.pages, "pages", 3, "GET /threads pages timed at each size")
+	flag.IntVar(&c.existing, "existing", 0, "agents -data already holds from an earlier run with -keep (they are not created again)")
 	flag.Uint64Var(&c.seed, "seed", uint64(time.Now().UnixNano()), "random seed (which agents wake)")
 	flag.Parse()
 	for _, s := range strings.Split(steps, ",") {
@@ -122,7 +124,7 @@ func main() {
 			fmt.Fprintf(os.Stderr, "million: -steps: %q is not a positive number\n", s)
 			os.Exit(2)
 		}
-		if n < c.agents {
+		if n < c.agents && n > c.existing {
 			c.steps = append(c.steps, n)
 		}
 	}
@@ -187,7 +189,7 @@ func run(ctx context.Context, c config) error {
 	}
 	os.Remove(bcfg)
 
-	have := 0
+	have := c.existing
 	bg := make([]string, c.bgAgents)
 	for i := range bg {
 		bg[i] = agentName(i)
