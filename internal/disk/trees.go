@@ -2,7 +2,6 @@ package disk
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -96,7 +95,7 @@ func writeRoots(w *wconn, snap []ckptEntry) (int, error) {
 }
 
 // replayRoots raises the root of a commit replay applies.
-func replayRoots(ctx context.Context, tx *sql.Tx, c *commitRec) error {
+func replayRoots(ctx context.Context, tx *replayTx, c *commitRec) error {
 	root, at, err := commitRoot(c)
 	if err != nil {
 		return fmt.Errorf("thread %s: indexing its tree: %w", c.thread, err)

@@ -74,7 +74,7 @@ func startBackground(ctx context.Context, a *api, agents []string, rate float64,
 				if ctx.Err() != nil {
 					return
 				}
-				id := fmt.Sprintf("bg-%s-%d", tag, b.seq.Add(1))
+				id := fmt.Sprintf("bg-%s-%s-%d", runTag, tag, b.seq.Add(1))
 				ch := a.wait(agent)
 				if err := a.post(ctx, agent, id, "Background message "+strconv.Itoa(n)+": check the build again."); err != nil {
 					a.unwait(agent)
@@ -165,7 +165,7 @@ func wake(ctx context.Context, a *api, agents []string, rate float64, concurrenc
 			defer func() { <-sem }()
 			ch := a.wait(agent)
 			t0 := time.Now()
-			if err := a.post(ctx, agent, fmt.Sprintf("wake-%s-%d", tag, i), "Wake up: the CI run you waited for finished."); err != nil {
+			if err := a.post(ctx, agent, fmt.Sprintf("wake-%s-%s-%d", runTag, tag, i), "Wake up: the CI run you waited for finished."); err != nil {
 				a.unwait(agent)
 				errs.Add(1)
 				lat[i], post[i] = -1, -1

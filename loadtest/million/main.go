@@ -133,11 +133,16 @@ func main() {
 		fmt.Fprintf(os.Stderr, "million: -agents (%d) must exceed -background-agents (%d) and -turns (%d) be positive\n", c.agents, c.bgAgents, c.turns)
 		os.Exit(2)
 	}
+	runTag = strconv.FormatUint(c.seed%(36*36*36*36), 36)
 	if err := run(context.Background(), c); err != nil {
 		fmt.Fprintln(os.Stderr, "million:", err)
 		os.Exit(1)
 	}
 }
+
+// runTag keeps this run's message IDs apart from an earlier run's on a
+// kept directory (-existing): a message ID is unique within its thread.
+var runTag string
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "million %s: "+format+"\n", append([]any{time.Now().UTC().Format("15:04:05")}, args...)...)

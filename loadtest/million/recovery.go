@@ -34,7 +34,7 @@ func killAndRecover(ctx context.Context, c config, p *serveProc, a *api, b *back
 		go func() { // waited for below
 			defer wg.Done()
 			defer func() { <-sem }()
-			thread, id := agentName(i), fmt.Sprintf("kill-%d", i)
+			thread, id := agentName(i), fmt.Sprintf("kill-%s-%d", runTag, i)
 			if a.post(ctx, thread, id, "Wake up: the deploy you waited for finished.") != nil {
 				return // refused or cut by the kill: never accepted
 			}
