@@ -3,6 +3,7 @@
 #   make loadtest-priority  priority classes under a background flood (issue 17)
 #   make loadtest-longrun   one orchestrator over 10,000 turns: slice cost as a thread ages (issue 31)
 #   make loadtest-peers     the same agent workload on Restate, DBOS and agentslice (docs/peers.md)
+#   make loadtest-million   a million durable agents under serve: RSS, wake-up, kill -9 recovery (issue 35)
 #   make test       every test, with the local stand-ins for AWS started and stopped
 #                   (it ends with make e2e's local cloud test)
 #   make e2e        only the local cloud test: the Lambda bootstraps under the
