@@ -3,6 +3,7 @@
 #   make loadtest-priority  priority classes under a background flood (issue 17)
 #   make loadtest-longrun   one orchestrator over 10,000 turns: slice cost as a thread ages (issue 31)
 #   make loadtest-peers     the same agent workload on Restate, DBOS and agentslice (docs/peers.md)
+#   make loadtest-million   a million durable agents under serve: RSS, wake-up, kill -9 recovery (issue 35)
 #   make test       every test, with the local stand-ins for AWS started and stopped
 #                   (it ends with make e2e's local cloud test)
 #   make e2e        only the local cloud test: the Lambda bootstraps under the
@@ -18,7 +19,7 @@ AGENTS  ?= 20000
 TURNS   ?= 20
 WAVE    ?= 500
 
-.PHONY: all test test-go e2e loadtest loadtest-longrun loadtest-full loadtest-durable loadtest-scaling loadtest-storage loadtest-cost loadtest-priority loadtest-sharedtpm loadtest-sandbox loadtest-peers test-peers bench-codec vet fmt fuzz chaos mutants mutation build synth deploy destroy cdk-deps
+.PHONY: all test test-go e2e loadtest loadtest-longrun loadtest-million loadtest-full loadtest-durable loadtest-scaling loadtest-storage loadtest-cost loadtest-priority loadtest-sharedtpm loadtest-sandbox loadtest-peers test-peers bench-codec vet fmt fuzz chaos mutants mutation build synth deploy destroy cdk-deps
 
 all: test
 
@@ -206,3 +207,13 @@ loadtest-longrun:
 	$(GO) run ./loadtest/longrun -store sqlite -turns $(LONGRUN_SMALL) -every 200
 	@if [ -n "$$AGENTSLICE_TEST_PG_DSN" ]; then $(GO) run ./loadtest/longrun -store postgres -turns $$(( $(LONGRUN_SMALL) / 2 )) -every 100; \
 	 else echo "loadtest-longrun: AGENTSLICE_TEST_PG_DSN not set, PostgreSQL run skipped"; fi
+
+# loadtest-million (issue 35): MILLION_AGENTS agents (4 turns each, the
+# infinity profile's shape) on serve's durable store, measured at 10,000,
+# 100,000 and the full size with the real `agentslice serve`: RSS and disk
+# per idle agent, wake-up latency under a background load, kill -9
+# recovery, GET /threads pages, the memory store for comparison. One JSON
+# line; the chart is docs/million.svg. Not part of make test.
+MILLION_AGENTS ?= 1000000
+loadtest-million:
+	$(GO) run ./loadtest/million -agents $(MILLION_AGENTS)

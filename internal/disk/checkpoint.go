@@ -95,7 +95,9 @@ func (h *History) checkpoint(ctx context.Context, evict bool, cutoff int64) (int
 	grow := h.d.ids.add(fresh...)
 	if len(snap) > 0 || !inbox.empty() {
 		enc := h.startEncoding(snap)
+		roots := 0 // root rows the transaction creates
 		err = h.d.w.do(ctx, &wreq{atomic: true, lazy: true, fn: func(w *wconn) error {
+			roots = 0
 			for i := range enc.ready {
 				chunk, err := enc.wait(i)
 				if err != nil {
@@ -104,6 +106,11 @@ func (h *History) checkpoint(ctx context.Context, evict bool, cutoff int64) (int
 				if err := writeEntries(w, chunk); err != nil {
 					return err
 				}
+				n, err := writeRoots(w, chunk)
+				if err != nil {
+					return err
+				}
+				roots += n
 			}
 			return writeInbox(w, inbox)
 		}})
@@ -112,6 +119,7 @@ func (h *History) checkpoint(ctx context.Context, evict bool, cutoff int64) (int
 			h.d.inbox.failed(inbox)
 			return 0, fmt.Errorf("disk: checkpoint: %w", err)
 		}
+		h.roots.Add(int64(roots))
 	}
 	if grow {
 		// No other writer of thread rows runs meanwhile (checkpoints are

@@ -84,6 +84,8 @@ type DB struct {
 	j          *journal // group commit to the journal
 	inbox      *inboxState
 	hist       *History // built by Open
+	// stopFill cancels the thread filter's fill (Open starts it).
+	stopFill context.CancelFunc
 	// qThread reads one thread's row (History.read).
 	qThread *sql.Stmt
 	// ids holds every thread ID the database has (and maybe others).
@@ -151,7 +153,9 @@ func Open(ctx context.Context, dir string, opts Options) (*DB, error) {
 		}
 	}
 	d.ids = newIDFilter(0)
-	if err := d.ids.rebuild(ctx, d, nil); err != nil {
+	d.ids.filling, d.ids.filled = true, make(chan struct{}) // filled below, on a goroutine of its own
+	roots, err := d.countRoots(ctx)
+	if err != nil {
 		d.closeFiles()
 		return nil, err
 	}
@@ -167,8 +171,16 @@ func Open(ctx context.Context, dir string, opts Options) (*DB, error) {
 	d.inbox = newInboxState(stored)
 	d.w = newWriter(d.wdb, opts.MaxGroup, opts.NoSync, opts.Logger)
 	d.hist = newHistory(d)
-	d.wg.Add(1)
+	d.hist.roots.Store(roots)
+	d.wg.Add(2)
 	go d.background() // owned by Close
+	fctx, cancel := context.WithCancel(context.Background())
+	d.stopFill = cancel
+	go func() { // owned by Close, which cancels it
+		defer d.wg.Done()
+		defer cancel()
+		d.ids.fill(fctx, d, d.hist)
+	}()
 	return d, nil
 }
 
@@ -394,6 +406,7 @@ func (d *DB) close(checkpoint bool) error {
 	d.shut = true
 	d.mu.Unlock()
 	close(d.quit)
+	d.stopFill()
 	d.wg.Wait()
 	var errs []error
 	if checkpoint {

@@ -95,6 +95,11 @@
 //	v5: dead_letters (seq, thread, id, body JSON, reason, at, status): the
 //	    local.DeadLetterStore (open, redriven, resolved), written through
 //	    the writer, not the journal
+//	v6: ledger (tree, data); v7: agent_versions (name, hash, definition, stored)
+//	v8: roots (id PK, activity: the latest item time of its tree) with an
+//	    index newest first, and an index of threads by parent: the tree
+//	    index GET /threads pages through (History.Roots, Descendants);
+//	    checkpoints and replay keep it
 //
 // The data directory holds agentslice.db (plus its -wal and -shm files),
 // the journal's segments (journal-NNNNNNNN.log, and journal-spare.log) and

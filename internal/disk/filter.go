@@ -19,6 +19,11 @@ type idFilter struct {
 	bits []uint64
 	n    int // IDs added
 	cap  int // IDs it was sized for
+	// filling: not yet filled from the table (Open fills it on a goroutine
+	// of its own, a scan of every thread ID); until then it says "maybe"
+	// for every ID.
+	filling bool
+	filled  chan struct{} // closed when fill returns (Open's filter)
 }
 
 const (
@@ -55,6 +60,9 @@ func (f *idFilter) positions(id string, fn func(i uint64) bool) bool {
 func (f *idFilter) mayHave(id string) bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	if f.filling {
+		return true
+	}
 	return f.positions(id, func(i uint64) bool { return f.bits[i/64]&(1<<(i%64)) != 0 })
 }
 
@@ -68,6 +76,25 @@ func (f *idFilter) add(ids ...string) bool {
 	}
 	f.n += len(ids)
 	return f.n > f.cap
+}
+
+// fill fills a filter made filling (Open) from the table, holding off the
+// checkpoints, the only writers of new thread rows, while it reads: at a
+// million threads the scan takes seconds, which Open no longer waits for.
+// If it fails the filter stays filling: correct, one query per new thread.
+func (f *idFilter) fill(ctx context.Context, d *DB, h *History) {
+	defer close(f.filled)
+	h.ckptMu.Lock()
+	defer h.ckptMu.Unlock()
+	f.mu.RLock()
+	done := !f.filling // a checkpoint's rebuild got there first
+	f.mu.RUnlock()
+	if done {
+		return
+	}
+	if err := f.rebuild(ctx, d, nil); err != nil && ctx.Err() == nil {
+		d.opts.Logger.Warn("filling the thread filter failed; new threads cost a query each", "error", err)
+	}
 }
 
 // rebuild refills the filter from the threads table, sized for twice what
@@ -97,7 +124,7 @@ func (f *idFilter) rebuild(ctx context.Context, d *DB, pending []string) error {
 	}
 	fresh.add(pending...)
 	f.mu.Lock()
-	f.bits, f.n, f.cap = fresh.bits, fresh.n, fresh.cap
+	f.bits, f.n, f.cap, f.filling = fresh.bits, fresh.n, fresh.cap, false
 	f.mu.Unlock()
 	return nil
 }

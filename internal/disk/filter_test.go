@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentslice/agentslice/internal/runtime"
 )
@@ -75,5 +76,41 @@ func TestThreadsOutgrowingTheFilterAreFound(t *testing.T) {
 		if err != nil || th.State.Version != 1 || len(th.Items) != 1 || th.Items[0].Text != id {
 			t.Fatalf("%s after leaving memory: %+v %v", id, th, err)
 		}
+	}
+}
+
+// TestFilterFilledAfterOpen: Open does not wait for the thread filter
+// (a scan of every thread ID); until it is filled it says "maybe" for
+// every ID (a stored thread is never missed), and once filled it says
+// "no" for an ID never written and "maybe" for every stored one.
+func TestFilterFilledAfterOpen(t *testing.T) {
+	dir := t.TempDir()
+	d := openUnmanaged(t, dir)
+	for i := range 50 {
+		commitN(t, d.History(), fmt.Sprintf("t%d", i), 0, "x")
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d = openUnmanaged(t, dir)
+	defer d.Close()
+	if th, err := d.History().Load(context.Background(), "t7"); err != nil || len(th.Items) != 1 {
+		t.Fatalf("load right after Open: %v, %v", th, err)
+	}
+	select {
+	case <-d.ids.filled:
+	case <-time.After(time.Minute):
+		t.Fatal("the filter was not filled in a minute")
+	}
+	if d.ids.filling {
+		t.Fatal("the fill ended with the filter still filling")
+	}
+	for i := range 50 {
+		if !d.ids.mayHave(fmt.Sprintf("t%d", i)) {
+			t.Fatalf("filled filter misses stored thread t%d", i)
+		}
+	}
+	if d.ids.mayHave("never-written") && d.ids.mayHave("never-written-2") && d.ids.mayHave("never-written-3") {
+		t.Fatal("filled filter says maybe for every unknown ID")
 	}
 }

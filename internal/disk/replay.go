@@ -37,6 +37,7 @@ func replay(ctx context.Context, db *sql.DB, dir string) (last uint64, records i
 		return 0, 0, fmt.Errorf("disk: replaying the journal: %w", err)
 	}
 	defer tx.Rollback()
+	rtx := &replayTx{Tx: tx, stmts: map[string]*sql.Stmt{}}
 	for i, n := range segs {
 		data, err := os.ReadFile(filepath.Join(dir, segName(n)))
 		if err != nil {
@@ -54,7 +55,7 @@ func replay(ctx context.Context, db *sql.DB, dir string) (last uint64, records i
 			if payload[0] == recEnd {
 				break // cut here; what follows is a reused file's leftovers
 			}
-			if err := applyRecord(ctx, tx, payload); err != nil {
+			if err := applyRecord(ctx, rtx, payload); err != nil {
 				return 0, 0, fmt.Errorf("%w: segment %d, record at byte %d: %v (the files were left as they are)", ErrCorrupt, n, off, err)
 			}
 			off += frameHeader + len(payload)
@@ -67,7 +68,7 @@ func replay(ctx context.Context, db *sql.DB, dir string) (last uint64, records i
 	return segs[len(segs)-1], records, nil
 }
 
-func applyRecord(ctx context.Context, tx *sql.Tx, payload []byte) error {
+func applyRecord(ctx context.Context, tx *replayTx, payload []byte) error {
 	if len(payload) == 0 {
 		return errors.New("empty record")
 	}
@@ -102,7 +103,7 @@ func applyRecord(ctx context.Context, tx *sql.Tx, payload []byte) error {
 	return fmt.Errorf("unknown record kind %d", payload[0])
 }
 
-func replayCommit(ctx context.Context, tx *sql.Tx, c *commitRec) error {
+func replayCommit(ctx context.Context, tx *replayTx, c *commitRec) error {
 	var version int64
 	var length int
 	err := tx.QueryRowContext(ctx, `SELECT version, length FROM threads WHERE id = ?`, c.thread).Scan(&version, &length)
@@ -133,6 +134,9 @@ func replayCommit(ctx context.Context, tx *sql.Tx, c *commitRec) error {
 			return err
 		}
 	}
+	if err := replayRoots(ctx, tx, c); err != nil {
+		return err
+	}
 	for _, k := range c.kids {
 		state, err := stateJSON(k.state)
 		if err != nil {
@@ -157,3 +161,39 @@ const (
 	sqlInboxPut  = `INSERT INTO inbox (thread, id, body) VALUES (?, ?, ?) ON CONFLICT (thread, id) DO NOTHING`
 	sqlInboxDone = `DELETE FROM inbox WHERE thread = ? AND id = ?`
 )
+
+// replayTx is the replay's transaction with its statements prepared once
+// each: replay runs a few statements per record, tens of thousands of
+// records after a crash, and preparing each anew was most of its time.
+type replayTx struct {
+	*sql.Tx
+	stmts map[string]*sql.Stmt // closed with the transaction
+}
+
+func (t *replayTx) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := t.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := t.Tx.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	t.stmts[query] = st
+	return st, nil
+}
+
+func (t *replayTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := t.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+func (t *replayTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := t.stmt(ctx, query)
+	if err != nil {
+		return t.Tx.QueryRowContext(ctx, query, args...) // carries the same error
+	}
+	return st.QueryRowContext(ctx, args...)
+}

@@ -126,6 +126,21 @@ var migrations = []struct {
 			PRIMARY KEY (name, hash)
 		) WITHOUT ROWID`,
 	}},
+	// GET /threads at a million threads: the root threads by their tree's
+	// latest item time (the newest first is an index scan) and the
+	// children by parent, so that a page reads its own trees and nothing
+	// else. Roots stored before this version start at activity 0 (their
+	// items' times are inside compressed frames) and move up at their
+	// tree's next checkpointed commit.
+	{"the tree index: roots by last activity, threads by parent", []string{
+		`CREATE TABLE roots (
+			id       TEXT PRIMARY KEY,
+			activity INTEGER NOT NULL
+		) WITHOUT ROWID`,
+		`INSERT INTO roots (id, activity) SELECT id, 0 FROM threads WHERE parent = ''`,
+		`CREATE INDEX roots_activity ON roots (activity DESC, id)`,
+		`CREATE INDEX threads_parent ON threads (parent) WHERE parent != ''`,
+	}},
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"cmp"
+	"context"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentslice/agentslice/internal/disk"
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
@@ -162,45 +164,19 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, bad)
 		return
 	}
+	if ix, ok := s.store.(treeIndex); ok && q.status == "" && q.agent == "" && q.q == "" {
+		s.listIndexed(w, r, q, ix)
+		return
+	}
 	ids := s.store.Threads()
 	resp := treeResponse{Threads: []*treeNode{}}
 	if len(ids) > s.set.maxListed {
 		ids, resp.Truncated = ids[:s.set.maxListed], true
 	}
-	nodes := make(map[string]*treeNode, len(ids))
-	parents := make(map[string]string, len(ids))
-	order := make(map[string][]string, len(ids)) // a parent's children as it lists them
-	for _, id := range ids {
-		th, err := s.store.Load(r.Context(), id)
-		if err != nil {
-			writeError(w, http.StatusServiceUnavailable, "", "loading thread %s: %v", id, err)
-			return
-		}
-		own := th.Own()
-		nodes[id] = &treeNode{ID: id, Status: s.status(id, th), Title: threadTitle(own), Agent: s.agentOf(&th.State),
-			Temporary: th.State.Temporary, Length: th.State.Length, Tokens: th.State.Tokens, LastActivity: lastActivity(own)}
-		parents[id] = th.State.Parent
-		order[id] = th.State.Children
-	}
-	placed := map[string]bool{}
-	for _, id := range ids { // children in the order their parent spawned them
-		for _, c := range order[id] {
-			if n := nodes[c]; n != nil && parents[c] == id && !placed[c] {
-				nodes[id].Children = append(nodes[id].Children, n)
-				placed[c] = true
-			}
-		}
-	}
-	var roots []*treeNode
-	for _, id := range ids {
-		if placed[id] {
-			continue
-		}
-		if p := nodes[parents[id]]; p != nil && parents[id] != "" {
-			p.Children = append(p.Children, nodes[id]) // a child its parent does not list (a threaded event)
-		} else {
-			roots = append(roots, nodes[id]) // a root, or its parent was not listed
-		}
+	roots, err := s.trees(r.Context(), ids)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "", "%v", err)
+		return
 	}
 	matching := roots[:0]
 	for _, n := range roots {
@@ -230,6 +206,96 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
 	resp.Threads = append(resp.Threads, page...)
 	for _, n := range page {
 		resp.Count += treeSize(n)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// trees loads the threads ids and arranges them as trees: children in the
+// order their parent spawned them, then those it does not list (threaded
+// events); a thread whose parent is not among ids is a root.
+func (s *Server) trees(ctx context.Context, ids []string) ([]*treeNode, error) {
+	nodes := make(map[string]*treeNode, len(ids))
+	parents := make(map[string]string, len(ids))
+	order := make(map[string][]string, len(ids)) // a parent's children as it lists them
+	for _, id := range ids {
+		th, err := s.store.Load(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("loading thread %s: %w", id, err)
+		}
+		own := th.Own()
+		nodes[id] = &treeNode{ID: id, Status: s.status(id, th), Title: threadTitle(own), Agent: s.agentOf(&th.State),
+			Temporary: th.State.Temporary, Length: th.State.Length, Tokens: th.State.Tokens, LastActivity: lastActivity(own)}
+		parents[id] = th.State.Parent
+		order[id] = th.State.Children
+	}
+	placed := map[string]bool{}
+	for _, id := range ids { // children in the order their parent spawned them
+		for _, c := range order[id] {
+			if n := nodes[c]; n != nil && parents[c] == id && !placed[c] {
+				nodes[id].Children = append(nodes[id].Children, n)
+				placed[c] = true
+			}
+		}
+	}
+	var roots []*treeNode
+	for _, id := range ids {
+		if placed[id] {
+			continue
+		}
+		if p := nodes[parents[id]]; p != nil && parents[id] != "" {
+			p.Children = append(p.Children, nodes[id]) // a child its parent does not list (a threaded event)
+		} else {
+			roots = append(roots, nodes[id]) // a root, or its parent was not listed
+		}
+	}
+	return roots, nil
+}
+
+// treeIndex is a store that pages through root threads by their tree's
+// last activity and finds a root's descendants without loading other
+// threads (the sqlite store's tree index): GET /threads without filters
+// then reads only the trees of its page, whatever the number of threads.
+type treeIndex interface {
+	Roots(ctx context.Context, afterAt runtime.Stamp, afterID string, limit int) ([]disk.Root, int, error)
+	Descendants(ctx context.Context, root string) ([]string, error)
+}
+
+// listIndexed is GET /threads without filters on a store with a tree
+// index: a page of roots from the index, each tree loaded whole.
+func (s *Server) listIndexed(w http.ResponseWriter, r *http.Request, q threadsQuery, ix treeIndex) {
+	afterID := ""
+	if q.hasCursor {
+		afterID = q.afterID
+	}
+	page, total, err := ix.Roots(r.Context(), q.afterAt, afterID, q.limit+1)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "", "%v", err)
+		return
+	}
+	resp := treeResponse{Threads: []*treeNode{}, Total: total}
+	if len(page) > q.limit {
+		page = page[:q.limit]
+		last := page[len(page)-1]
+		resp.NextCursor = encodeCursor(last.Activity, last.ID)
+	}
+	for _, root := range page {
+		below, err := ix.Descendants(r.Context(), root.ID)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, "", "%v", err)
+			return
+		}
+		trees, err := s.trees(r.Context(), append([]string{root.ID}, below...))
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, "", "%v", err)
+			return
+		}
+		for _, n := range trees {
+			if n.ID == root.ID {
+				treeActivity(n)
+				resp.Threads = append(resp.Threads, n)
+				resp.Count += treeSize(n)
+			}
+		}
 	}
 	writeJSON(w, http.StatusOK, resp)
 }

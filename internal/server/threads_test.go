@@ -14,10 +14,24 @@ import (
 // latest item time, newest first (not by ID as text: load-1, load-10,
 // load-2), pages them with limit and an opaque cursor, filters by status,
 // agent and title text, and shows each thread's agent, title (first user
-// message, on one line, trimmed) and its children's titles.
+// message, on one line, trimmed) and its children's titles; on the memory
+// store (every thread loaded, sorted) and on the sqlite store, whose tree
+// index answers a page without filters.
 func TestThreadsListPagedByActivity(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, Config{Store: StoreMemory})
+	for _, store := range []string{StoreMemory, StoreSQLite} {
+		t.Run(store, func(t *testing.T) {
+			t.Parallel()
+			cfg := Config{Store: store}
+			if store == StoreSQLite {
+				cfg.Data = t.TempDir() // a directory of its own (the default one is shared by the package's tests)
+			}
+			testThreadsList(t, startServer(t, cfg))
+		})
+	}
+}
+
+func testThreadsList(t *testing.T, srv *Server) {
 	ctx := context.Background()
 	const base = runtime.Stamp(1_790_000_000_000)
 	commit := func(id string, st runtime.ThreadState, at runtime.Stamp, text string, children ...runtime.ChildThread) {

@@ -52,6 +52,7 @@ type config struct {
 	store, data         string
 	heldEachWave        bool
 	traceRatio          float64
+	codecUs             float64 // -codec-us
 }
 
 func envInt(name string, def int) int {
@@ -127,6 +128,7 @@ func main() {
 	flag.StringVar(&c.mutexProfile, "mutexprofile", "", "write a mutex contention profile of the run (every contended lock sampled) to this file")
 	flag.BoolVar(&c.heldEachWave, "held-rss", false, "sample the RSS of every wave but the last as the process holds it, without the GC and FreeOSMemory that the next wave pays for by faulting the returned memory in again (about 10% of the CPU of the infinity profile); the last sample, the figure per idle agent, is taken after them as always")
 	flag.BoolVar(&c.scaling, "scaling", false, "run the profile at GOMAXPROCS=1 and at every core, each in a child process, and print one JSON line comparing them")
+	flag.Float64Var(&c.codecUs, "codec-us", 0, "the cold tier's codec alone, CPU-µs per completion, as make bench-codec measures it (0: the run's own freezing CPU per completion); the run prints its completions/s as a fraction of 1 / (codec µs + slice µs)")
 	flag.Float64Var(&c.traceRatio, "trace-ratio", envFloat("TRACE_RATIO", 0), "trace the slices with OpenTelemetry, sampling this share of the turns (parentbased_traceidratio), into a batching span processor whose exporter discards (env TRACE_RATIO; 0: tracing off, as by default)")
 	flag.Parse()
 	if err := c.validate(); err != nil {
@@ -222,6 +224,14 @@ type Result struct {
 	TraceRatio       float64 `json:"trace_ratio,omitempty"`
 	HeapLivePerAgent int64   `json:"heap_live_bytes_per_agent"`
 	HeapSpanPerAgent int64   `json:"heap_inuse_span_bytes_per_agent"`
+	// CodecUs and SliceUs are CPU-µs per completion of the cold tier's
+	// codec (-codec-us, else the run's freezing) and of everything else;
+	// CodecBound is 1 / (CodecUs + SliceUs), completions per second, and
+	// CodecBoundFraction the run's completions/s over it.
+	CodecUs            float64 `json:"codec_us_per_completion,omitempty"`
+	SliceUs            float64 `json:"slice_us_per_completion,omitempty"`
+	CodecBound         float64 `json:"codec_bound_completions_per_sec,omitempty"`
+	CodecBoundFraction float64 `json:"fraction_of_codec_bound,omitempty"`
 	// Time is where the workload's time went (internal/timeline), over
 	// every agent's history, read after the measurements.
 	Time *timeline.Stats `json:"time,omitempty"`
@@ -290,7 +300,7 @@ func run(c config) error {
 		c.profile, c.store, c.agents, c.turns, c.wave, total, hostinfo.Machine())
 	fmt.Println("agents,rss_bytes")
 	var samples []sample
-	var busy, freeze, cpu time.Duration
+	var busy, freeze, freezeCPU, cpu time.Duration
 	var stats runStats
 	for start := 0; start < c.agents; start += c.wave {
 		n := min(c.wave, c.agents-start)
@@ -302,9 +312,10 @@ func run(c config) error {
 		case <-time.After(time.Minute):
 			return errors.New("threads still active a minute after their wave finished")
 		}
-		t1 := time.Now()
+		t1, fc := time.Now(), hostinfo.CPUTime()
 		store.FreezeIdle(0)
 		freeze += time.Since(t1)
+		freezeCPU += hostinfo.CPUTime() - fc
 		busy += time.Since(t0)
 		cpu += hostinfo.CPUTime() - c0
 		stats.add(readRunStats().sub(s0))
@@ -328,6 +339,7 @@ func run(c config) error {
 	res.CPUSeconds = cpu.Seconds()
 	res.CompletionsPerCPUSec = float64(res.Completions) / res.CPUSeconds
 	res.CPUMicrosPerCompletion = res.CPUSeconds * 1e6 / float64(res.Completions)
+	res.codecBound(c.codecUs, freezeCPU)
 	res.AllocsPerCompletion = float64(stats.allocObjects) / float64(res.Completions)
 	res.AllocBytesPerCompletion = float64(stats.allocBytes) / float64(res.Completions)
 	if stats.usedCPU > 0 {
@@ -638,6 +650,10 @@ func timeOf(store runtime.HistoryStore, c config) (*timeline.Stats, error) {
 func summary(out io.Writer, r *Result) {
 	fmt.Fprintf(out, "# %d completions in %.1f s = %.0f completions/s (freezing idle histories: %.2f s of it); %.1f CPU-s = %.0f completions per CPU-second\n",
 		r.Completions, r.Seconds, r.CompletionsPerSec, r.FreezeSeconds, r.CPUSeconds, r.CompletionsPerCPUSec)
+	if r.CodecBound > 0 {
+		fmt.Fprintf(out, "# codec bound: 1 / (%.2f codec µs + %.2f slice µs) = %.0f completions/s; this run did %.3f of it\n",
+			r.CodecUs, r.SliceUs, r.CodecBound, r.CodecBoundFraction)
+	}
 	fmt.Fprintf(out, "# per completion: %.2f CPU-µs, %.1f heap allocations (%.0f bytes); the garbage collector took %.1f%% of the CPU time\n",
 		r.CPUMicrosPerCompletion, r.AllocsPerCompletion, r.AllocBytesPerCompletion, 100*r.GCCPUShare)
 	fmt.Fprintf(out, "# RSS %.1f MB with %d idle agents (baseline %.1f MB): %d bytes per idle agent\n",
@@ -683,4 +699,23 @@ func writeResults(dir string, r *Result, samples []sample) error {
 	}
 	fmt.Printf("# wrote %s.{csv,json,svg}\n", base)
 	return nil
+}
+
+// codecBound fills the codec bound of issue 35: what one core could do if
+// the codec (the measured codec alone, codecUs, else the run's freezing
+// CPU) and the rest of a completion's CPU were all it did.
+func (r *Result) codecBound(codecUs float64, freezeCPU time.Duration) {
+	if r.Completions == 0 {
+		return
+	}
+	n := float64(r.Completions)
+	r.SliceUs = (r.CPUSeconds - freezeCPU.Seconds()) * 1e6 / n
+	r.CodecUs = codecUs
+	if codecUs <= 0 {
+		r.CodecUs = freezeCPU.Seconds() * 1e6 / n
+	}
+	if r.CodecUs+r.SliceUs > 0 {
+		r.CodecBound = 1e6 / (r.CodecUs + r.SliceUs)
+		r.CodecBoundFraction = r.CompletionsPerSec / r.CodecBound
+	}
 }
