@@ -96,14 +96,20 @@ loadtest-sharedtpm:
 loadtest-sandbox:
 	$(GO) run ./loadtest/sandbox
 
-# The same agent workload on agentslice (memory and durable store), Restate
-# and DBOS, one after the other, each in processes of its own (issue 37,
-# docs/peers.md). DBOS needs PostgreSQL: AGENTSLICE_TEST_PG_DSN (a schema of
-# its own is created and dropped). One JSON line per system, then the table.
-PEERS_AGENTS ?= 1000
+# The same agent workload on agentslice (memory and durable store), Restate,
+# DBOS and Cloudflare's Agents SDK (workerd), one after the other, each in
+# processes of its own (issue 37, docs/peers.md). DBOS needs PostgreSQL:
+# AGENTSLICE_TEST_PG_DSN (a schema of its own is created and dropped). One
+# JSON line per system, then the table and docs/peers.svg. PEERS_RAMP: after
+# the measured run, how long each system may add waiting agents to find the
+# largest N within PEERS_LIMIT_GIB (0: no ramp).
+PEERS_AGENTS ?= 10000
+PEERS_RAMP ?= 5m
+PEERS_LIMIT_GIB ?= 8
+PEERS_SYSTEMS ?= agentslice-memory,agentslice-sqlite,density-sqlite,restate,dbos,cloudflare
 loadtest-peers:
 	bash scripts/peers-deps.sh
-	$(GO) run ./loadtest/peers -agents $(PEERS_AGENTS) -turns $(TURNS)
+	$(GO) run ./loadtest/peers -systems $(PEERS_SYSTEMS) -agents $(PEERS_AGENTS) -turns $(TURNS) -ramp $(PEERS_RAMP) -limit-gib $(PEERS_LIMIT_GIB) -chart docs/peers.svg
 
 # The peers harness's own test: a few agents through every system (not in make test).
 test-peers:

@@ -128,6 +128,9 @@ func await(ctx context.Context, c chan signal, turn int, what string, timeout ti
 	}
 }
 
+// errOverLimit is what drive's memory sampler stops it with.
+var errOverLimit = errors.New("the system's processes passed the memory limit")
+
 // driveResult is what one run of the workload on a peer measured.
 type driveResult struct {
 	completions int64
@@ -139,12 +142,16 @@ type driveResult struct {
 // drive runs agents prefix-000000 .. prefix-(n-1) through turns turns, at most conc turns in
 // flight, leaving every agent waiting for the tool result of its last
 // turn. Completions counted: two per finished turn, one for the last.
-func drive(ctx context.Context, p peer, cb *callbacks, prefix string, n, turns, conc int, timeout time.Duration) (driveResult, error) {
+//
+// limit, when positive, bounds what the system's processes may hold (sum
+// of Pss): a sampler checks it twice a second and stops the drive with an
+// error wrapping errOverLimit once it is passed.
+func drive(ctx context.Context, p peer, cb *callbacks, prefix string, n, turns, conc int, timeout time.Duration, limit int64) (driveResult, error) {
 	var res driveResult
 	res.waitingIDs = make(map[string]string, n)
 	var mu sync.Mutex
 	var firstErr error
-	var completions atomic.Int64
+	var completions, begun atomic.Int64
 	sem := make(chan struct{}, conc)
 	var wg sync.WaitGroup
 	pids := p.pids()
@@ -159,12 +166,36 @@ func drive(ctx context.Context, p peer, cb *callbacks, prefix string, n, turns, 
 		}
 		mu.Unlock()
 	}
+	if limit > 0 {
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			tick := time.NewTicker(500 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+					if m := memOf(p.pids()); m.PSS > limit {
+						fail(fmt.Errorf("%w: %d MiB held, over %d MiB, with %d of this drive's %d agents begun and %d completions", errOverLimit, m.PSS>>20, limit>>20, begun.Load(), n, completions.Load()))
+						return
+					}
+				}
+			}
+		}()
+	}
 	for i := 0; i < n; i++ {
 		agent := fmt.Sprintf("%s-%06d", prefix, i)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			wc, dc := cb.chans(agent)
+			sem <- struct{}{}
+			begun.Add(1)
+			<-sem
 			if err := p.begin(ctx, agent, turns); err != nil {
 				fail(fmt.Errorf("%s: begin: %w", agent, err))
 				return

@@ -52,16 +52,19 @@ type row struct {
 	// BytesPerIdleAgent is the same figure once every agent has been woken
 	// and finished its last turn (idle, waiting for a next user message;
 	// what the density benchmark measures), after a 2 s pause.
-	BytesPerIdleAgent int64             `json:"bytes_per_idle_agent,omitempty"`
-	WakeP50Ms         float64           `json:"wake_p50_ms,omitempty"`
-	WakeP99Ms         float64           `json:"wake_p99_ms,omitempty"`
-	WakeSamples       int               `json:"wake_samples,omitempty"`
-	WakeNote          string            `json:"wake_note,omitempty"`
-	DiskBytesPerAgent int64             `json:"disk_bytes_per_agent"`
-	Processes         string            `json:"processes_counted,omitempty"`
-	Settings          map[string]string `json:"settings,omitempty"`
-	Machine           string            `json:"machine"`
-	Date              string            `json:"date"`
+	BytesPerIdleAgent int64   `json:"bytes_per_idle_agent,omitempty"`
+	WakeP50Ms         float64 `json:"wake_p50_ms,omitempty"`
+	WakeP99Ms         float64 `json:"wake_p99_ms,omitempty"`
+	WakeSamples       int     `json:"wake_samples,omitempty"`
+	WakeNote          string  `json:"wake_note,omitempty"`
+	DiskBytesPerAgent int64   `json:"disk_bytes_per_agent"`
+	// Largest is the ramp's result (-ramp): the most agents left waiting
+	// with the system's processes within -limit-gib.
+	Largest   *largest          `json:"largest,omitempty"`
+	Processes string            `json:"processes_counted,omitempty"`
+	Settings  map[string]string `json:"settings,omitempty"`
+	Machine   string            `json:"machine"`
+	Date      string            `json:"date"`
 }
 
 type config struct {
@@ -71,15 +74,17 @@ type config struct {
 	settle, timeout     time.Duration
 	root, out, dsn      string
 	keep                bool
+	// limit bounds the system's processes' memory (sum of Pss) in every
+	// drive; ramp, when positive, is how long the ramp to the largest N
+	// within limit may run after the measured run.
+	limit int64
+	ramp  time.Duration
 	// child: run the one system in this process (agentslice's rows run
 	// so, each in a fresh child of the harness).
 	child bool
 }
 
 const allSystems = "agentslice-memory,agentslice-sqlite,density-sqlite,restate,dbos,cloudflare"
-
-// cloudflareReason is why the Cloudflare Agents SDK row is not run.
-const cloudflareReason = "not implemented in this round: workerd@1.20261117.1 and agents@0.32.0 are on npm, but an Agents SDK worker needs bundling (wrangler/esbuild) and a Durable Object namespace in a workerd config; that worker is not written yet (issue 37, open part)"
 
 func main() {
 	var c config
@@ -95,9 +100,12 @@ func main() {
 	flag.StringVar(&c.root, "root", ".", "the agentslice module root")
 	flag.StringVar(&c.out, "out", "loadtest/results", "directory for peers.jsonl")
 	flag.StringVar(&c.dsn, "pg-dsn", os.Getenv("AGENTSLICE_TEST_PG_DSN"), "PostgreSQL for DBOS (a schema of its own is created and dropped)")
+	limitGiB := flag.Float64("limit-gib", 8, "memory limit of a system's processes (sum of Pss): a drive that passes it stops, and the ramp stays under it")
+	flag.DurationVar(&c.ramp, "ramp", 0, "after the measured run, add waves of waiting agents for at most this long, to find the largest N within -limit-gib (0: no ramp)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory (logs, Restate's base dir)")
 	flag.BoolVar(&c.child, "child", false, "internal: run the one agentslice system of -systems in this process and print its row")
 	table := flag.String("table", "", "print the table of an earlier run's peers.jsonl and exit")
+	chartOut := flag.String("chart", "", "write an SVG chart of the run (or of -table's file) to this path")
 	flag.Parse()
 	if *table != "" {
 		rows, err := readRows(*table)
@@ -106,8 +114,15 @@ func main() {
 			os.Exit(1)
 		}
 		printTable(os.Stdout, rows)
+		if *chartOut != "" {
+			if err := os.WriteFile(*chartOut, []byte(peersChart(rows)), 0o644); err != nil {
+				fmt.Fprintln(os.Stderr, "peers:", err)
+				os.Exit(1)
+			}
+		}
 		return
 	}
+	c.limit = int64(*limitGiB * (1 << 30))
 	c.systems = strings.Split(systems, ",")
 	if c.agents <= 0 || c.turns <= 0 || c.conc <= 0 || c.samples < 0 {
 		fmt.Fprintln(os.Stderr, "peers: -agents, -turns and -conc must be positive and -samples not negative")
@@ -121,6 +136,12 @@ func main() {
 	if err := writeRows(c.out, rows); err != nil {
 		fmt.Fprintln(os.Stderr, "peers:", err)
 		os.Exit(1)
+	}
+	if *chartOut != "" && !c.child {
+		if err := os.WriteFile(*chartOut, []byte(peersChart(rows)), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "peers:", err)
+			os.Exit(1)
+		}
 	}
 	for _, r := range rows {
 		if r.Status == "failed" {
@@ -168,7 +189,7 @@ func run(ctx context.Context, c config, w io.Writer) ([]row, error) {
 		case "dbos":
 			r, err = runPeer(ctx, c, &dbosPeer{dir: filepath.Join(root, "loadtest/peers"), dsn: c.dsn}, work)
 		case "cloudflare":
-			r, err = row{Status: "not_run", Reason: cloudflareReason}, nil
+			r, err = runPeer(ctx, c, &cloudflarePeer{dir: filepath.Join(root, "loadtest/peers")}, work)
 		default:
 			return rows, fmt.Errorf("unknown system %q (want some of %s)", s, allSystems)
 		}
@@ -209,7 +230,8 @@ func runChild(ctx context.Context, c config, system string) (row, error) {
 	defer os.RemoveAll(out)
 	cmd := exec.CommandContext(ctx, exe, "-child", "-systems", system, "-agents", fmt.Sprint(c.agents), "-turns", fmt.Sprint(c.turns),
 		"-conc", fmt.Sprint(c.conc), "-samples", fmt.Sprint(c.samples), "-warmup", fmt.Sprint(c.warmup),
-		"-settle", c.settle.String(), "-timeout", c.timeout.String(), "-root", c.root, "-out", out)
+		"-settle", c.settle.String(), "-timeout", c.timeout.String(), "-root", c.root, "-out", out,
+		"-limit-gib", fmt.Sprint(float64(c.limit)/(1<<30)), "-ramp", c.ramp.String())
 	cmd.Stderr = os.Stderr
 	// The test binary runs main when it sees this (TestMain), so the
 	// harness's tests fork children the same way.
@@ -257,7 +279,7 @@ func runPeer(ctx context.Context, c config, p peer, work string) (r row, err err
 	// Warm-up, excluded from every figure: c.warmup agents through two
 	// turns and woken (connection pools grown, code paths compiled).
 	if c.warmup > 0 {
-		w, err := drive(ctx, p, cb, "warm", c.warmup, 2, c.conc, c.timeout)
+		w, err := drive(ctx, p, cb, "warm", c.warmup, 2, c.conc, c.timeout, c.limit)
 		if err != nil {
 			return r, fmt.Errorf("warm-up: %w", err)
 		}
@@ -272,7 +294,7 @@ func runPeer(ctx context.Context, c config, p peer, work string) (r row, err err
 		return r, err
 	}
 	fmt.Fprintf(os.Stderr, "peers: %s: %d agents × %d turns\n", p.name(), c.agents, c.turns)
-	d, err := drive(ctx, p, cb, "agent", c.agents, c.turns, c.conc, c.timeout)
+	d, err := drive(ctx, p, cb, "agent", c.agents, c.turns, c.conc, c.timeout, c.limit)
 	if err != nil {
 		return r, err
 	}
@@ -309,6 +331,9 @@ func runPeer(ctx context.Context, c config, p peer, work string) (r row, err err
 	r.WakeSamples = len(lat)
 	r.WakeP50Ms, r.WakeP99Ms = quantileMS(lat, 0.5), quantileMS(lat, 0.99)
 	r.WakeNote = fmt.Sprintf("time from the tool result sent to the agent's done callback (wake-up, one completion, the callback), one sampled agent at a time while %d releasers wake the others", max(c.conc-1, 1))
+	if c.ramp > 0 {
+		r.Largest = rampUp(ctx, c, p, cb, base.PSS, r.CompletionsPerSec)
+	}
 	if n := cb.dropped.Load(); n > 0 {
 		r.Settings["duplicate_callbacks_dropped"] = fmt.Sprint(n)
 	}

@@ -26,11 +26,11 @@ func printTable(w io.Writer, rows []row) {
 	if ref != nil {
 		fmt.Fprintf(tw, "\nratios to %s (x = peer / agentslice; * = the peer does better)\n", ref.System)
 	}
-	fmt.Fprintln(tw, "system\tstatus\tbytes/waiting agent\tcompletions/s\tCPU ms/completion\twake p50/p99 ms (ratio of p50)\tdisk bytes/agent\t")
+	fmt.Fprintln(tw, "system\tstatus\tbytes/waiting agent\tcompletions/s\tCPU ms/completion\twake p50/p99 ms (ratio of p50)\tdisk bytes/agent\tlargest N within limit\t")
 	var notes []string
 	for _, r := range rows {
 		if r.Status != "ok" {
-			fmt.Fprintf(tw, "%s\t%s (below)\t\t\t\t\t\t\n", r.System, r.Status)
+			fmt.Fprintf(tw, "%s\t%s (below)\t\t\t\t\t\t\t\n", r.System, r.Status)
 			notes = append(notes, fmt.Sprintf("%s %s: %s", r.System, r.Status, r.Reason))
 			continue
 		}
@@ -38,12 +38,20 @@ func printTable(w io.Writer, rows []row) {
 		if r.WakeSamples > 0 {
 			wake = fmt.Sprintf("%.1f / %.1f%s", r.WakeP50Ms, r.WakeP99Ms, ratio(ref, r.WakeP50Ms, refVal(ref, func(x *row) float64 { return x.WakeP50Ms }), false))
 		}
-		fmt.Fprintf(tw, "%s\tok\t%d%s\t%.0f%s\t%.3f%s\t%s\t%d%s\t\n", r.System,
+		largestN := "not ramped"
+		if l := r.Largest; l != nil {
+			largestN = fmt.Sprintf("%d (%s)", l.Agents, l.Stop)
+			if l.Extrapolated > 0 {
+				largestN = fmt.Sprintf("%d reached, ~%d at the limit (%s)", l.Agents, l.Extrapolated, l.Stop)
+			}
+		}
+		fmt.Fprintf(tw, "%s\tok\t%d%s\t%.0f%s\t%.3f%s\t%s\t%d%s\t%s\t\n", r.System,
 			r.BytesPerWaitingAgent, ratio(ref, float64(r.BytesPerWaitingAgent), refVal(ref, func(x *row) float64 { return float64(x.BytesPerWaitingAgent) }), false),
 			r.CompletionsPerSec, ratio(ref, r.CompletionsPerSec, refVal(ref, func(x *row) float64 { return x.CompletionsPerSec }), true),
 			r.CPUMsPerCompletion, ratio(ref, r.CPUMsPerCompletion, refVal(ref, func(x *row) float64 { return x.CPUMsPerCompletion }), false),
 			wake,
-			r.DiskBytesPerAgent, ratio(ref, float64(r.DiskBytesPerAgent), refVal(ref, func(x *row) float64 { return float64(x.DiskBytesPerAgent) }), false))
+			r.DiskBytesPerAgent, ratio(ref, float64(r.DiskBytesPerAgent), refVal(ref, func(x *row) float64 { return float64(x.DiskBytesPerAgent) }), false),
+			largestN)
 	}
 	tw.Flush()
 	for _, n := range notes {
