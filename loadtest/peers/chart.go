@@ -35,7 +35,7 @@ func peersChart(rows []row) string {
 			ok = append(ok, r)
 		}
 	}
-	const W, L, panelW, barH, gap, head = 980, 150, 360, 16, 4, 60
+	const W, L, panelW, barH, gap, head = 1080, 185, 360, 16, 4, 60
 	panelH := len(ok)*(barH+gap) + 40
 	H := head + 2*panelH + 30
 	var s strings.Builder
@@ -43,10 +43,10 @@ func peersChart(rows []row) string {
 	s.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
 	title := "the peers workload (loadtest/peers)"
 	if len(ok) > 0 {
-		title = fmt.Sprintf("the same agent workload on each system: %d agents × %d turns (%s, %s)", ok[0].Agents, ok[0].Turns, ok[0].Machine, ok[0].Date[:10])
+		title = fmt.Sprintf("the same agent workload on each system, %d turns per agent (%s, %s)", ok[0].Turns, ok[0].Machine, ok[0].Date[:10])
 	}
 	fmt.Fprintf(&s, `<text x="20" y="24" font-size="15">%s</text>`+"\n", esc(title))
-	s.WriteString(`<text x="20" y="42" font-size="11" fill="#555">log scales; each bar labelled with its value</text>` + "\n")
+	s.WriteString(`<text x="20" y="42" font-size="11" fill="#555">log scales; each bar labelled with its value; N agents in brackets after each system</text>` + "\n")
 	for i, p := range chartPanels {
 		x0 := L + (i%2)*(panelW+L-20)
 		y0 := head + (i/2)*panelH
@@ -60,7 +60,7 @@ func peersChart(rows []row) string {
 		lo, hi = math.Floor(lo)-0.3, hi+0.15
 		for j, r := range ok {
 			y := y0 + 22 + j*(barH+gap)
-			fmt.Fprintf(&s, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", x0-6, y+barH-4, esc(r.System))
+			fmt.Fprintf(&s, `<text x="%d" y="%d" text-anchor="end">%s (%d)</text>`+"\n", x0-6, y+barH-4, esc(r.System), r.Agents)
 			v := p.value(r)
 			if v <= 0 || math.IsInf(lo, 0) {
 				fmt.Fprintf(&s, `<text x="%d" y="%d" fill="#888">n/a</text>`+"\n", x0+4, y+barH-4)
