@@ -299,14 +299,28 @@ func TestCoderEndToEndThroughKill(t *testing.T) {
 		!strings.Contains(finals[2], "finished: exit code 0") || !strings.Contains(finals[2], "ok  \texample.com/calc") {
 		t.Fatalf("the commands' final events: %q", finals)
 	}
-	var squashes int
+	// Each child's work came in by its own squash, the second child's
+	// sandbox stacked on the parent's after the first squash (its stack
+	// base already holds the Add fix, and not the Mul fix).
+	children := make([]string, 2)
+	for i, r := range reports {
+		children[i], _, _ = strings.Cut(strings.TrimPrefix(r, "Report from child thread "), ":")
+	}
+	var squashes []string
 	for _, it := range th.Items {
-		if it.Kind == runtime.ItemToolResult && it.Name == "squash_child" && !strings.Contains(strings.ToLower(it.Text), "error") {
-			squashes++
+		if it.Kind == runtime.ItemToolResult && it.Name == "squash_child" {
+			squashes = append(squashes, it.Text)
 		}
 	}
-	if squashes != 2 {
-		t.Fatalf("%d squashes succeeded, want 2", squashes)
+	if len(squashes) != 2 || !strings.HasPrefix(squashes[0], "squashed thread "+children[0]+" into your sandbox as commit ") || !strings.HasSuffix(squashes[0], ": calc.go") ||
+		!strings.HasPrefix(squashes[1], "squashed thread "+children[1]+" into your sandbox as commit ") || !strings.HasSuffix(squashes[1], ": mul.go") {
+		t.Fatalf("the squashes: %q", squashes)
+	}
+	stackBase := func(file string) string {
+		return gitOut(t, repo, "show", "refs/agentslice/stack/"+children[1]+":"+file)
+	}
+	if !strings.Contains(stackBase("calc.go"), "a + b") || !strings.Contains(stackBase("mul.go"), "a + b") {
+		t.Fatalf("the second child's sandbox did not start from the parent's squashed work:\n%s%s", stackBase("calc.go"), stackBase("mul.go"))
 	}
 	dr, err := http.Get(second.url + "/threads/" + thread + "/sandbox/diff")
 	if err != nil {
