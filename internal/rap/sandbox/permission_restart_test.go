@@ -82,3 +82,39 @@ func TestQuestionSurvivesARestart(t *testing.T) {
 		t.Fatalf("question records left after the answer: %v", left)
 	}
 }
+
+// TestQuestionCoveredByAGrantIsNotKeptAfterARestart: a question left by a
+// restart whose answer is covered by then ("always", kept) is not asked
+// again: the command runs, and its record is gone, so a further start
+// does not run the call again.
+func TestQuestionCoveredByAGrantIsNotKeptAfterARestart(t *testing.T) {
+	t.Parallel()
+	repo, root := testRepo(t), t.TempDir()
+	r := newRig(t, repo, Config{Root: root, Jail: JailOff})
+	r.m.publicURL = r.base
+	const th = "thr_ask_granted"
+	call, _ := r.startAsking(t, th, map[string]any{"command": "echo RAN > ran.txt", "network": true})
+	r.srv.Stop()
+	name := r.mustBox(t, th).Name
+
+	m2, err := NewManager(Config{Repo: repo, Root: root, Jail: JailOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m2.saveGrant(name, jailGrant{Network: true}); err != nil {
+		t.Fatal(err)
+	}
+	srv2, err := NewServer(m2, rap.ServerConfig{Retry: raptest.FastRetry(5), Logger: raptest.QuietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raptest.StartServer(t, srv2)
+	started := r.Next(t)
+	if !started.Subscription || started.ToolCallID != call {
+		t.Fatalf("after the restart: %+v, want the command started without a question", started)
+	}
+	r.Until(t, func(m runtime.Message) bool { return m.ToolCallID == call && m.Final })
+	if left, _ := os.ReadDir(m2.askDir()); len(left) != 0 {
+		t.Fatalf("question records left: %v", left)
+	}
+}
