@@ -495,6 +495,36 @@ func (s *Server) Resume(inv Invocation, epoch string) *Call {
 	return &Call{Invocation: inv, srv: s, epoch: epoch}
 }
 
+// Rerun runs the tool of an invocation this server took before a restart
+// (its caller kept the invocation) again from the start, tracked as a
+// running call (/tool_call_status answers true for it, cancel_tool_call
+// and close_thread reach it), with its event IDs kept apart by epoch as
+// Resume's are. The tool must be able to start over (a question it asked
+// the person is asked again, say). It fails when the server is not
+// running, the call runs already, or the tool is unknown.
+func (s *Server) Rerun(inv Invocation, epoch string) error {
+	tool := s.cat.Load().tools[inv.Operation]
+	if tool == nil {
+		return fmt.Errorf("rap: rerun of call %s: unknown operation %.140q", inv.ID, inv.Operation)
+	}
+	key := callKey(inv.GroupID, inv.ID)
+	s.mu.Lock()
+	switch {
+	case s.ctx == nil || s.stopped || s.ctx.Err() != nil:
+		s.mu.Unlock()
+		return fmt.Errorf("rap: rerun of call %s: server is not running", inv.ID)
+	case s.running[key] != nil:
+		s.mu.Unlock()
+		return fmt.Errorf("rap: rerun of call %s: it runs already", inv.ID)
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	s.running[key] = &runningCall{thread: inv.GroupID, cancel: cancel}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go s.run(ctx, cancel, key, tool, &Call{Invocation: inv, srv: s, epoch: epoch})
+	return nil
+}
+
 // Args decodes the call's arguments (already valid against the schema).
 func (c *Call) Args(v any) error {
 	if err := json.Unmarshal(c.Arguments, v); err != nil {

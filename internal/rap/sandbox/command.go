@@ -64,6 +64,12 @@ func (m *Manager) runCommand(ctx context.Context, c *rap.Call) error {
 		timeout = time.Duration(a.TimeoutS) * time.Second
 	}
 	grant, refusal, err := m.permit(ctx, c, sb, a.Command, a.Network, a.Write)
+	if tok := m.resumedToken(c.GroupID, c.ID); tok != "" {
+		// A rerun of a question from before a restart that did not ask
+		// again (an "always" kept before the restart covers it now): its
+		// record must not rerun the call at every start.
+		m.dropAsk(tok)
+	}
 	switch {
 	case err != nil:
 		return c.Result(ctx, "error: "+err.Error())

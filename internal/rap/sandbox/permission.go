@@ -30,10 +30,8 @@ import (
 // from the agent definition's network field in serve) may allow the
 // network without asking, or refuse it without asking.
 //
-// An unanswered question does not survive a restart of the server: the
-// call is no longer running there, so tool_call_status answers false and
-// the runtime ends the call with a failed result; an answer given later
-// gets a 404.
+// An unanswered question survives a restart of the server: it is asked
+// again, with the same token (permission_restart.go).
 
 // Access is what a thread's commands may do without asking the person.
 type Access string
@@ -79,7 +77,8 @@ type jailGrant struct {
 // asks holds the questions waiting for the person's answer.
 type asks struct {
 	mu      sync.Mutex
-	pending map[string]*ask // by token
+	pending map[string]*ask   // by token
+	resumed map[string]string // thread NUL call -> the token its question had before a restart
 }
 
 type ask struct {
@@ -207,9 +206,15 @@ func (m *Manager) askPerson(ctx context.Context, c *rap.Call, prompt string) (in
 	if m.publicURL == "" {
 		return 0, fmt.Errorf("this sandbox server has no public URL at which the person's answer could reach it, so it cannot ask; the command did not run")
 	}
-	tok := make([]byte, 16)
-	_, _ = rand.Read(tok) // never fails (crypto/rand)
-	token := hex.EncodeToString(tok)
+	token := m.resumedToken(c.GroupID, c.ID)
+	if token == "" {
+		tok := make([]byte, 16)
+		_, _ = rand.Read(tok) // never fails (crypto/rand)
+		token = hex.EncodeToString(tok)
+	}
+	if err := m.keepAsk(askRecord{V: 1, Token: token, Invocation: c.Invocation}); err != nil {
+		m.logf("sandbox: keeping the permission question of call %s (a restart will not ask it again): %v", c.ID, err)
+	}
 	a := &ask{call: c.ID, answer: make(chan int, 1), done: make(chan struct{})}
 	m.asks.mu.Lock()
 	if m.asks.pending == nil {
@@ -222,6 +227,9 @@ func (m *Manager) askPerson(ctx context.Context, c *rap.Call, prompt string) (in
 		delete(m.asks.pending, token)
 		m.asks.mu.Unlock()
 		close(a.done)
+		if ctx.Err() == nil || !m.stopping.Load() {
+			m.dropAsk(token) // answered, failed or cancelled; a stopping server keeps it for the next start
+		}
 	}()
 	if err := c.Choice(ctx, prompt, permissionChoices, choiceRefuse, strings.TrimRight(m.publicURL, "/")+PermissionPath+token); err != nil {
 		return 0, fmt.Errorf("asking the person: %v", err)

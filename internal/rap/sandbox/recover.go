@@ -221,6 +221,9 @@ func (s *Server) Start(ctx context.Context) error {
 			if n := m.Recover(rctx, s.Server); n > 0 && m.cfg.Logger != nil {
 				m.cfg.Logger.Info("sandbox: reported commands an earlier run left unfinished", "repo", m.Name(), "commands", n)
 			}
+			if n := m.reofferAsks(s.Server, "q"+strconv.FormatInt(time.Now().UnixNano(), 36)); n > 0 && m.cfg.Logger != nil {
+				m.cfg.Logger.Info("sandbox: asked again the permission questions an earlier run left unanswered", "repo", m.Name(), "questions", n)
+			}
 		}
 	}()
 	return nil
