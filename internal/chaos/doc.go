@@ -60,7 +60,9 @@
 // Each scenario declares the crash points it must reach (Scenario.Reach);
 // Report.Coverage fails a matrix in which a declared point, or any point of
 // Points, never fired. Runs whose planned disturbance did not happen (a
-// second crash after the run ended) are not counted.
+// second crash after the run ended; on the embedded System, a passage its
+// timing-dependent batching did not produce) are not counted, their end
+// states still compared.
 //
 // Three modes change batching and are held to the End's structural checks,
 // the meaning checks and the invariants instead of the reference:

@@ -172,7 +172,16 @@ func (m *Matrix) SystemCrashes(ctx context.Context) []Divergence {
 		problems = Compare(m.Ref, snap, problems)
 		_, fired := r.f.state()
 		if fired == nil {
-			problems = append(problems, fmt.Sprintf("the crash planned at %s never fired", tg))
+			// On the embedded System the batches depend on goroutine
+			// timing (a child's report and its close notice reach the
+			// parent in one batch or in two), so the planned passage may
+			// not come in this run. Such a run is not counted; its end
+			// state is still compared with the reference, and any
+			// difference counts.
+			if d := m.Report.skip(m.Scenario.Name, "system-crash/"+m.Backend, tg.String(), r, problems); d != nil {
+				out = append(out, *d)
+			}
+			continue
 		}
 		if d := m.Report.add(m.Scenario.Name, "system-crash/"+m.Backend, tg.String(), r, fired, problems); d != nil {
 			out = append(out, *d)
