@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/agentslice/agentslice/internal/disk"
 	"github.com/agentslice/agentslice/internal/runtime"
@@ -31,8 +30,6 @@ import (
 const (
 	threadsPageDefault = 50
 	threadsPageMax     = 500
-	// titleMax is the length, in runes, a title is trimmed to.
-	titleMax = 80
 )
 
 // threadStatuses are the statuses a thread can have (Server.status).
@@ -124,22 +121,6 @@ func compareTrees(aAt runtime.Stamp, aID string, bAt runtime.Stamp, bID string) 
 	return cmp.Compare(aID, bID)
 }
 
-// threadTitle is a thread's first own user message, on one line, trimmed.
-func threadTitle(own []runtime.Item) string {
-	for i := range own {
-		if own[i].Kind != runtime.ItemUser {
-			continue
-		}
-		t := strings.Join(strings.Fields(own[i].Text), " ")
-		if utf8.RuneCountInString(t) <= titleMax {
-			return t
-		}
-		r := []rune(t)
-		return strings.TrimSpace(string(r[:titleMax-1])) + "…"
-	}
-	return ""
-}
-
 // lastActivity is the latest item time of a thread's own history.
 func lastActivity(own []runtime.Item) runtime.Stamp {
 	var at runtime.Stamp
@@ -223,7 +204,7 @@ func (s *Server) trees(ctx context.Context, ids []string) ([]*treeNode, error) {
 			return nil, fmt.Errorf("loading thread %s: %w", id, err)
 		}
 		own := th.Own()
-		nodes[id] = &treeNode{ID: id, Status: s.status(id, th), Title: threadTitle(own), Agent: s.agentOf(&th.State),
+		nodes[id] = &treeNode{ID: id, Status: s.status(id, th), Title: runtime.ThreadTitle(own), Agent: s.agentOf(&th.State),
 			Temporary: th.State.Temporary, Length: th.State.Length, Tokens: th.State.Tokens, LastActivity: lastActivity(own)}
 		parents[id] = th.State.Parent
 		order[id] = th.State.Children

@@ -125,8 +125,8 @@ func testThreadsList(t *testing.T, srv *Server) {
 	if got := byID["load-5"].Title; got != "Deploy the thing" {
 		t.Fatalf("title %q, want it on one line", got)
 	}
-	if got := byID["load-8"].Title; len([]rune(got)) != titleMax || !strings.HasSuffix(got, "…") {
-		t.Fatalf("long title %q (%d runes), want %d ending in …", got, len([]rune(got)), titleMax)
+	if got := byID["load-8"].Title; len([]rune(got)) != runtime.TitleMax || !strings.HasSuffix(got, "…") {
+		t.Fatalf("long title %q (%d runes), want %d ending in …", got, len([]rune(got)), runtime.TitleMax)
 	}
 	if got := byID["load-7"].Agent; got != "reviewer" {
 		t.Fatalf("agent %q", got)
