@@ -11,9 +11,11 @@ import (
 	"net/url"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/agentslice/agentslice/internal/dedup"
 	"github.com/agentslice/agentslice/internal/rap"
 	"github.com/agentslice/agentslice/internal/runtime"
 	"github.com/agentslice/agentslice/internal/sqsq"
@@ -30,6 +32,15 @@ type ReceiverConfig struct {
 	Classes  ClassDB
 	Keys     KeySource
 	LogLevel slog.Level
+	// LiveViewsTable (AGENTSLICE_DEDUP_TABLE, the stack's dedup table)
+	// makes the views of a call that goes on in the background display
+	// only (WithLiveViews): they cost the thread no slice. "": every view
+	// is a message, and so a slice.
+	LiveViewsTable string
+	// OutputQueueURL (AGENTSLICE_OUTPUT_QUEUE_URL) is where live views are
+	// published for people to see; "": they are only kept for the call's
+	// end.
+	OutputQueueURL string
 }
 
 // LoadReceiverConfig reads the callback receiver's configuration.
@@ -41,6 +52,10 @@ func LoadReceiverConfig(getenv func(string) string) (ReceiverConfig, error) {
 		Classes:            r.ClassDB(),
 		Keys:               r.Keys(),
 		LogLevel:           r.LogLevel(),
+		LiveViewsTable:     r.Opt(EnvDedupTable),
+	}
+	if r.Opt(EnvOutputQueueURL) != "" {
+		c.OutputQueueURL = r.QueueURL(EnvOutputQueueURL, "the standard output queue URL", false)
 	}
 	if err := r.Err(); err != nil {
 		return ReceiverConfig{}, err
@@ -81,7 +96,23 @@ func BuildReceiver(ctx context.Context, cfg ReceiverConfig, opts Options) (Accep
 		queue.WithClassLookup(lookup, 0)
 		closeDB = done
 	}
-	rc, err := rap.NewReceiver(ReceiverFor(keys.Keys, queue, opts))
+	rcfg := ReceiverFor(keys.Keys, queue, opts)
+	if cfg.LiveViewsTable != "" {
+		store, err := dedup.NewLiveViews(dynamodb.NewFromConfig(awsCfg), dedup.LiveViewsConfig{Table: cfg.LiveViewsTable, Now: opts.Now})
+		if err != nil {
+			return nil, nil, err
+		}
+		var out runtime.Output // nil: live views are only kept for the call's end
+		if cfg.OutputQueueURL != "" {
+			o, err := sqsq.NewOutput(sqs.NewFromConfig(awsCfg), sqsq.OutputConfig{URL: cfg.OutputQueueURL})
+			if err != nil {
+				return nil, nil, err
+			}
+			out = o
+		}
+		rcfg = WithLiveViews(rcfg, store, out)
+	}
+	rc, err := rap.NewReceiver(rcfg)
 	if err != nil {
 		if closeDB != nil {
 			closeDB()
@@ -107,6 +138,26 @@ func ReceiverFor(keys *rap.Keyring, queue runtime.Queue, opts Options) rap.Recei
 	return rap.ReceiverConfig{Keys: keys, Queue: traceQueue(queue, opts.Tracing, SpanCallback), Now: opts.Now, Logger: opts.Logger,
 		HistoryViews: true, Choices: HistoryChoices}
 }
+
+// WithLiveViews makes the views of a call that goes on in the background
+// display only (rap.ReceiverConfig.LiveViews): kept in store, shared by
+// every execution environment (dedup.LiveViews), published to out, and
+// enqueued once, right before the callback that ends the call, so that a
+// build streaming its output costs its thread no slice per view. The
+// receiver cannot read threads, so a call counts as going on from the
+// accepted result that opened its subscription (the store's started mark)
+// until its final event; a subscription the thread cancels keeps its mark
+// until the store's expiry, and any view it still sends is display only.
+func WithLiveViews(cfg rap.ReceiverConfig, store rap.LiveViewStore, out runtime.Output) rap.ReceiverConfig {
+	cfg.LiveViews, cfg.LiveStore, cfg.ViewOutput = markedCalls{}, store, out
+	return cfg
+}
+
+// markedCalls is the AWS receiver's rap.LiveCalls: it knows no thread, so
+// only the started marks say a call goes on.
+type markedCalls struct{}
+
+func (markedCalls) Live(context.Context, string, string) (bool, error) { return false, nil }
 
 // HistoryChoices is the AWS receiver's choice store: it keeps nothing,
 // because the notice message carries the choice into the thread's history.

@@ -37,37 +37,122 @@ func viewText(viewType string, content json.RawMessage) string {
 	return string(js)
 }
 
-// liveViews holds the latest live view per (thread, call, view type), at
-// most max threads (the least recently updated first out).
-type liveViews struct {
-	mu sync.Mutex
-	m  *boundedMap[map[string]LiveView] // thread → call \x00 view type → view
-	// started holds the calls whose result opened a subscription, as
-	// accepted here: a view that follows it at once is live even before
-	// the thread has folded the result (LiveCalls reads the thread).
-	started *boundedMap[bool]
+// LiveViewStore keeps what a Receiver with ReceiverConfig.LiveViews needs
+// between callbacks: the latest live view per (thread, call, view type),
+// and a mark per call whose result opened a subscription (so that a view
+// that follows the result at once is live before the thread has folded
+// it). serve keeps it in memory (NewMemoryLiveViews, the default); on AWS,
+// where each callback may reach another execution environment, it is a
+// DynamoDB table (dedup.LiveViews). Every method is safe for concurrent
+// use; an error is transient.
+type LiveViewStore interface {
+	// PutView keeps v as its call's latest view of its type, unless a
+	// view of the same call and type that arrived later is kept.
+	PutView(ctx context.Context, thread string, v LiveView) error
+	// Views returns every kept view of the thread, one per (call, view
+	// type), in no order.
+	Views(ctx context.Context, thread string) ([]LiveView, error)
+	// ForgetCall forgets every view of one call.
+	ForgetCall(ctx context.Context, thread, call string) error
+	// DropViews forgets the given views, each unless a newer one of its
+	// call and type replaced it.
+	DropViews(ctx context.Context, thread string, sent []LiveView) error
+	// MarkStarted, Started and ClearStarted keep the marks of calls whose
+	// result opened a subscription.
+	MarkStarted(ctx context.Context, thread, call string) error
+	Started(ctx context.Context, thread, call string) (bool, error)
+	ClearStarted(ctx context.Context, thread, call string) error
 }
 
-func newLiveViews(max int) *liveViews {
-	return &liveViews{m: newBoundedMap[map[string]LiveView](max), started: newBoundedMap[bool](max)}
+// NewMemoryLiveViews returns the in-memory LiveViewStore: the views of at
+// most max threads and the marks of at most max calls, the least recently
+// updated first out.
+func NewMemoryLiveViews(max int) LiveViewStore {
+	return &memoryLiveViews{m: newBoundedMap[map[string]LiveView](max), started: newBoundedMap[bool](max)}
 }
 
-func (l *liveViews) put(thread string, v LiveView) {
+type memoryLiveViews struct {
+	mu      sync.Mutex
+	m       *boundedMap[map[string]LiveView] // thread → call \x00 view type → view
+	started *boundedMap[bool]                // storeKey(thread, call)
+}
+
+func (l *memoryLiveViews) PutView(_ context.Context, thread string, v LiveView) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	views, _ := l.m.get(thread)
 	if views == nil {
 		views = map[string]LiveView{}
 	}
-	views[v.CallID+"\x00"+v.ViewType] = v
+	k := v.CallID + "\x00" + v.ViewType
+	if cur, ok := views[k]; ok && cur.At > v.At {
+		return nil
+	}
+	views[k] = v
 	l.m.put(thread, views)
+	return nil
 }
 
-// of returns the thread's live views, the latest per view type.
-func (l *liveViews) of(thread string) []LiveView {
+func (l *memoryLiveViews) Views(_ context.Context, thread string) ([]LiveView, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	views, _ := l.m.get(thread)
+	out := make([]LiveView, 0, len(views))
+	for _, v := range views {
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func (l *memoryLiveViews) ForgetCall(_ context.Context, thread, call string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	views, _ := l.m.get(thread)
+	for k, v := range views {
+		if v.CallID == call {
+			delete(views, k)
+		}
+	}
+	if len(views) == 0 {
+		l.m.take(thread)
+	}
+	return nil
+}
+
+func (l *memoryLiveViews) DropViews(_ context.Context, thread string, sent []LiveView) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	views, _ := l.m.get(thread)
+	for _, v := range sent {
+		k := v.CallID + "\x00" + v.ViewType
+		if cur, ok := views[k]; ok && cur.At == v.At && string(cur.Content) == string(v.Content) {
+			delete(views, k)
+		}
+	}
+	if len(views) == 0 {
+		l.m.take(thread)
+	}
+	return nil
+}
+
+func (l *memoryLiveViews) MarkStarted(_ context.Context, thread, call string) error {
+	l.started.put(storeKey(thread, call), true)
+	return nil
+}
+
+func (l *memoryLiveViews) Started(_ context.Context, thread, call string) (bool, error) {
+	_, ok := l.started.get(storeKey(thread, call))
+	return ok, nil
+}
+
+func (l *memoryLiveViews) ClearStarted(_ context.Context, thread, call string) error {
+	l.started.take(storeKey(thread, call))
+	return nil
+}
+
+// latestByType returns, of views, the latest per view type (the later
+// call on a tie), sorted by view type.
+func latestByType(views []LiveView) []LiveView {
 	latest := map[string]LiveView{}
 	for _, v := range views {
 		if cur, ok := latest[v.ViewType]; !ok || v.At > cur.At || (v.At == cur.At && v.CallID > cur.CallID) {
@@ -82,11 +167,8 @@ func (l *liveViews) of(thread string) []LiveView {
 	return out
 }
 
-// ofCall returns the latest views of one call, by view type.
-func (l *liveViews) ofCall(thread, call string) []LiveView {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	views, _ := l.m.get(thread)
+// ofCall returns, of views, those of one call, sorted by view type.
+func ofCall(views []LiveView, call string) []LiveView {
 	var out []LiveView
 	for _, v := range views {
 		if v.CallID == call {
@@ -97,68 +179,38 @@ func (l *liveViews) ofCall(thread, call string) []LiveView {
 	return out
 }
 
-// calls returns one view of each call with live views on the thread.
-func (l *liveViews) calls(thread string) []LiveView {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	views, _ := l.m.get(thread)
-	seen := map[string]bool{}
-	var out []LiveView
-	for _, v := range views {
-		if !seen[v.CallID] {
-			seen[v.CallID] = true
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// forgetCall forgets every live view of one call.
-func (l *liveViews) forgetCall(thread, call string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	views, _ := l.m.get(thread)
-	for k, v := range views {
-		if v.CallID == call {
-			delete(views, k)
-		}
-	}
-	if len(views) == 0 {
-		l.m.take(thread)
-	}
-}
-
-// drop forgets the views of one call, unless a newer one replaced them.
-func (l *liveViews) drop(thread string, sent []LiveView) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	views, _ := l.m.get(thread)
-	for _, v := range sent {
-		k := v.CallID + "\x00" + v.ViewType
-		if cur, ok := views[k]; ok && cur.At == v.At && string(cur.Content) == string(v.Content) {
-			delete(views, k)
-		}
-	}
-	if len(views) == 0 {
-		l.m.take(thread)
-	}
-}
-
 // LiveViews returns the thread's views kept out of history (their calls
 // still going on), the latest per view type, sorted by view type; nil
-// without ReceiverConfig.LiveViews. The views of a call that ended
-// without a last callback (a cancelled subscription, a stopped thread)
-// are forgotten here, not shown.
+// without ReceiverConfig.LiveViews or when the store cannot be read (a
+// display, not a record: the failure is logged). The views of a call
+// that ended without a last callback (a cancelled subscription, a stopped
+// thread) are forgotten here, not shown.
 func (rc *Receiver) LiveViews(ctx context.Context, threadID string) []LiveView {
 	if rc == nil || rc.live == nil {
 		return nil
 	}
-	for _, v := range rc.live.calls(threadID) {
-		if live, err := rc.held(ctx, threadID, v.CallID); err == nil && !live {
-			rc.live.forgetCall(threadID, v.CallID)
+	views, err := rc.live.Views(ctx, threadID)
+	if err != nil {
+		rc.cfg.Logger.WarnContext(ctx, "rap: live views not read", "thread", threadID, "error", err)
+		return nil
+	}
+	kept := views[:0:0]
+	forgotten := map[string]bool{}
+	for _, v := range views {
+		if _, done := forgotten[v.CallID]; !done {
+			live, err := rc.held(ctx, threadID, v.CallID)
+			forgotten[v.CallID] = err == nil && !live
+			if forgotten[v.CallID] {
+				if err := rc.live.ForgetCall(ctx, threadID, v.CallID); err != nil {
+					rc.cfg.Logger.WarnContext(ctx, "rap: a live view of an ended call not forgotten", "thread", threadID, "call", v.CallID, "error", err)
+				}
+			}
+		}
+		if !forgotten[v.CallID] {
+			kept = append(kept, v)
 		}
 	}
-	return rc.live.of(threadID)
+	return latestByType(kept)
 }
 
 // held reports whether a call goes on in the background: LiveCalls says
@@ -166,24 +218,24 @@ func (rc *Receiver) LiveViews(ctx context.Context, threadID string) []LiveView {
 // (a mark LiveCalls' yes clears, so that a cancelled call is not held by
 // it for ever).
 func (rc *Receiver) held(ctx context.Context, thread, call string) (bool, error) {
-	key := storeKey(thread, call)
 	live, err := rc.cfg.LiveViews.Live(ctx, thread, call)
 	if err != nil {
 		return false, err
 	}
 	if live {
-		rc.live.started.take(key)
+		if err := rc.live.ClearStarted(ctx, thread, call); err != nil {
+			rc.cfg.Logger.WarnContext(ctx, "rap: a started mark not cleared", "thread", thread, "call", call, "error", err)
+		}
 		return true, nil
 	}
-	_, started := rc.live.started.get(key)
-	return started, nil
+	return rc.live.Started(ctx, thread, call)
 }
 
 // liveView handles a view_update with LiveViews: a view of a call that
 // goes on in the background is kept (the latest per call and view type) and
 // told to ViewOutput, and nothing is enqueued; handled reports false for
-// a view of a call that is over (or whose state cannot be read now),
-// which goes to history like any view.
+// a view of a call that is over, or whose state cannot be read or kept
+// now: such a view goes to history like any view, so none is lost.
 func (rc *Receiver) liveView(ctx context.Context, capa Capability, v *ViewUpdate) (handled bool, err error) {
 	live, err := rc.held(ctx, capa.ThreadID, capa.CallID)
 	if err != nil {
@@ -196,7 +248,11 @@ func (rc *Receiver) liveView(ctx context.Context, capa Capability, v *ViewUpdate
 	}
 	lv := LiveView{ViewType: v.ViewType, Content: append(json.RawMessage(nil), v.Content...), CallID: capa.CallID,
 		At: runtime.StampOf(rc.cfg.Now())}
-	rc.live.put(capa.ThreadID, lv)
+	if err := rc.live.PutView(ctx, capa.ThreadID, lv); err != nil {
+		rc.cfg.Logger.InfoContext(ctx, "rap: a live view cannot be kept; it goes to history", "thread", capa.ThreadID,
+			"call", capa.CallID, "error", err)
+		return false, nil
+	}
 	if out := rc.viewOutput(); out != nil {
 		ev := runtime.OutputEvent{ID: runtime.DeriveID("view_", capa.ThreadID, capa.CallID, v.ViewType, string(v.Content)),
 			ThreadID: capa.ThreadID, Kind: "view", Text: lv.Text()}
@@ -216,14 +272,18 @@ func (rc *Receiver) viewOutput() runtime.Output {
 
 // accepted notes a callback the thread was given: a result that opens a
 // subscription makes the call's views live at once; the end of a call
-// forgets it.
-func (rc *Receiver) accepted(capa Capability, cb *Callback) {
-	key := storeKey(capa.ThreadID, capa.CallID)
+// forgets it. A mark that cannot be written makes the call's next views
+// go to history (each a slice, as without LiveViews), never lost.
+func (rc *Receiver) accepted(ctx context.Context, capa Capability, cb *Callback) {
+	var err error
 	switch {
 	case cb.Type == TypeToolResult && cb.ToolResult.Subscription:
-		rc.live.started.put(key, true)
+		err = rc.live.MarkStarted(ctx, capa.ThreadID, capa.CallID)
 	case ends(cb):
-		rc.live.started.take(key)
+		err = rc.live.ClearStarted(ctx, capa.ThreadID, capa.CallID)
+	}
+	if err != nil {
+		rc.cfg.Logger.WarnContext(ctx, "rap: a call's started mark not updated", "thread", capa.ThreadID, "call", capa.CallID, "error", err)
 	}
 }
 
@@ -242,10 +302,15 @@ func ends(cb *Callback) bool {
 // flushLiveViews sends the call's live views to the thread as KindView
 // messages, right before the callback that ends the call, so that history
 // keeps each view as the call left it (once, not once per update). They
-// are forgotten once enqueued; a failure to enqueue keeps them and is
-// transient (the tool retries the callback, and with it the flush).
+// are forgotten once enqueued (dropLiveViews); a failure to read or
+// enqueue keeps them and is transient (the tool retries the callback, and
+// with it the flush; the messages' IDs are the same).
 func (rc *Receiver) flushLiveViews(ctx context.Context, capa Capability) ([]LiveView, error) {
-	views := rc.live.ofCall(capa.ThreadID, capa.CallID)
+	all, err := rc.live.Views(ctx, capa.ThreadID)
+	if err != nil {
+		return nil, fmt.Errorf("rap: reading the live views of call %s of thread %s: %w", capa.CallID, capa.ThreadID, err)
+	}
+	views := ofCall(all, capa.CallID)
 	for _, v := range views {
 		m := MessageFor(capa.ThreadID, capa.CallID, &Callback{Type: TypeViewUpdate,
 			ViewUpdate: &ViewUpdate{Type: TypeViewUpdate, GroupID: capa.ThreadID, ViewType: v.ViewType, Content: v.Content}})
@@ -255,4 +320,16 @@ func (rc *Receiver) flushLiveViews(ctx context.Context, capa Capability) ([]Live
 		}
 	}
 	return views, nil
+}
+
+// dropLiveViews forgets the flushed views once the call's end is
+// enqueued. A failure leaves them until the call is found ended
+// (LiveViews) or, on DynamoDB, their expiry: they are in history already.
+func (rc *Receiver) dropLiveViews(ctx context.Context, capa Capability, flushed []LiveView) {
+	if len(flushed) == 0 {
+		return
+	}
+	if err := rc.live.DropViews(ctx, capa.ThreadID, flushed); err != nil {
+		rc.cfg.Logger.WarnContext(ctx, "rap: flushed live views not dropped", "thread", capa.ThreadID, "call", capa.CallID, "error", err)
+	}
 }

@@ -90,6 +90,11 @@ type ReceiverConfig struct {
 	// that ends the call. A view of a call that is over goes to history at
 	// once, as with HistoryViews alone.
 	LiveViews LiveCalls
+	// LiveStore keeps the live views and the started marks between
+	// callbacks; default NewMemoryLiveViews(10000), right for one process
+	// (serve). Several processes behind one callback URL (the AWS
+	// receiver's execution environments) share one: dedup.LiveViews.
+	LiveStore LiveViewStore
 	// ViewOutput is told about live views (Kind "view"); default Output.
 	ViewOutput runtime.Output
 	// Now is the clock a callback's arrival (Message.At) is stamped with;
@@ -109,7 +114,7 @@ type ReceiverConfig struct {
 // fit.go). A transient failure to enqueue answers 503 so the tool retries.
 type Receiver struct {
 	cfg  ReceiverConfig
-	live *liveViews // with LiveViews
+	live LiveViewStore // with LiveViews
 }
 
 // NewReceiver checks cfg and returns a Receiver.
@@ -134,7 +139,10 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 	}
 	rc := &Receiver{cfg: cfg}
 	if cfg.HistoryViews && cfg.LiveViews != nil {
-		rc.live = newLiveViews(10000)
+		rc.live = cfg.LiveStore
+		if rc.live == nil {
+			rc.live = NewMemoryLiveViews(10000)
+		}
 	}
 	return rc, nil
 }
@@ -274,8 +282,8 @@ func (rc *Receiver) Accept(ctx context.Context, query map[string][]string, body 
 		return fmt.Errorf("rap: enqueueing %s for thread %s: %w", msg.ID, capa.ThreadID, err)
 	}
 	if rc.live != nil {
-		rc.live.drop(capa.ThreadID, flushed)
-		rc.accepted(capa, cb)
+		rc.dropLiveViews(ctx, capa, flushed)
+		rc.accepted(ctx, capa, cb)
 	}
 	if cb.Type == TypeToolResult {
 		rc.checkDisplayAs(ctx, capa, body)
