@@ -191,8 +191,11 @@ func startRig(t *testing.T, opts ...rigOptions) *rig {
 
 	// The callback receiver reads its keyring inline, the slice function
 	// from the Secrets Manager secret: both ways of the contract run.
+	// With the dedup table and the output queue, as the stack sets them:
+	// the views of a call that goes on are display only (live views).
 	receiver := start("rapreceiver", append(append(awsEnv,
-		lambdafn.EnvInputQueueURL+"="+st.Input, lambdafn.EnvCallbackKeys+"="+st.Keys), bgEnv...)...)
+		lambdafn.EnvInputQueueURL+"="+st.Input, lambdafn.EnvCallbackKeys+"="+st.Keys,
+		lambdafn.EnvDedupTable+"="+st.Table, lambdafn.EnvOutputQueueURL+"="+st.Output), bgEnv...)...)
 	front := httptest.NewServer(lambdatest.FunctionURLFront(receiver.InvokeFunctionURL))
 	t.Cleanup(front.Close)
 	r.front = front.URL + "/"

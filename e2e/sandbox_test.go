@@ -53,7 +53,7 @@ func TestSandboxOverLambda(t *testing.T) {
 	// The tool server, listening on a port of its choosing; its first
 	// line says where.
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "sandbox", "-repo", repo, "-root", t.TempDir(), "-listen", "127.0.0.1:0", "-network", "deny")
+	cmd := exec.CommandContext(ctx, bin, "sandbox", "-repo", repo, "-root", t.TempDir(), "-listen", "127.0.0.1:0", "-network", "deny", "-output-every", "200ms")
 	cmd.Stderr = lineWriter(t, "sandbox")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -81,11 +81,15 @@ func TestSandboxOverLambda(t *testing.T) {
 	th := "code-" + time.Now().Format("150405")
 	r.send(t, th, "m1", "a sandbox coding turn: write hello.txt and check it")
 	var got []string
+	views := 0
 	err = r.outputs.WaitFor(Timeout, func(rcv []lambdatest.Received) bool {
-		got = got[:0]
+		got, views = got[:0], 0
 		for _, rc := range rcv {
 			if ev, err := sqsq.DecodeOutput(rc.Body); err == nil && ev.ThreadID == th {
 				got = append(got, ev.Kind+": "+ev.Text)
+				if ev.Kind == "view" {
+					views++
+				}
 			}
 		}
 		return len(got) > 0 && got[len(got)-1] == "reply: The check passed."
@@ -101,8 +105,22 @@ func TestSandboxOverLambda(t *testing.T) {
 		}
 	}
 	// grep counts one line; git status in the sandbox shows the new file.
-	if !strings.Contains(final, "finished: exit code 0") || !strings.Contains(final, "output:\n1\n?? hello.txt\n") {
+	if !strings.Contains(final, "finished: exit code 0") || !strings.Contains(final, "step 4\n1\n?? hello.txt\n") {
 		t.Fatalf("the command's final event %q (history %v)", final, kinds)
+	}
+	// The command's output views were display only (the receiver's live
+	// views in the dedup table, published to the output queue): people
+	// saw several, and history keeps the last one only, so they cost the
+	// thread no slice each.
+	inHistory := 0
+	for _, it := range thread.Items {
+		if it.Kind == runtime.ItemMarker && it.Name == runtime.ViewMarkerName {
+			inHistory++
+		}
+	}
+	t.Logf("%d views published, %d in history", views, inHistory)
+	if views < 2 || inHistory > 1 {
+		t.Fatalf("%d views published, %d in history (%v); want several published and at most the last in history", views, inHistory, kinds)
 	}
 	branch := "agentslice/" + th
 	if out := gitRun(repo, "log", "--oneline", "-1", branch); out == "" {

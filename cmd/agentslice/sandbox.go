@@ -30,6 +30,7 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	listen := fs.String("listen", "127.0.0.1:9100", "loopback `address` to serve on")
 	publicURL := fs.String("public-url", "", "base `URL` the runtime reaches this server at (default http://<listen address>)")
 	timeout := fs.Duration("timeout", 20*time.Minute, "kill a run_command that runs longer")
+	outputEvery := fs.Duration("output-every", sandbox.DefaultBatch, "how often a running command's new output is sent as a view_update (serve's sandbox.output_every)")
 	apply := fs.String("apply", "", "instead of serving: commit this `thread`'s sandbox changes onto your current branch and update your working copy for the files they touch")
 	discard := fs.String("discard", "", "instead of serving: remove this `thread`'s sandbox (worktree, branch, refs); its changes are lost")
 	message := fs.String("message", "", "with -apply: the commit's message (default \"agentslice: changes of thread THREAD\")")
@@ -92,7 +93,10 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if !sandbox.ValidAccess(access) || access == "" {
 		return usagef("-network %q: want ask, allow or deny", *network)
 	}
-	mgr, err := sandbox.NewManager(sandbox.Config{Repo: *repo, Root: *root, Timeout: *timeout, Env: procenv.Build(os.Environ(), pass, nil),
+	if *outputEvery <= 0 {
+		return usagef("-output-every %s: want a positive duration", *outputEvery)
+	}
+	mgr, err := sandbox.NewManager(sandbox.Config{Repo: *repo, Root: *root, Timeout: *timeout, Batch: *outputEvery, Env: procenv.Build(os.Environ(), pass, nil),
 		NetworkFor: func(context.Context, string) (sandbox.Access, error) { return access, nil }})
 	if err != nil {
 		return err

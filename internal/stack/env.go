@@ -6,9 +6,9 @@ package stack
 //	variable                         slicefn  rapreceiver  delayrelay
 //	AGENTSLICE_INPUT_QUEUE_URL          x         x            x
 //	AGENTSLICE_DLQ_URL                  x
-//	AGENTSLICE_OUTPUT_QUEUE_URL         x
+//	AGENTSLICE_OUTPUT_QUEUE_URL         x         x   (live views)
 //	AGENTSLICE_DELAY_QUEUE_URL          x
-//	AGENTSLICE_DEDUP_TABLE              x
+//	AGENTSLICE_DEDUP_TABLE              x         x   (live views)
 //	AGENTSLICE_DSQL_ENDPOINT            x         x
 //	AGENTSLICE_DSQL_USER                x         x   (DSQLAppRole; DSQLReaderRole)
 //	AGENTSLICE_SCHEDULER_ROLE_ARN       x

@@ -22,6 +22,10 @@ const (
 // bucket (dedup.Bucket) ask of the dedup table beyond the dedup marks.
 var ledgerActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}
 
+// liveViewActions are what the receiver's live views (dedup.LiveViews) do
+// on the dedup table; its transactions need the actions of their parts.
+var liveViewActions = []string{"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+
 // otelName is an OpenTelemetry environment variable's name.
 var otelName = regexp.MustCompile(`^OTEL_[A-Z0-9_]+$`)
 

@@ -108,6 +108,12 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 			// DSQLReaderRole, which may read the thread rows only.
 			EnvDSQLEndpoint: s.Cluster.AttrEndpoint(),
 			EnvDSQLUser:     jsii.String(DSQLReaderRole),
+			// The live views of calls that go on in the background
+			// (a build streaming its output) are kept in the dedup
+			// table and published to the output queue: display only,
+			// no slice per view (dedup.LiveViews).
+			EnvDedupTable:     s.Table.TableName(),
+			EnvOutputQueueURL: q.Output.QueueUrl(),
 		},
 	}, removal)
 	auth := awslambda.FunctionUrlAuthType_AWS_IAM
@@ -116,6 +122,8 @@ func New(scope constructs.Construct, id string, props StackProps) (*Stack, error
 	}
 	s.ReceiverURL = s.Receiver.AddFunctionUrl(&awslambda.FunctionUrlOptions{AuthType: auth})
 	q.Input.GrantSendMessages(s.Receiver)
+	q.Output.GrantSendMessages(s.Receiver)
+	s.Table.Grant(s.Receiver, *jsii.Strings(liveViewActions...)...)
 	grantReadSecret(s.Receiver, s.Keyring)
 	s.Receiver.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions: jsii.Strings("dsql:DbConnect"), Resources: &[]*string{s.Cluster.AttrResourceArn()},

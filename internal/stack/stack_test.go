@@ -583,6 +583,8 @@ func TestEnvironment(t *testing.T) {
 		EnvCallbackKeysSecret: s.Resolve(s.Keyring.SecretArn()),
 		EnvDSQLEndpoint:       s.Resolve(s.Cluster.AttrEndpoint()),
 		EnvDSQLUser:           DSQLReaderRole,
+		EnvDedupTable:         s.Resolve(s.Table.TableName()),
+		EnvOutputQueueURL:     s.Resolve(q.Output.QueueUrl()),
 	}, nil)
 	checkEnv(t, "delayrelay", envOf(t, f.defJSON, s.Resolve(s.Relay.FunctionArn())), obj{
 		EnvInputQueueURL:      s.Resolve(q.Input.QueueUrl()),
@@ -683,7 +685,8 @@ func TestLeastPrivilege(t *testing.T) {
 				{[]string{"bedrock:InvokeModelWithResponseStream"}, bedrock},
 			},
 			"rapreceiver": {logs(s.Receiver), {send, r(q.Input.QueueArn())}, {send, r(q.InputBackground.QueueArn())}, secret,
-				{[]string{"dsql:DbConnect"}, r(s.Cluster.AttrResourceArn())}},
+				{[]string{"dsql:DbConnect"}, r(s.Cluster.AttrResourceArn())}, {send, r(q.Output.QueueArn())},
+				{liveViewActions, r(s.Table.TableArn())}},
 			"delayrelay": {logs(s.Relay), {consume, r(q.Delay.QueueArn())}, {consume, r(q.WakeupDLQ.QueueArn())}, {send, r(q.Input.QueueArn())},
 				{send, r(q.InputBackground.QueueArn())}},
 			"scheduler": {{[]string{"sqs:SendMessage"}, []any{r(q.Input.QueueArn()), r(q.WakeupDLQ.QueueArn())}},
