@@ -59,11 +59,11 @@ func TestConfigurationDocumentsEveryField(t *testing.T) {
 }
 
 // TestDocsExampleConfigsValidate: the configuration files the docs tell
-// readers to run (docs/examples/serve/{agents,budget,serve}.json,
+// readers to run (docs/examples/serve/{agents,budget,serve,coder}.json,
 // docs/examples/forks/forks.json) load and validate, so a page's
 // `serve -config` cannot point at a file the server refuses.
 func TestDocsExampleConfigsValidate(t *testing.T) {
-	for _, f := range []string{"serve/agents.json", "serve/budget.json", "serve/serve.json", "forks/forks.json"} {
+	for _, f := range []string{"serve/agents.json", "serve/budget.json", "serve/serve.json", "serve/coder.json", "forks/forks.json"} {
 		t.Run(f, func(t *testing.T) {
 			path, err := filepath.Abs("../../docs/examples/" + f)
 			if err != nil {
