@@ -89,3 +89,29 @@ func TestReplayRebuildsTheChildren(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCommitOfAThreadWithChildren: one commit of one item to a
+// thread with n children (journal without fsync): its cost should not
+// depend on n.
+func BenchmarkCommitOfAThreadWithChildren(b *testing.B) {
+	for _, n := range []int{10, 1000} {
+		b.Run(fmt.Sprint("children=", n), func(b *testing.B) {
+			d, err := Open(context.Background(), b.TempDir(), Options{NoSync: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Close()
+			h, all := d.History(), kids(n)
+			st := runtime.ThreadState{Stack: []string{"t"}, Children: all}
+			it := []runtime.Item{{Kind: runtime.ItemUser, Text: "turn"}}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				st.Version, st.Length = int64(i+1), i+1
+				if err := h.Commit(context.Background(), &runtime.Commit{ThreadID: "t", Expected: int64(i), Append: it, State: st}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(d.JournalStats().Bytes)/float64(d.JournalStats().Records), "journal_B/commit")
+		})
+	}
+}
