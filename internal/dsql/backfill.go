@@ -48,13 +48,12 @@ const (
 	// backfillInputSQL records one item's input.
 	backfillInputSQL = `UPDATE items SET input = $3::text
  WHERE thread_id = $1::text AND pos = $2::bigint AND chunk = 0 AND input IS NULL`
-	// backfillMarkSQL marks a thread whose items before $3 all record
-	// their input: unless a writer that records no input (one of before
-	// migration 5) appended past $3 meanwhile, and, when it takes the view
-	// start from the state read at version $4, unless the state changed.
+	// backfillMarkSQL marks a thread whose items all record their input,
+	// unless it changed since the backfill read it at version $3 (a writer
+	// that records no input, one of before migration 5, may have
+	// appended; and $2, the view start, is from the state read then).
 	backfillMarkSQL = `UPDATE threads SET inputs_from = 0, view_start = COALESCE(view_start, $2::bigint)
- WHERE id = $1::text AND COALESCE(inputs_from, length) <= $3::bigint
-   AND (view_start IS NOT NULL OR version = $4::bigint)`
+ WHERE id = $1::text AND version = $3::bigint`
 )
 
 // BackfillOptions tune Backfill. The zero value is right for DSQL.
@@ -85,6 +84,10 @@ type BackfillReport struct {
 	// (an older writer still appending); run it again once it has stopped.
 	Changing []string
 }
+
+// backfillBeforeMark, when set (tests), runs between recording a thread's
+// inputs and marking it: where an older writer may append.
+var backfillBeforeMark func(id string)
 
 // errBackfillStopped ends a run at BackfillOptions.Batches.
 var errBackfillStopped = errors.New("backfill stopped after its batches")
@@ -145,7 +148,8 @@ func (b *backfill) run(ctx context.Context) error {
 }
 
 // markTries is how often thread re-reads a thread whose row changed
-// between its read and its mark.
+// between its read and its mark (any commit: the mark needs the version
+// it read).
 const markTries = 5
 
 // thread backfills one thread and marks it.
@@ -166,11 +170,9 @@ func (b *backfill) thread(ctx context.Context, id string) error {
 		case inputsFrom != nil && *inputsFrom == 0:
 			return nil // marked meanwhile
 		}
-		upTo := length
-		if inputsFrom != nil {
-			upTo = *inputsFrom // the items from there on record their input
-		}
-		if err := b.items(ctx, id, upTo); err != nil {
+		// Every item that records no input, not only those before
+		// inputs_from: an older writer may have appended since.
+		if err := b.items(ctx, id, length); err != nil {
 			return err
 		}
 		vs := int64(0)
@@ -184,9 +186,12 @@ func (b *backfill) thread(ctx context.Context, id string) error {
 		if err := b.limit(); err != nil {
 			return err
 		}
+		if backfillBeforeMark != nil {
+			backfillBeforeMark(id)
+		}
 		marked := false
 		err = b.opts.Retry.run(ctx, id, func() (bool, error) {
-			tag, err := b.db.Exec(ctx, backfillMarkSQL, id, vs, upTo, version)
+			tag, err := b.db.Exec(ctx, backfillMarkSQL, id, vs, version)
 			marked = err == nil && tag.RowsAffected() == 1
 			return retryable(err)
 		})

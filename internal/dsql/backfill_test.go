@@ -2,6 +2,7 @@ package dsql
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -104,5 +105,62 @@ func TestBackfillLoadsOldThreadsFromTheCompactionPoint(t *testing.T) {
 	}
 	if !rep.Done || rep.Items != 0 || rep.Batches != 0 || rep.Threads != 0 {
 		t.Fatalf("a run after a complete one: %+v, want nothing done", rep)
+	}
+}
+
+// TestBackfillLeavesAThreadAnOlderWriterAppendsTo: a writer of before
+// migration 5 (items without input, no inputs_from) that appends to a
+// thread between the backfill's record of its inputs and its mark keeps
+// the thread unmarked: the backfill reads it again and records the new
+// item too, and a thread that keeps changing is left unmarked (loading
+// whole) and reported.
+func TestBackfillLeavesAThreadAnOlderWriterAppendsTo(t *testing.T) { // not parallel: it sets backfillBeforeMark
+	ctx := context.Background()
+	pool := newSchemaPool(t)
+	s := New(pool, Options{})
+	compacted(t, s, "once")
+	compacted(t, s, "always")
+	undoMigration5(t, pool)
+	if err := Migrate(ctx, pool, Postgres); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	appended := map[string]int{}
+	oldWrite := func(id string) {
+		if (id != "once" && id != "always") || (id == "once" && appended[id] > 0) {
+			return
+		}
+		n := 14 + appended[id]
+		appended[id]++
+		for _, stmt := range []string{
+			fmt.Sprintf(`INSERT INTO items (thread_id, pos, chunk, format, body) VALUES ('%s', %d, 0, 1, '{"kind":"user","input":"%s-old-%d","text":"old writer"}')`, id, n, id, n),
+			fmt.Sprintf(`UPDATE threads SET version = version + 1, length = length + 1 WHERE id = '%s'`, id),
+		} {
+			if _, err := pool.Exec(ctx, stmt); err != nil {
+				t.Fatalf("%s: %v", stmt, err)
+			}
+		}
+	}
+	backfillBeforeMark = oldWrite
+	defer func() { backfillBeforeMark = nil }()
+	rep, err := Backfill(ctx, pool, BackfillOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Done || rep.Threads != 1 || len(rep.Changing) != 1 || rep.Changing[0] != "always" {
+		t.Fatalf("report %+v, want \"once\" marked and \"always\" changing", rep)
+	}
+	th, seen, err := s.LoadViewFor(ctx, "once", []string{"once-old-14"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.Base != 8 || seen[0] {
+		t.Fatalf("once: base %d, consumed %v; want base 8, and the old writer's item loaded (from 8 on)", th.Base, seen)
+	}
+	var input string
+	if err := pool.QueryRow(ctx, `SELECT input FROM items WHERE thread_id = 'once' AND pos = 14`).Scan(&input); err != nil || input != "once-old-14" {
+		t.Fatalf("the old writer's item: input %q, %v", input, err)
+	}
+	if th, _, err := s.LoadViewFor(ctx, "always", nil); err != nil || th.Base != 0 {
+		t.Fatalf("always: base %d, %v; want 0 (unmarked: it loads whole)", th.Base, err)
 	}
 }
