@@ -22,8 +22,9 @@ import (
 // visited), so a run stopped anywhere, by a crash or by
 // BackfillOptions.Batches, is completed by the next. Each transaction
 // writes at most BackfillOptions.Items rows and Limits.MaxBytes bytes
-// (DSQL: 3,000 rows and 10 MiB per transaction), and each read at most
-// Limits.MaxLoadBytes.
+// (DSQL: 3,000 row mutations and 10 MiB per transaction), and a read of a
+// window of items larger than Limits.MaxLoadBytes is taken again in
+// halves.
 //
 // It must run once every writer runs this version of the store (after the
 // new slice function is deployed and the old one's slices are over): an
