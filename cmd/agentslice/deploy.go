@@ -379,7 +379,11 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "schema is at version %d (%s)\n", dsql.SchemaVersion(), cfg.Dialect)
 	if *backfill {
-		rep, err := dsql.Backfill(ctx, pool, dsql.BackfillOptions{})
+		rep, err := dsql.Backfill(ctx, pool, dsql.BackfillOptions{Progress: func(r dsql.BackfillReport) {
+			if r.Threads%1000 == 0 {
+				fmt.Fprintf(stderr, "backfill: %d threads so far (%d item inputs)\n", r.Threads, r.Items)
+			}
+		}})
 		if err != nil {
 			return fmt.Errorf("%w (run migrate --backfill again: it goes on from there)", err)
 		}
