@@ -339,7 +339,7 @@ func (r *recent) add(id string) bool {
 
 // runMigrate creates or upgrades the history schema.
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("migrate", "migrate (--dsn DSN | --dsql-endpoint HOST [--region R] [--user ROLE] [--app-role-arn ARN] [--receiver-role-arn ARN] [--agents FILE])", stderr)
+	fs := newFlagSet("migrate", "migrate (--dsn DSN | --dsql-endpoint HOST [--region R] [--user ROLE] [--app-role-arn ARN] [--receiver-role-arn ARN] [--agents FILE]) [--backfill]", stderr)
 	dsn := fs.String("dsn", "", "PostgreSQL connection string (local development and tests)")
 	endpoint := fs.String("dsql-endpoint", "", "Aurora DSQL cluster endpoint host name (IAM authentication)")
 	region := fs.String("region", "", "the DSQL cluster's region (default: AWS_REGION or the shared config)")
@@ -349,6 +349,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	appRole := fs.String("app-role", "", "create the least-privilege database role even without --app-role-arn (PostgreSQL); default "+dsql.AppRole+" when --app-role-arn is set")
 	readerARN := fs.String("receiver-role-arn", "", "the callback receiver's IAM role (stack output ReceiverRoleArn): create the database role "+dsql.ReaderRole+" (SELECT on the thread rows only, to look up thread classes) and let that IAM role connect as it (DSQL)")
 	readerRole := fs.String("receiver-role", "", "create the receiver's database role even without --receiver-role-arn (PostgreSQL); default "+dsql.ReaderRole+" when --receiver-role-arn is set")
+	backfill := fs.Bool("backfill", false, "after the schema, record the input of the items of threads written before schema version 5, so that their slices load from the compaction point instead of whole (run it once every slice function runs this version; it resumes where an interrupted run stopped)")
 	if err := parseFlags(fs, args); err != nil {
 		return ignoreHelp(err)
 	}
@@ -377,6 +378,22 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	fmt.Fprintf(stdout, "schema is at version %d (%s)\n", dsql.SchemaVersion(), cfg.Dialect)
+	if *backfill {
+		rep, err := dsql.Backfill(ctx, pool, dsql.BackfillOptions{Progress: func(r dsql.BackfillReport) {
+			if r.Threads%1000 == 0 {
+				fmt.Fprintf(stderr, "backfill: %d threads so far (%d item inputs)\n", r.Threads, r.Items)
+			}
+		}})
+		if err != nil {
+			return fmt.Errorf("%w (run migrate --backfill again: it goes on from there)", err)
+		}
+		fmt.Fprintf(stdout, "backfill: %d threads now load from their compaction point (%d item inputs recorded in %d transactions)\n",
+			rep.Threads, rep.Items, rep.Batches)
+		if len(rep.Changing) > 0 {
+			fmt.Fprintf(stdout, "backfill: %d threads kept changing and were left as they were (a writer of an older version still runs?): %s; run migrate --backfill again\n",
+				len(rep.Changing), strings.Join(rep.Changing, ", "))
+		}
+	}
 	if *agentsFile != "" {
 		if err := storeAgentVersions(ctx, dsql.New(pool, dsql.Options{}), *agentsFile, stdout); err != nil {
 			return err

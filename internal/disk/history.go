@@ -383,10 +383,11 @@ func (h *History) Commit(ctx context.Context, cm *runtime.Commit) error {
 		return fmt.Errorf("disk: commit of %s: state version %d, expected %d", c.ThreadID, c.State.Version, c.Expected+1)
 	}
 	oldLen := c.State.Length - len(c.Append)
-	if err := h.reserve(ctx, c, oldLen); err != nil {
+	prev, err := h.reserve(ctx, c, oldLen)
+	if err != nil {
 		return err
 	}
-	rec, pooled, err := h.encodeCommit(c, oldLen)
+	rec, pooled, err := h.encodeCommit(c, oldLen, keptChildren(prev, c.State.Children))
 	if err != nil {
 		h.release(c)
 		return err
@@ -408,15 +409,18 @@ func (h *History) Commit(ctx context.Context, cm *runtime.Commit) error {
 }
 
 // reserve checks c against the thread in memory and marks the thread (and
-// the children c creates) busy until the journal has answered.
-func (h *History) reserve(ctx context.Context, c *runtime.Commit, oldLen int) error {
+// the children c creates) busy until the journal has answered. It returns
+// the children of the thread's state before c (immutable up to their
+// length).
+func (h *History) reserve(ctx context.Context, c *runtime.Commit, oldLen int) ([]string, error) {
 	id := c.ThreadID
 	sh := h.shard(id)
+	var prev []string
 	for {
 		sh.mu.Lock()
 		if _, ok := sh.busy[id]; ok {
 			sh.mu.Unlock()
-			return fmt.Errorf("disk: thread %s has another commit in flight: %w", id, runtime.ErrConflict)
+			return nil, fmt.Errorf("disk: thread %s has another commit in flight: %w", id, runtime.ErrConflict)
 		}
 		ht := sh.hot[id]
 		ev := sh.evictions
@@ -424,7 +428,7 @@ func (h *History) reserve(ctx context.Context, c *runtime.Commit, oldLen int) er
 			sh.mu.Unlock()
 			read, err := h.read(ctx, id)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			sh.mu.Lock()
 			switch {
@@ -442,15 +446,15 @@ func (h *History) reserve(ctx context.Context, c *runtime.Commit, oldLen int) er
 		var version int64
 		length := 0
 		if ht != nil {
-			version, length = ht.state.Version, ht.state.Length
+			version, length, prev = ht.state.Version, ht.state.Length, ht.state.Children
 		}
 		switch {
 		case version != c.Expected:
 			sh.mu.Unlock()
-			return fmt.Errorf("disk: thread %s is at version %d, commit expected %d: %w", id, version, c.Expected, runtime.ErrConflict)
+			return nil, fmt.Errorf("disk: thread %s is at version %d, commit expected %d: %w", id, version, c.Expected, runtime.ErrConflict)
 		case length != oldLen:
 			sh.mu.Unlock()
-			return fmt.Errorf("disk: commit of %s: state length %d, want %d", id, c.State.Length, length+len(c.Append))
+			return nil, fmt.Errorf("disk: commit of %s: state length %d, want %d", id, c.State.Length, length+len(c.Append))
 		}
 		sh.busy[id] = struct{}{}
 		sh.mu.Unlock()
@@ -462,10 +466,21 @@ func (h *History) reserve(ctx context.Context, c *runtime.Commit, oldLen int) er
 			for _, done := range c.Children[:i] {
 				h.releaseIDs(done.ID)
 			}
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return prev, nil
+}
+
+// keptChildren is how many children of the previous state (prev) a
+// commit's record may leave out of the new state's (children): all of
+// them when they are its first ones, the usual case (a thread's children
+// are only ever appended), else none.
+func keptChildren(prev, children []string) int {
+	if len(prev) == 0 || len(children) < len(prev) || !slices.Equal(prev, children[:len(prev)]) {
+		return 0
+	}
+	return len(prev)
 }
 
 // reserveChild marks a thread c creates busy, if it does not exist yet.
@@ -514,18 +529,25 @@ func (h *History) release(c *runtime.Commit) {
 	}
 }
 
-// encodeCommit frames c as a journal record.
-func (h *History) encodeCommit(c *runtime.Commit, oldLen int) ([]byte, *[]byte, error) {
+// encodeCommit frames c as a journal record whose state leaves out its
+// first kept children (recCommitKept; 0 for none).
+func (h *History) encodeCommit(c *runtime.Commit, oldLen, kept int) ([]byte, *[]byte, error) {
 	sb, ib := getBuf(), getBuf()
 	defer putBuf(sb)
 	defer putBuf(ib)
-	state, err := appendState(*sb, &c.State)
+	st := &c.State
+	if kept > 0 {
+		cp := c.State
+		cp.Children = cp.Children[kept:]
+		st = &cp
+	}
+	state, err := appendState(*sb, st)
 	*sb = state
 	if err != nil {
 		return nil, nil, fmt.Errorf("disk: encoding the state of %s: %w", c.ThreadID, err)
 	}
 	r := commitRec{thread: c.ThreadID, parent: c.State.Parent, expected: c.Expected, version: int(c.State.Version),
-		length: c.State.Length, oldLen: oldLen, state: state, attention: attention(&c.State)}
+		length: c.State.Length, oldLen: oldLen, state: state, attention: attention(&c.State), kept: kept}
 	if len(c.Append) > 0 {
 		n := 0
 		for i := range c.Append {

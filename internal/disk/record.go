@@ -40,6 +40,12 @@ const (
 	recInboxPut  = 2 // messages accepted
 	recInboxDone = 3 // messages consumed
 	recEnd       = 4 // the segment was cut here: nothing follows
+	// recCommitKept is a history commit whose state lists only the
+	// children after the first kept of the thread's previous state
+	// (commitRec.kept): a thread's list of children grows with its age,
+	// and writing it whole in every commit made a slice's journal write,
+	// and its CPU, grow with it. An older build refuses the kind.
+	recCommitKept = 5
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -194,6 +200,10 @@ type commitRec struct {
 	items           []byte // local.AppendItems from oldLen; nil for none
 	attention       int
 	kids            []kidRec
+	// kept is how many of the previous state's children (version
+	// expected) precede the children state lists (recCommitKept); 0: the
+	// list is whole (recCommit).
+	kept int
 }
 
 type kidRec struct {
@@ -214,7 +224,11 @@ func (c *commitRec) size() int {
 }
 
 func (c *commitRec) put(b []byte) []byte {
-	b = append(b, recCommit)
+	if c.kept > 0 {
+		b = append(b, recCommitKept)
+	} else {
+		b = append(b, recCommit)
+	}
 	b = putString(b, c.thread)
 	b = putString(b, c.parent)
 	b = putUvarint(b, uint64(c.expected))
@@ -234,10 +248,15 @@ func (c *commitRec) put(b []byte) []byte {
 		b = putUvarint(b, uint64(k.attention))
 		b = putBytes(b, k.state)
 	}
+	if c.kept > 0 {
+		b = putUvarint(b, uint64(c.kept))
+	}
 	return b
 }
 
-func (c *commitRec) read(r *reader) {
+// read reads what put wrote after the kind byte (recCommit or
+// recCommitKept).
+func (c *commitRec) read(r *reader, kind byte) {
 	c.thread, c.parent = r.string(), r.string()
 	c.expected = int64(r.uvarint())
 	c.version, c.length, c.oldLen, c.attention = r.int(), r.int(), r.int(), r.int()
@@ -256,6 +275,11 @@ func (c *commitRec) read(r *reader) {
 		k.spawnAt, k.version, k.length, k.attention = r.int(), r.int(), r.int(), r.int()
 		k.state = r.bytes()
 		c.kids = append(c.kids, k)
+	}
+	if kind == recCommitKept {
+		if c.kept = r.int(); r.err == nil && c.kept <= 0 {
+			r.err = fmt.Errorf("a commit keeping %d children", c.kept)
+		}
 	}
 }
 

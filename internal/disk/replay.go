@@ -3,6 +3,7 @@ package disk
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -74,9 +75,9 @@ func applyRecord(ctx context.Context, tx *replayTx, payload []byte) error {
 	}
 	r := &reader{b: payload[1:]}
 	switch payload[0] {
-	case recCommit:
+	case recCommit, recCommitKept:
 		var c commitRec
-		c.read(r)
+		c.read(r, payload[0])
 		if r.err != nil {
 			return fmt.Errorf("commit record: %v", r.err)
 		}
@@ -122,7 +123,7 @@ func replayCommit(ctx context.Context, tx *replayTx, c *commitRec) error {
 	case version != c.expected || length != c.oldLen:
 		return fmt.Errorf("thread %s: commit expects version %d with %d items, the database has version %d with %d", c.thread, c.expected, c.oldLen, version, length)
 	}
-	state, err := stateJSON(c.state)
+	state, err := replayState(ctx, tx, c)
 	if err != nil {
 		return fmt.Errorf("thread %s: state: %w", c.thread, err)
 	}
@@ -147,6 +148,35 @@ func replayCommit(ctx context.Context, tx *replayTx, c *commitRec) error {
 		}
 	}
 	return nil
+}
+
+// replayState is a commit record's state as the database keeps it. A
+// record that lists only the children after the previous state's first
+// kept (recCommitKept) takes those from the state the database holds,
+// which is the previous one (replayCommit checked its version).
+func replayState(ctx context.Context, tx *replayTx, c *commitRec) ([]byte, error) {
+	if c.kept == 0 {
+		return stateJSON(c.state)
+	}
+	st, err := readState(c.state)
+	if err != nil {
+		return nil, err
+	}
+	var prev []byte
+	if err := tx.QueryRowContext(ctx, `SELECT state FROM threads WHERE id = ?`, c.thread).Scan(&prev); err != nil {
+		return nil, fmt.Errorf("reading the previous state for its children: %w", err)
+	}
+	var old struct {
+		Children []string `json:"children"`
+	}
+	if err := json.Unmarshal(prev, &old); err != nil {
+		return nil, fmt.Errorf("the previous state: %w", err)
+	}
+	if len(old.Children) < c.kept {
+		return nil, fmt.Errorf("the commit keeps %d children of the previous state, which has %d", c.kept, len(old.Children))
+	}
+	st.Children = append(old.Children[:c.kept:c.kept], st.Children...)
+	return marshal(&st)
 }
 
 // The statements replay and checkpoints share.

@@ -50,6 +50,9 @@
 // inputs_from is the own position from which a thread's items record their
 // input (0 for threads created since; for older ones, set at their first
 // commit after it), and a load never leaves out own items before it.
+// Backfill (`agentslice migrate --backfill`) records the input of those
+// older items and sets inputs_from to 0, after which such a thread loads
+// from its view start too (backfill.go).
 //
 // # What DSQL accepts, and so all this package uses
 //

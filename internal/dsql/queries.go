@@ -154,4 +154,11 @@ var dmlStatements = map[string]string{
 	"record":       recordSQL,
 	"waitForJob":   waitForJobSQL,
 	"threadClass":  threadClassSQL,
+	// backfill.go
+	"backfillThreads": backfillThreadsSQL,
+	"backfillThread":  backfillThreadSQL,
+	"backfillFirst":   backfillFirstSQL,
+	"backfillItems":   backfillItemsSQL,
+	"backfillInput":   backfillInputSQL,
+	"backfillMark":    backfillMarkSQL,
 }

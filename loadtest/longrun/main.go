@@ -39,6 +39,8 @@ type config struct {
 	window                       int
 	threshold                    float64
 	replyBytes, summaryBytes     int
+	cpuProfile                   string
+	profileFrom, profileTo       int
 }
 
 // Window is one -every turns of the run.
@@ -51,6 +53,9 @@ type Window struct {
 	TokensPerCompletion float64 `json:"tokens_per_completion"`
 	StoredBytes         int64   `json:"stored_bytes"`
 	CPUMicrosPerSlice   float64 `json:"cpu_us_per_slice"`
+	// JournalBytesPerSlice is what the durable store's journal wrote per
+	// slice (sqlite only): its commit records, each with the thread's state.
+	JournalBytesPerSlice float64 `json:"journal_bytes_per_slice,omitempty"`
 }
 
 // Result is the run's summary line.
@@ -90,6 +95,9 @@ func main() {
 	flag.IntVar(&c.summaryBytes, "summary-bytes", 1500, "bytes of a compaction summary")
 	flag.StringVar(&c.out, "out", "loadtest/results", "directory for the result JSON (\"\": none)")
 	flag.StringVar(&c.label, "label", "", "a name for the run, in the result and its file name")
+	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of turns -profile-from to -profile-to to this file")
+	flag.IntVar(&c.profileFrom, "profile-from", 1, "the first turn the CPU profile covers")
+	flag.IntVar(&c.profileTo, "profile-to", 0, "the last turn the CPU profile covers (0: the last turn)")
 	flag.StringVar(&chart, "chart", "", "write an SVG comparing the result files given as arguments to this path, and exit")
 	flag.Parse()
 	if chart != "" {
@@ -160,10 +168,18 @@ func run(c config) error {
 		}
 		return nil
 	}
-	prevM, prevCPU := m.counts(), hostinfo.CPUTime()
+	prevM, prevCPU, prevJ := m.counts(), hostinfo.CPUTime(), st.journalBytes()
 	prevC, prevT, _, _ := orch.counts()
-	fmt.Printf("%7s %8s %10s %12s %12s %14s %12s\n", "turn", "slices", "items/sl", "bytes/sl", "tokens/cpl", "stored_bytes", "cpu_us/sl")
+	fmt.Printf("%7s %8s %10s %12s %12s %14s %12s %12s\n", "turn", "slices", "items/sl", "bytes/sl", "tokens/cpl", "stored_bytes", "cpu_us/sl", "journal_b/sl")
+	prof := &profiler{path: c.cpuProfile, from: c.profileFrom, to: c.profileTo}
+	if prof.to <= 0 || prof.to > c.turns {
+		prof.to = c.turns
+	}
+	defer prof.stop()
 	for t := 1; t <= c.turns; t++ {
+		if err := prof.turn(t); err != nil {
+			return err
+		}
 		if err := send(runtime.Message{ID: fmt.Sprintf("u-%d", t), Kind: runtime.KindUser,
 			Text: fmt.Sprintf("turn %d: ", t) + filler(200)}); err != nil {
 			return err
@@ -182,22 +198,26 @@ func run(c config) error {
 			}
 		}
 		if t%c.every == 0 || t == c.turns {
-			mc, cpu := m.counts(), hostinfo.CPUTime()
+			mc, cpu, jb := m.counts(), hostinfo.CPUTime(), st.journalBytes()
 			cc, ct, _, _ := orch.counts()
 			w := Window{Turn: t, Slices: mc.loads - prevM.loads, Completions: cc - prevC, StoredBytes: mc.storedBytes}
 			if w.Slices > 0 {
 				w.ItemsPerSlice = float64(mc.loadedItems-prevM.loadedItems) / float64(w.Slices)
 				w.BytesPerSlice = float64(mc.loadedBytes-prevM.loadedBytes) / float64(w.Slices)
 				w.CPUMicrosPerSlice = float64((cpu - prevCPU).Microseconds()) / float64(w.Slices)
+				w.JournalBytesPerSlice = float64(jb-prevJ) / float64(w.Slices)
 			}
 			if w.Completions > 0 {
 				w.TokensPerCompletion = float64(ct-prevT) / float64(w.Completions)
 			}
-			fmt.Printf("%7d %8d %10.0f %12.0f %12.0f %14d %12.0f\n", w.Turn, w.Slices, w.ItemsPerSlice, w.BytesPerSlice,
-				w.TokensPerCompletion, w.StoredBytes, w.CPUMicrosPerSlice)
+			fmt.Printf("%7d %8d %10.0f %12.0f %12.0f %14d %12.0f %12.0f\n", w.Turn, w.Slices, w.ItemsPerSlice, w.BytesPerSlice,
+				w.TokensPerCompletion, w.StoredBytes, w.CPUMicrosPerSlice, w.JournalBytesPerSlice)
 			res.Windows = append(res.Windows, w)
-			prevM, prevCPU, prevC, prevT = mc, cpu, cc, ct
+			prevM, prevCPU, prevC, prevT, prevJ = mc, cpu, cc, ct, jb
 		}
+	}
+	if err := prof.stop(); err != nil {
+		return err
 	}
 	res.Seconds = time.Since(start).Seconds()
 	first, last := res.Windows[0], res.Windows[len(res.Windows)-1]

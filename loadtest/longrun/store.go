@@ -108,6 +108,15 @@ func (s *store) diskBytes(ctx context.Context) int64 {
 	return 0
 }
 
+// journalBytes is what the durable store's journal wrote since Open (0
+// for the other stores).
+func (s *store) journalBytes() int64 {
+	if s.db == nil {
+		return 0
+	}
+	return s.db.JournalStats().Bytes
+}
+
 func (s *store) close() {
 	if s.db != nil {
 		s.db.Close()
