@@ -184,7 +184,8 @@ func diskStores(t *testing.T) chaos.NewBackend {
 		if err := s.open(t.TempDir()); err != nil {
 			return chaos.Backend{}, nil, err
 		}
-		return chaos.Backend{History: s, Dedup: s, Timers: s.timers, Ledger: s, Restart: func() error { return s.restart(t) }}, s.close, nil
+		return chaos.Backend{History: s, Dedup: s, Timers: s.timers, Ledger: s, Restart: func() error { return s.restart(t) },
+			Recover: s.needAttention}, s.close, nil
 	}
 }
 
@@ -272,6 +273,15 @@ func (s *restartingDisk) restart(t *testing.T) error {
 	}
 	diskJournal.rearmed.Add(int64(n.Total()))
 	return nil
+}
+
+// needAttention is what serve's recovery kicks after a restart
+// (server.recoverDurable): the threads with an unsent outbox or an
+// undispatched call.
+func (s *restartingDisk) needAttention(ctx context.Context) ([]string, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.db.History().NeedAttention(ctx)
 }
 
 // timers builds the durable timers on the run's queue and clock.

@@ -28,6 +28,12 @@ type Backend struct {
 	// would (the disk store reopens its files as the crash left them, so
 	// recovery replays its journal).
 	Restart func() error
+	// Recover, when set, names the threads a restart leaves with work to
+	// do (an outbox whose sent record the crash lost, a call not yet
+	// dispatched): serve's recovery kicks each with a slice of no
+	// messages (disk.History.NeedAttention, System.Kick), and after every
+	// Restart the driver does the same.
+	Recover func(ctx context.Context) ([]string, error)
 	// Timers, when set, builds the run's timers (the backend's durable
 	// ones), delivering to q and armed on c, the run's clock; default the
 	// embedded local.Timers on c.
@@ -133,11 +139,13 @@ type Run struct {
 	toolbox func(runtime.Timers) *runtime.Toolbox
 	engine  *runtime.Engine
 	send    func(ctx context.Context, msgs ...runtime.Message) error
-	restart func() error // Backend.Restart
-	ledger  Ledger       // Scenario.Ledger: the trees' budgets, kept across crashes
+	restart func() error                                // Backend.Restart
+	recover func(ctx context.Context) ([]string, error) // Backend.Recover
+	ledger  Ledger                                      // Scenario.Ledger: the trees' budgets, kept across crashes
 
 	// driver state (one slice at a time)
 	boxes     map[string][]delivery
+	kicked    map[string]bool // threads to run a slice of no messages for (Backend.Recover)
 	ready     []string
 	inReady   map[string]bool
 	later     []delayed
@@ -169,6 +177,7 @@ type Run struct {
 	merges     int // held batches redelivered together with newer mail
 	deadMoves  int // batches moved to the dead-letter queue
 	redriven   int // dead letters redriven
+	kicks      int // threads kicked after a restart (Backend.Recover)
 }
 
 // newRun builds a run's ports around the backend.
@@ -176,9 +185,9 @@ func newRun(sc *Scenario, b Backend, plan Plan) *Run {
 	if plan.MaxBatch <= 0 {
 		plan.MaxBatch = 10
 	}
-	r := &Run{sc: sc, plan: plan, store: newRecordingStore(b.History), dedup: b.Dedup, restart: b.Restart, timers: newRecordedTimers(),
+	r := &Run{sc: sc, plan: plan, store: newRecordingStore(b.History), dedup: b.Dedup, restart: b.Restart, recover: b.Recover, timers: newRecordedTimers(),
 		out: &outputs{}, f: &faults{crashAt: plan.CrashAt, again: NoCrash, hookAt: plan.HookAt},
-		model: newShownModel(model.NewScripted(sc.Script)), boxes: map[string][]delivery{}, inReady: map[string]bool{},
+		model: newShownModel(model.NewScripted(sc.Script)), boxes: map[string][]delivery{}, kicked: map[string]bool{}, inReady: map[string]bool{},
 		failures: map[string]int{}, delivered: map[string]bool{}, dead: map[string]string{},
 		held: map[string]bool{}, poisoned: map[string]bool{}, sentIDs: map[string]bool{}, clock: Clock,
 		previous: map[string]runtime.Message{}, lastOf: map[string]runtime.Message{}}
@@ -330,7 +339,7 @@ func (r *Run) put(d delivery) {
 }
 
 func (r *Run) wake(th string) {
-	if !r.inReady[th] && !r.held[th] && len(r.boxes[th]) > 0 {
+	if !r.inReady[th] && !r.held[th] && (len(r.boxes[th]) > 0 || r.kicked[th]) {
 		r.inReady[th] = true
 		r.ready = append(r.ready, th)
 	}
@@ -394,6 +403,7 @@ func (r *Run) drain(ctx context.Context, final bool) {
 		}
 		batch := slices.Clone(box[:n])
 		r.boxes[th] = box[n:]
+		r.kicked[th] = false // a batch does what a kick would
 		first := true
 		msgs := make([]runtime.Message, n)
 		for i := range batch {
@@ -418,7 +428,9 @@ func (r *Run) slice(ctx context.Context, th string, batch []delivery, msgs []run
 		r.previous[th] = last
 	}
 	r.current = runtime.SliceInput{ThreadID: th, Messages: msgs}
-	r.lastOf[th] = msgs[len(msgs)-1]
+	if len(msgs) > 0 {
+		r.lastOf[th] = msgs[len(msgs)-1]
+	}
 	poisoned := r.poisonedHead(batch) > 0
 	if poisoned {
 		r.f.failFirst()
@@ -447,6 +459,8 @@ func (r *Run) slice(ctx context.Context, th string, batch []delivery, msgs []run
 		if r.restart != nil {
 			if err := r.restart(); err != nil {
 				r.problem("restarting the stores after the crash on thread %s: %v", th, err)
+			} else {
+				r.recoverAfterRestart(ctx)
 			}
 		}
 	case r.plan.AllowConflicts && errors.Is(err, runtime.ErrConflict):
@@ -459,7 +473,7 @@ func (r *Run) slice(ctx context.Context, th string, batch []delivery, msgs []run
 		r.problem("thread %s failed %d slices in a row; giving up on %d messages", th, r.failures[th], len(batch))
 		return
 	}
-	if crashed && committed && !poisoned && r.plan.DeadLetterAfter > 0 {
+	if crashed && committed && !poisoned && r.plan.DeadLetterAfter > 0 && len(batch) > 0 {
 		for _, d := range batch {
 			r.poisoned[d.msg.ID] = true
 		}
@@ -477,10 +491,32 @@ func (r *Run) slice(ctx context.Context, th string, batch []delivery, msgs []run
 		return
 	}
 	// Redeliver the batch ahead of what arrived since, as the FIFO group
-	// does once the visibility timeout expires.
+	// does once the visibility timeout expires; a failed kick is kicked
+	// again.
 	r.boxes[th] = append(batch, r.boxes[th]...)
+	if len(batch) == 0 {
+		r.kicked[th] = true
+	}
 	if crashed && committed && r.plan.HoldCrashed && !poisoned {
 		r.held[th] = true
+	}
+}
+
+// recoverAfterRestart kicks the threads the restarted stores say have
+// work to do, as serve's recovery does (Backend.Recover).
+func (r *Run) recoverAfterRestart(ctx context.Context) {
+	if r.recover == nil {
+		return
+	}
+	ids, err := r.recover(ctx)
+	if err != nil {
+		r.problem("recovering after the restart: %v", err)
+		return
+	}
+	for _, id := range ids {
+		r.kicked[id] = true
+		r.kicks++
+		r.wake(id)
 	}
 }
 

@@ -30,7 +30,7 @@ type Report struct {
 	failFast bool
 	notes    []string
 	// evidence that the recovery paths ran
-	slices, crashes, redispatches, resends, conflicts, merges, deadMoves int
+	slices, crashes, redispatches, resends, conflicts, merges, deadMoves, kicks int
 }
 
 // FailFast makes the modes stop at the first divergence (a mutant run
@@ -126,6 +126,7 @@ func (rep *Report) add(sc, mode, run string, r *Run, crashed *Site, problems []s
 		rep.resends += r.resends
 		rep.merges += r.merges
 		rep.deadMoves += r.deadMoves
+		rep.kicks += r.kicks
 		r.mu.Unlock()
 	}
 	rep.scenarios[sc] = true
@@ -199,8 +200,8 @@ func (rep *Report) Details() string {
 	for _, m := range skipped {
 		fmt.Fprintf(&b, " %s=%d", m, rep.skipped[m])
 	}
-	fmt.Fprintf(&b, "\nrecovery evidence: %d slices, %d killed, %d lost a race (ErrConflict), %d calls dispatched again, %d messages delivered again, %d crashed batches redelivered with newer mail, %d batches dead-lettered",
-		rep.slices, rep.crashes, rep.conflicts, rep.redispatches, rep.resends, rep.merges, rep.deadMoves)
+	fmt.Fprintf(&b, "\nrecovery evidence: %d slices, %d killed, %d lost a race (ErrConflict), %d calls dispatched again, %d messages delivered again, %d crashed batches redelivered with newer mail, %d batches dead-lettered, %d threads kicked after a restart",
+		rep.slices, rep.crashes, rep.conflicts, rep.redispatches, rep.resends, rep.merges, rep.deadMoves, rep.kicks)
 	return b.String()
 }
 
