@@ -65,11 +65,16 @@ type faults struct {
 	batches  map[string][]string
 	ordinals map[Site]int
 	passages []Target
-	sites    []Site
-	fired    *Site // the (first) crash that happened, once it has
-	second   *Site // the second crash, once it has
-	inSlice  bool  // a crash fired during the current slice
-	first    bool  // crash at the next passage, whatever it is
+	// begun holds the message IDs of every batch a slice started with,
+	// and started is closed (and replaced) at each slice start, when a
+	// split run waits for them (splitCloseNotices).
+	begun   map[string]bool
+	started chan struct{}
+	sites   []Site
+	fired   *Site // the (first) crash that happened, once it has
+	second  *Site // the second crash, once it has
+	inSlice bool  // a crash fired during the current slice
+	first   bool  // crash at the next passage, whatever it is
 }
 
 // failFirst makes the slice about to run die at its first crash point.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentslice/agentslice/internal/local"
@@ -86,6 +87,54 @@ func (f *faults) startSlice(thread string, ids []string) {
 	if t := f.target; t != nil && !f.armed && thread == t.Site.Thread && t.holds(ids) {
 		f.armed = true
 	}
+	if f.begun != nil {
+		for _, id := range ids {
+			f.begun[id] = true
+		}
+		close(f.started)
+		f.started = make(chan struct{})
+	}
+}
+
+// splitCloseNotices returns a local.Config.OnSend that holds each close
+// notice until its parent has started a slice holding the last report sent
+// to it (or 10 s have passed).
+func (f *faults) splitCloseNotices() func([]runtime.Message) {
+	f.mu.Lock()
+	f.begun, f.started = map[string]bool{}, make(chan struct{})
+	f.mu.Unlock()
+	reports := map[string]string{} // parent -> its last report's ID
+	var mu sync.Mutex
+	return func(msgs []runtime.Message) {
+		for _, m := range msgs {
+			if m.Kind != runtime.KindReport {
+				continue
+			}
+			mu.Lock()
+			last := reports[m.ThreadID]
+			if !m.Final || m.Text != "" {
+				reports[m.ThreadID] = m.ID
+			}
+			mu.Unlock()
+			if m.Text != "" || !m.Final || last == "" {
+				continue
+			}
+			timeout := time.After(10 * time.Second)
+			for {
+				f.mu.Lock()
+				begun, started := f.begun[last], f.started
+				f.mu.Unlock()
+				if begun {
+					break
+				}
+				select {
+				case <-started:
+				case <-timeout:
+					return
+				}
+			}
+		}
+	}
 }
 
 // PlayOnSystem plays sc on the embedded agent system (internal/local), the
@@ -94,6 +143,13 @@ func (f *faults) startSlice(thread string, ids []string) {
 // target set, the run crashes once there and the System's own retry
 // redelivers the batch.
 func PlayOnSystem(ctx context.Context, sc *Scenario, b Backend, target *Target) *Run {
+	return playOnSystem(ctx, sc, b, target, false)
+}
+
+// playOnSystem is PlayOnSystem; with split, a close notice is held in Send
+// until its parent has started a slice holding the report sent to it
+// before, so the two never share a batch (system_split_test.go).
+func playOnSystem(ctx context.Context, sc *Scenario, b Backend, target *Target, split bool) *Run {
 	r := newRun(sc, b, CrashFree())
 	r.timers.strict = false
 	r.f.batches, r.f.ordinals = map[string][]string{}, map[Site]int{}
@@ -107,6 +163,9 @@ func PlayOnSystem(ctx context.Context, sc *Scenario, b Backend, target *Target) 
 	}
 	if b.Dedup != nil && !sc.NoDedup {
 		cfg.Dedup = crashDedup{DedupStore: b.Dedup, f: r.f}
+	}
+	if split {
+		cfg.OnSend = r.f.splitCloseNotices()
 	}
 	sys, err := local.New(cfg)
 	if err != nil {
