@@ -153,7 +153,9 @@ func playOnSystem(ctx context.Context, sc *Scenario, b Backend, target *Target, 
 	r := newRun(sc, b, CrashFree())
 	r.timers.strict = false
 	r.f.batches, r.f.ordinals = map[string][]string{}, map[Site]int{}
-	r.f.target = target
+	// A passage outside any slice of its thread has no batch: its target
+	// counts from the run's start.
+	r.f.target, r.f.armed = target, target != nil && len(target.Batch) == 0
 	cfg := local.Config{Model: r.model, Tools: r.toolbox(crashTimers{inner: r.timers, f: r.f}),
 		History: slicedStore(crashHistory{HistoryStore: r.store, f: r.f}, r.store.HistoryStore), Output: &outputs{},
 		Observer: systemObserver{r}, Limits: sc.Limits, Logger: slog.New(slog.DiscardHandler),
