@@ -222,8 +222,8 @@ func (o ListOptions) values() url.Values {
 type ThreadSummary struct {
 	ID string `json:"id"`
 	// Status is closed, running, sleeping, waiting_for_choice,
-	// waiting_for_tool, idle (or a status a newer server adds, such as
-	// failed).
+	// waiting_for_tool, watching (a subscription is active and nothing
+	// else is), idle (or a status a newer server adds, such as failed).
 	Status       string          `json:"status"`
 	Title        string          `json:"title,omitempty"`
 	Agent        string          `json:"agent,omitempty"`

@@ -240,7 +240,7 @@ func TestCoderEndToEndThroughKill(t *testing.T) {
 	}
 	resp.Body.Close()
 	waitThread(t, first, thread, "the background build after both squashes", func(th coderThread) bool {
-		return th.Status == "idle" && lastReply(th) == "The build runs in the background."
+		return th.Status == "watching" && lastReply(th) == "The build runs in the background." // the build is a subscription
 	})
 	// The build runs (its first line is out) when serve is killed.
 	pidRe := regexp.MustCompile(`building pid=(\d+)`)

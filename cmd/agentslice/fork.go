@@ -97,9 +97,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return explain(err, thread)
 	}
 	switch src.Status {
-	case "idle", "closed", "failed":
+	case "idle", "watching", "closed", "failed": // watching: its turns ended, a subscription goes on
 	default:
-		return fmt.Errorf("thread %s is %s: replay a finished thread (idle, closed or failed)", thread, src.Status)
+		return fmt.Errorf("thread %s is %s: replay a finished thread (idle, watching, closed or failed)", thread, src.Status)
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)

@@ -108,7 +108,7 @@ func runThreads(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var opts client.ListOptions
 	fs.IntVar(&opts.Limit, "limit", 0, "list at most N threads (passed to the server)")
 	fs.StringVar(&opts.Cursor, "cursor", "", "continue a listing where the previous page ended (its next cursor)")
-	fs.StringVar(&opts.Status, "status", "", "only threads with this status (running, idle, waiting_for_choice, ...; passed to the server)")
+	fs.StringVar(&opts.Status, "status", "", "only threads with this status (running, idle, watching, waiting_for_choice, ...; passed to the server)")
 	fs.StringVar(&opts.Agent, "agent", "", "only threads of this agent (passed to the server)")
 	fs.StringVar(&opts.Query, "q", "", "only threads matching this text (passed to the server)")
 	asJSON := fs.Bool("json", false, "print the server's answer as JSON")
@@ -285,7 +285,7 @@ func sendAndWait(ctx context.Context, c *client.Client, thread string, m client.
 				continue
 			}
 			switch ev.State.Status {
-			case "idle", "closed", "failed":
+			case "idle", "watching", "closed", "failed":
 				return nil
 			case "waiting_for_choice":
 				if choice == nil { // the status can come before the user_choice event: ask

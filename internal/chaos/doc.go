@@ -60,9 +60,11 @@
 // Each scenario declares the crash points it must reach (Scenario.Reach);
 // Report.Coverage fails a matrix in which a declared point, or any point of
 // Points, never fired. Runs whose planned disturbance did not happen (a
-// second crash after the run ended; on the embedded System, a passage its
-// timing-dependent batching did not produce) are not counted, their end
-// states still compared.
+// second crash after the run ended) are not counted, their end states
+// still compared. On the embedded System, whose batching depends on
+// goroutine timing, a crash is addressed by the batch of the slice it hits
+// (Target), not by its passage number, and a planned crash that does not
+// fire is a problem of its run.
 //
 // Three modes change batching and are held to the End's structural checks,
 // the meaning checks and the invariants instead of the reference:

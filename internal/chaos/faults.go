@@ -49,17 +49,32 @@ type faults struct {
 	again   int // passage of a second crash; -1 for none
 	hookAt  int // passage to call hook at; -1 for none
 	hook    func(Site)
-	// target, when set, is the site to crash at instead of crashAt, on its
-	// occurrence-th passage (counted from 0): an address that does not
-	// depend on how concurrent threads interleave.
-	target     *Site
-	occurrence int
-	seen       map[Site]int
-	sites      []Site
-	fired      *Site // the (first) crash that happened, once it has
-	second     *Site // the second crash, once it has
-	inSlice    bool  // a crash fired during the current slice
-	first      bool  // crash at the next passage, whatever it is
+	// target, when set, is where to crash instead of crashAt (system.go):
+	// an address that depends neither on how concurrent threads
+	// interleave nor on how the embedded System batches a thread's mail.
+	target *Target
+	// armed says the target's thread has started a slice whose batch
+	// holds a message of the target's batch; counted is how many passages
+	// of the target's site came since.
+	armed   bool
+	counted int
+	// batches holds each thread's current batch (the message IDs of the
+	// slice it runs, or ran last: batchTracer), and ordinals the passages
+	// of each site in that slice so far; passages records, for each
+	// passage, its slice's batch and its ordinal there.
+	batches  map[string][]string
+	ordinals map[Site]int
+	passages []Target
+	// begun holds the message IDs of every batch a slice started with,
+	// and started is closed (and replaced) at each slice start, when a
+	// split run waits for them (splitCloseNotices).
+	begun   map[string]bool
+	started chan struct{}
+	sites   []Site
+	fired   *Site // the (first) crash that happened, once it has
+	second  *Site // the second crash, once it has
+	inSlice bool  // a crash fired during the current slice
+	first   bool  // crash at the next passage, whatever it is
 }
 
 // failFirst makes the slice about to run die at its first crash point.
@@ -84,12 +99,16 @@ func (f *faults) pass(p runtime.CrashPoint, thread string) bool {
 	f.sites = append(f.sites, s)
 	hook := n == f.hookAt && f.hook != nil
 	crash := n == f.crashAt && f.fired == nil
+	if f.ordinals != nil {
+		f.passages = append(f.passages, Target{Site: s, Batch: f.batches[thread], Ordinal: f.ordinals[s]})
+		f.ordinals[s]++
+	}
 	if f.target != nil {
-		if f.seen == nil {
-			f.seen = map[Site]int{}
+		crash = false
+		if f.armed && s == f.target.Site && f.fired == nil {
+			crash = f.counted == f.target.Ordinal
+			f.counted++
 		}
-		crash = s == *f.target && f.seen[s] == f.occurrence && f.fired == nil
-		f.seen[s]++
 	}
 	if crash {
 		f.fired = &s

@@ -104,16 +104,14 @@ func (s suite) run(t *testing.T, rep *chaos.Report, parallel bool) {
 				ds = append(ds, m.DeadLetters(ctx, s.dlq)...)
 			}
 			if s.system {
-				sref, ssites, problems, err := chaos.ReferenceOnSystem(ctx, sc, s.new)
+				sref, targets, problems, err := chaos.ReferenceOnSystem(ctx, sc, s.new)
 				if err != nil {
 					problems = []string{err.Error()}
 				} else {
 					problems = chaos.Compare(ref, sref, problems)
 				}
 				fail("system", problems)
-				ms := *m
-				ms.Sites = ssites
-				ds = append(ds, ms.SystemCrashes(ctx)...)
+				ds = append(ds, m.SystemCrashes(ctx, targets)...)
 			}
 			if !s.expectDivergences {
 				report(t, ds)

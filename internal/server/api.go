@@ -355,7 +355,9 @@ type threadResponse struct {
 	// Status is "closed", "running" (a slice is at work), "sleeping",
 	// "waiting_for_choice", "waiting_for_tool", "waiting_for_provider"
 	// (its model provider is down; it tries again through a timer),
-	// "failed" (its latest completion failed for good), "idle", or
+	// "failed" (its latest completion failed for good), "watching" (a
+	// subscription is active and nothing else is: a tool still works for
+	// it), "idle", or
 	// "dead_letter" for a thread whose only messages were dead-lettered.
 	Status string `json:"status"`
 	// Reason says why a thread is failed or waiting for its provider.

@@ -28,7 +28,7 @@ func (s *Server) threadStatus(th *runtime.Thread) (status, reason string) {
 func (s *Server) statusOf(th *runtime.Thread, last *runtime.Item) (status, reason string) {
 	st := &th.State
 	status = s.status(th.ID, th)
-	if status != "idle" {
+	if status != "idle" && status != "watching" {
 		return status, ""
 	}
 	if w := st.ModelWait; w != nil {

@@ -98,8 +98,10 @@ func (s *Server) publishState(ctx context.Context, thread string) {
 }
 
 // status is a thread's status for people: closed, running, sleeping,
-// waiting_for_choice, waiting_for_tool or idle. th is the thread as loaded
-// (a pending choice is read from its items).
+// waiting_for_choice, waiting_for_tool, watching (no slice and no call
+// out, but a subscription active: a tool still works for the thread, a
+// background command or a watch, and its events will wake it) or idle. th
+// is the thread as loaded (a pending choice is read from its items).
 func (s *Server) status(thread string, th *runtime.Thread) string {
 	st := &th.State
 	switch {
@@ -115,6 +117,8 @@ func (s *Server) status(thread string, th *runtime.Thread) string {
 		return "waiting_for_choice"
 	case st.Pending != nil:
 		return "waiting_for_tool"
+	case len(st.Subscriptions) > 0:
+		return "watching"
 	}
 	return "idle"
 }

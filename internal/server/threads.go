@@ -33,7 +33,7 @@ const (
 )
 
 // threadStatuses are the statuses a thread can have (Server.status).
-var threadStatuses = []string{"closed", "running", "sleeping", "waiting_for_choice", "waiting_for_tool", "idle"}
+var threadStatuses = []string{"closed", "running", "sleeping", "waiting_for_choice", "waiting_for_tool", "watching", "idle"}
 
 // treeNode is one thread of GET /threads.
 type treeNode struct {

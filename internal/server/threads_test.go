@@ -61,6 +61,10 @@ func testThreadsList(t *testing.T, srv *Server) {
 			st.Agent = "reviewer"
 		case 8:
 			text = long
+		case 9:
+			// A subscription active and nothing else: a tool still
+			// works for the thread.
+			st.Subscriptions = []runtime.Subscription{{CallID: "call_w", Tool: "watch_ci"}}
 		}
 		var kids []runtime.ChildThread
 		if i == 3 {
@@ -128,6 +132,9 @@ func testThreadsList(t *testing.T, srv *Server) {
 	if got := byID["load-8"].Title; len([]rune(got)) != runtime.TitleMax || !strings.HasSuffix(got, "…") {
 		t.Fatalf("long title %q (%d runes), want %d ending in …", got, len([]rune(got)), runtime.TitleMax)
 	}
+	if got := getThread(t, srv, "load-9").Status; got != "watching" || byID["load-9"].Status != "watching" {
+		t.Fatalf("a thread whose subscription is active: status %q, listed %q; want watching", got, byID["load-9"].Status)
+	}
 	if got := byID["load-7"].Agent; got != "reviewer" {
 		t.Fatalf("agent %q", got)
 	}
@@ -138,6 +145,8 @@ func testThreadsList(t *testing.T, srv *Server) {
 		{"?agent=reviewer", "load-7"},
 		{"?q=number+1", "load-12,load-11,load-10,load-1"},
 		{"?status=idle&q=nothing+like+it", ""},
+		{"?status=watching", "load-9"},
+		{"?status=idle&q=number+9", ""},
 	} {
 		if got := ids(list(c.query)); got != c.want {
 			t.Fatalf("GET /threads%s: %q, want %q", c.query, got, c.want)

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,8 +31,11 @@ const oldModelTimeout = 30 * time.Second
 // (application/vnd.amazon.eventstream, framed by the SDK's encoder) that
 // sends one text delta a second until lasting has passed, then ends the
 // message. The pacing is the server's; the test waits on the completion.
-func slowConverseStream(t *testing.T, lasting time.Duration) *httptest.Server {
+// The returned log says what the server sent and how its side ended, for
+// a failure's message.
+func slowConverseStream(t *testing.T, lasting time.Duration) (*httptest.Server, *streamLog) {
 	t.Helper()
+	log := &streamLog{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasSuffix(r.URL.Path, "/converse-stream") {
 			http.Error(w, `{"message":"not ConverseStream"}`, http.StatusNotFound)
@@ -51,9 +56,11 @@ func slowConverseStream(t *testing.T, lasting time.Duration) *httptest.Server {
 				return false
 			}
 			if _, err := w.Write(buf.Bytes()); err != nil {
+				log.end(fmt.Sprintf("writing %s: %v", event, err))
 				return false // the client went away (the old timeout)
 			}
 			w.(http.Flusher).Flush()
+			log.sent.Add(1)
 			return true
 		}
 		if !send("messageStart", map[string]any{"role": "assistant"}) {
@@ -69,6 +76,7 @@ func slowConverseStream(t *testing.T, lasting time.Duration) *httptest.Server {
 			select {
 			case <-tick.C:
 			case <-r.Context().Done():
+				log.end(fmt.Sprintf("the request's context ended after event %d: %v", log.sent.Load(), context.Cause(r.Context())))
 				return
 			}
 		}
@@ -85,9 +93,36 @@ func slowConverseStream(t *testing.T, lasting time.Duration) *httptest.Server {
 				return
 			}
 		}
+		log.end("sent the whole stream")
 	}))
 	t.Cleanup(srv.Close)
-	return srv
+	return srv, log
+}
+
+// streamLog is what slowConverseStream's server did: the events it sent
+// and how its side of the stream ended.
+type streamLog struct {
+	sent  atomic.Int64
+	mu    sync.Mutex
+	ended string
+}
+
+func (l *streamLog) end(how string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended == "" {
+		l.ended = how
+	}
+}
+
+func (l *streamLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ended := l.ended
+	if ended == "" {
+		ended = "still streaming"
+	}
+	return fmt.Sprintf("the server sent %d events; its side: %s", l.sent.Load(), ended)
 }
 
 type textWriter struct{ strings.Builder }
@@ -108,7 +143,7 @@ func (w *textWriter) Usage(runtime.Usage)           {}
 // package's other tests); no clock can be faked under http.Client.Timeout.
 func TestBedrockStreamOutlivesTheOldTimeout(t *testing.T) {
 	t.Parallel()
-	srv := slowConverseStream(t, oldModelTimeout+2*time.Second)
+	srv, log := slowConverseStream(t, oldModelTimeout+2*time.Second)
 	cfg := serverless.SliceConfig{
 		InputQueueURL:    "http://127.0.0.1:1/000000000000/in.fifo",
 		DLQURL:           "http://127.0.0.1:1/000000000000/dlq.fifo",
@@ -136,8 +171,12 @@ func TestBedrockStreamOutlivesTheOldTimeout(t *testing.T) {
 	defer cancel()
 	var w textWriter
 	req := &runtime.CompletionRequest{ThreadID: "th_slow", History: []runtime.Item{{Kind: runtime.ItemUser, Text: "write at length"}}}
+	start := time.Now()
 	if err := fn.Engine.Model.Complete(ctx, req, &w); err != nil {
-		t.Fatalf("a completion streaming for %v failed: %v (text so far %q)", oldModelTimeout+2*time.Second, err, w.String())
+		// Which side ended the stream, and whether the test's own bound
+		// did (a starved machine), tells the failures apart.
+		t.Fatalf("a completion streaming for %v failed after %v (the context: %v): %v (text so far %q); %s",
+			oldModelTimeout+2*time.Second, time.Since(start).Round(time.Millisecond), ctx.Err(), err, w.String(), log)
 	}
 	if got := w.String(); !strings.HasPrefix(got, "w0 ") || !strings.HasSuffix(got, "done.") || strings.Count(got, "w") < int(oldModelTimeout/time.Second) {
 		t.Fatalf("streamed text %q: want every delta up to \"done.\"", got)

@@ -42,7 +42,9 @@ type Interval struct {
 	// Tool names the tool waited on (waits) or run inline (in_slice).
 	Tool string `json:"tool,omitempty"`
 	// Open marks the last interval of a thread that still waits: it
-	// ends at the time the timeline was derived.
+	// ends at the time the timeline was derived, and is empty when that
+	// is the millisecond of the last commit (or before it: a commit's
+	// durations laid end to end may reach past its stamp).
 	Open bool `json:"open,omitempty"`
 }
 
@@ -137,12 +139,18 @@ func Of(items []runtime.Item, now runtime.Stamp) *Timeline {
 			i = b.commit(items, i)
 		}
 	}
-	if now > b.cursor && b.cursor != 0 {
+	if now != 0 && b.cursor != 0 {
+		// The thread waits from the cursor on. Stamps are milliseconds, so
+		// now may be the last commit's own stamp (a timeline asked for just
+		// after the turn ended): the wait is then open and still empty.
 		c, tool := b.waitCause()
-		b.add(c, b.cursor, now, tool)
-		if n := len(b.tl.Intervals); n > 0 && b.tl.Intervals[n-1].End == now {
-			b.tl.Intervals[n-1].Open = true
+		end := max(now, b.cursor)
+		b.add(c, b.cursor, end, tool)
+		ivs := b.tl.Intervals
+		if n := len(ivs); n == 0 || ivs[n-1].End != end || ivs[n-1].Cause != c || ivs[n-1].Tool != tool {
+			b.tl.Intervals = append(ivs, Interval{Cause: c, Start: end, End: end, Tool: tool})
 		}
+		b.tl.Intervals[len(b.tl.Intervals)-1].Open = true
 	}
 	b.endTurn()
 	b.tl.WaitFraction = b.tl.Totals.WaitFraction()

@@ -76,8 +76,9 @@ func TestOf(t *testing.T) {
 			want: []string{"sleeping/sleep 1000-61000", "generating 61000-62000"},
 			wf:   60.0 / 61, tools: "sleep:60000", queue: "0:0 sleep:0"},
 		{name: "interrupted by the user", items: []runtime.Item{user(1000, 0), callOf("fetch", "c1", 2000, 1000), inline("c1", 6000, 0), user(4000, 1000), reply(6000, 500)}, now: 6000,
-			want: []string{"generating 1000-2000", "waiting_tool/fetch 2000-4000", "queued 4000-5000", "in_slice 5000-5500", "generating 5500-6000"},
-			wf:   2.0 / 5, queue: "0:0 0:1000"},
+			want: []string{"generating 1000-2000", "waiting_tool/fetch 2000-4000", "queued 4000-5000", "in_slice 5000-5500", "generating 5500-6000",
+				"idle(open) 6000-6000"},
+			wf: 2.0 / 5, queue: "0:0 0:1000"},
 		{name: "synchronous tool between completions", items: []runtime.Item{user(1000, 0), callOf("calc", "c1", 3000, 400), inline("c1", 3000, 300), reply(3000, 500)}, now: -1,
 			want:  []string{"in_slice 1000-1800", "generating 1800-2200", "in_slice/calc 2200-2500", "generating 2500-3000"},
 			tools: "calc:300", queue: "0:0"},
@@ -85,6 +86,13 @@ func TestOf(t *testing.T) {
 			callOf("sleep_until_event_or_input", "c2", 2000, 0), reportCall, report, reply(41_000, 400)}, now: -1,
 			want: []string{"generating 1000-2000", "waiting_children 2000-40000", "queued 40000-40100", "in_slice 40100-40600", "generating 40600-41000"},
 			wf:   38.0 / 40, tools: "spawn_thread:0", queue: "0:0 0:100"},
+		// Asked in the millisecond of the last commit: the thread waits,
+		// and its wait has only begun.
+		{name: "asked as the turn ends", items: []runtime.Item{user(1000, 200), reply(2000, 500)}, now: 2000,
+			want:  []string{"queued 1000-1200", "in_slice 1200-1500", "generating 1500-2000", "idle(open) 2000-2000"},
+			queue: "0:200"},
+		{name: "asked while a call is out", items: []runtime.Item{user(1000, 0), callOf("fetch", "c1", 2000, 800)}, now: 2000,
+			want: []string{"in_slice 1000-1200", "generating 1200-2000", "waiting_tool/fetch(open) 2000-2000"}, queue: "0:0"},
 		{name: "items without times", items: []runtime.Item{{Kind: runtime.ItemUser, Input: "u", Text: "hi"}, {Kind: runtime.ItemAssistant, Text: "ok"}}, now: 5000},
 		{name: "items without durations", items: []runtime.Item{
 			{Kind: runtime.ItemUser, Input: "u", Text: "hi", At: t0 + 2000}, {Kind: runtime.ItemAssistant, Text: "ok", At: t0 + 2000}}, now: -1,
@@ -118,7 +126,9 @@ func TestOf(t *testing.T) {
 			// no gap, and the totals are their sums.
 			sum := timeline.Totals{}
 			for i, v := range tl.Intervals {
-				if v.End <= v.Start || (i > 0 && tl.Intervals[i-1].End != v.Start) {
+				// Only the open interval may be empty (its wait has just begun).
+				empty := v.End <= v.Start && !(v.Open && v.End == v.Start && i == len(tl.Intervals)-1)
+				if empty || (i > 0 && tl.Intervals[i-1].End != v.Start) {
 					t.Fatalf("interval %d %s does not follow %v", i, iv(v), tl.Intervals[:i])
 				}
 				sum[v.Cause] += v.Seconds()

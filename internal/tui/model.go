@@ -159,11 +159,12 @@ func (m *Model) Init() tea.Cmd {
 // busy reports whether the thread is working (quitting then asks).
 func (m *Model) busy() bool {
 	switch m.status {
-	case "running", "waiting_for_tool", "sleeping", "waiting_for_provider":
+	case "running", "waiting_for_tool", "sleeping", "waiting_for_provider", "watching":
 		return true
 	}
-	// An idle thread whose tool still works for it (a background command,
-	// a watch) is busy too: quitting asks whether to leave it running.
+	// A thread whose tool still works for it (a background command, a
+	// watch: serve says "watching") is busy too: quitting asks whether to
+	// leave it running. Its subscriptions count before its status comes.
 	return m.sending || m.conv.Streaming() || len(m.subs) > 0
 }
 

@@ -330,12 +330,19 @@ func TestStatusLine(t *testing.T) {
 			t.Errorf("missing %q:\n%s", want, s)
 		}
 	}
-	// A tool still working for an idle thread (a background command) is
-	// shown, and makes the thread busy: quitting asks.
-	m.Update(threadMsg{gen: m.gen, th: &client.Thread{Status: "idle",
+	// A tool still working for a thread with nothing else to do (a
+	// background command: serve says "watching") is shown, and makes the
+	// thread busy: quitting asks.
+	m.Update(threadMsg{gen: m.gen, th: &client.Thread{Status: "watching",
 		State: client.ThreadState{Subscriptions: []client.Subscription{{CallID: "c1", Tool: "run_command"}}}}})
-	if s := screen(t, m); !strings.Contains(s, "1 in the background: run_command") || !m.busy() {
+	if s := screen(t, m); !strings.Contains(s, "● watching run_command · 1 in the background: run_command") || !m.busy() {
 		t.Errorf("a background command is not shown or not busy (busy %v):\n%s", m.busy(), s)
+	}
+	// The status alone says so (a state event, before the thread's
+	// subscriptions are read).
+	m.Update(threadMsg{gen: m.gen, th: &client.Thread{Status: "watching"}})
+	if !m.busy() {
+		t.Error("a watching thread is not busy")
 	}
 	// The cost so far at the catalog's prices, against the thread's limit.
 	m.Update(threadMsg{gen: m.gen, th: &client.Thread{Status: "idle", Budget: &client.Budget{Spent: client.Spend{Tokens: 1200, USD: 0.0123},

@@ -222,6 +222,14 @@ func (m *Model) statusLine() string {
 		}
 	case "waiting_for_choice":
 		st = "waiting for your choice"
+	case "watching":
+		var tools []string
+		for _, sub := range m.subs {
+			tools = append(tools, sub.Tool)
+		}
+		if len(tools) > 0 {
+			st = "watching " + strings.Join(tools, ", ")
+		}
 	case "sleeping":
 		if m.until != nil {
 			st = "sleeping until " + m.until.Local().Format("15:04:05")

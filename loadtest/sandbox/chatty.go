@@ -82,7 +82,7 @@ func chattyThreads(ctx context.Context, tmp, repo string, n int, every, window t
 		if err != nil {
 			return f, err
 		}
-		if items >= 3 && status == "idle" && srv.SandboxRunning() >= i+1 {
+		if items >= 3 && status == "watching" && srv.SandboxRunning() >= i+1 { // the command is a subscription
 			i++
 			continue
 		}

@@ -26,7 +26,9 @@ const state = {
 };
 
 // ACTIVE are the statuses with something to stop: a completion, a tool
-// call, a choice, a sleep.
+// call, a choice, a sleep. A watching thread (a subscription active, a
+// background command or a watch, and nothing else) is busy but has none:
+// Stop interrupts a pending call only; Close ends the thread.
 const ACTIVE = new Set(["running", "waiting_for_tool", "waiting_for_choice", "sleeping"]);
 
 async function api(method, path, body) {
@@ -328,7 +330,7 @@ function showState(st, partial) {
   s.textContent = label(state.status) + (state.status === "sleeping" && st.until ? " until " + new Date(st.until).toLocaleString() : "");
   const active = ACTIVE.has(state.status);
   $("stop").disabled = !active;
-  $("close").disabled = !active;
+  $("close").disabled = !active && state.status !== "watching";
   $("composer-text").disabled = !state.thread || state.status === "closed";
   updateSend();
   const exists = state.status && state.status !== "new";
