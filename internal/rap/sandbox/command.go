@@ -79,7 +79,7 @@ func (m *Manager) runCommand(ctx context.Context, c *rap.Call) error {
 		return nil // cancelled while the person was asked
 	}
 	logPath := m.logPath(sb.Name, c.ID)
-	p, err := m.start(sb.Dir, a.Command, logPath, *grant)
+	p, err := m.start(ctx, sb, a.Command, logPath, *grant)
 	if err != nil {
 		return c.Result(ctx, "error: "+err.Error())
 	}
@@ -110,6 +110,9 @@ func (m *Manager) runCommand(ctx context.Context, c *rap.Call) error {
 		return err
 	}
 	status := m.follow(ctx, c, p, a.Command, logPath, timeout, a.Watch)
+	if err := sb.importStore(ctx); err != nil {
+		m.logf("%v", err) // the tools' next read of the sandbox tries again
+	}
 	if ctx.Err() != nil {
 		if m.stopping.Load() {
 			rec.State, rec.Ended = stateStopped, time.Now()
@@ -142,9 +145,11 @@ type process struct {
 	started time.Time
 }
 
-// start runs command in dir (in the jail, with grant) with its output (stdout and stderr) written
-// straight to the log file, in a process group of its own.
-func (m *Manager) start(dir, command, logPath string, grant jailGrant) (*process, error) {
+// start runs command in sb's directory (in the jail, with grant) with its
+// output (stdout and stderr) written straight to the log file, in a
+// process group of its own.
+func (m *Manager) start(ctx context.Context, sb *Sandbox, command, logPath string, grant jailGrant) (*process, error) {
+	dir := sb.Dir
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return nil, fmt.Errorf("creating the log directory: %v", err)
 	}
@@ -163,8 +168,13 @@ func (m *Manager) start(dir, command, logPath string, grant jailGrant) (*process
 		if err := os.MkdirAll(cache, 0o755); err != nil {
 			return nil, fmt.Errorf("creating the jail's cache directory: %v", err)
 		}
-		cmd = exec.Command(m.bwrap, append(jailArgs(dir, cache, m.gitDir, grant), "sh", "-c", command)...)
-		env = append(withoutVars(env, "TMPDIR", "XDG_CACHE_HOME"), "TMPDIR=/tmp", "XDG_CACHE_HOME="+cache)
+		gw, err := m.jailGitFor(ctx, sb)
+		if err != nil {
+			return nil, err
+		}
+		cmd = exec.Command(m.bwrap, append(jailArgs(dir, cache, m.gitDir, gw, grant), "sh", "-c", command)...)
+		env = append(withoutVars(env, "TMPDIR", "XDG_CACHE_HOME", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES"),
+			append([]string{"TMPDIR=/tmp", "XDG_CACHE_HOME=" + cache}, gw.env()...)...)
 	} else {
 		cmd = exec.Command("sh", "-c", command)
 	}
