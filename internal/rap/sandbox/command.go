@@ -123,7 +123,11 @@ func (m *Manager) runCommand(ctx context.Context, c *rap.Call) error {
 		return nil
 	}
 	took := time.Since(p.started).Round(time.Millisecond)
-	text := fmt.Sprintf("command %s finished: %s after %s: %s\n%s\nfull log: %s\n", c.ID, status, took, a.Command, m.logTail(logPath), logPath)
+	tail := m.logTail(logPath)
+	text := fmt.Sprintf("command %s finished: %s after %s: %s\n%s\nfull log: %s\n", c.ID, status, took, a.Command, tail, logPath)
+	if strings.HasPrefix(status, "exit code ") && status != "exit code 0" {
+		text += m.triedNote(ctx, c.GroupID, sb, *grant, tail) // what the jail seems to have refused (tried.go)
+	}
 	err = c.Event(ctx, text, true, true)
 	var se *rap.StatusError
 	if err == nil || errors.As(err, &se) {
