@@ -128,7 +128,9 @@ type Manager struct {
 	// bwrap is the jail's bwrap, "" when commands run unjailed;
 	// jailProblem says why not (JailAuto and a failed probe).
 	bwrap, jailProblem string
-	stopping           atomic.Bool // the toolset server is stopping (Server.Stop)
+	// rg is ripgrep's path, the search tool's backend when set (search.go).
+	rg       string
+	stopping atomic.Bool // the toolset server is stopping (Server.Stop)
 	// publicURL is the toolset server's base URL (permission questions'
 	// response_url), set by NewServer; asks the questions waiting.
 	publicURL string
@@ -194,7 +196,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.Name == "" {
 		cfg.Name = filepath.Base(top)
 	}
-	m := &Manager{cfg: cfg, repo: top, boxes: map[string]*Sandbox{}}
+	m := &Manager{cfg: cfg, repo: top, boxes: map[string]*Sandbox{}, rg: findRipgrep()}
 	if gd, err := git(context.Background(), top, "rev-parse", "--path-format=absolute", "--git-common-dir"); err == nil {
 		gd = filepath.Clean(strings.TrimSpace(gd))
 		m.commonDir = gd
