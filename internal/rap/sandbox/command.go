@@ -126,7 +126,7 @@ func (m *Manager) runCommand(ctx context.Context, c *rap.Call) error {
 	tail := m.logTail(logPath)
 	text := fmt.Sprintf("command %s finished: %s after %s: %s\n%s\nfull log: %s\n", c.ID, status, took, a.Command, tail, logPath)
 	if strings.HasPrefix(status, "exit code ") && status != "exit code 0" {
-		text += m.triedNote(ctx, c.GroupID, sb, *grant, tail) // what the jail seems to have refused (tried.go)
+		text += m.triedNote(ctx, c, sb, *grant, tail) // what the jail seems to have refused (tried.go)
 	}
 	err = c.Event(ctx, text, true, true)
 	var se *rap.StatusError

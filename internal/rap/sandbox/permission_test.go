@@ -219,3 +219,60 @@ func TestGitWorksInTheJail(t *testing.T) {
 		t.Fatal("a jailed command moved the user's branch")
 	}
 }
+
+// TestInvocationsAgentPolicy: a server shared by several agents (the
+// standalone one, MaxNetwork its -network) applies each call's agent
+// policy, sent by the runtime with the call (x-agentslice-agent), within
+// its own: deny refuses without a question, allow runs without one, ask
+// asks, and a call that names no agent gets the server's; under a server
+// that says ask, an agent's allow asks all the same.
+func TestInvocationsAgentPolicy(t *testing.T) {
+	t.Parallel()
+	invoke := func(r *rig, thread, agent, network string) runtime.Message {
+		t.Helper()
+		r.n++
+		call := "pol_" + strconv.Itoa(r.n)
+		inv := runtime.Invocation{ThreadID: thread, CallID: call, Name: "run_command", Args: `{"command":"true","network":true}`,
+			Agent: agent, AgentNetwork: network}
+		if err := r.InvokeWith(t, r.base, inv); err != nil {
+			t.Fatal(err)
+		}
+		m := r.Next(t)
+		if m.ToolCallID != call {
+			t.Fatalf("got %+v for call %s", m, call)
+		}
+		if m.Subscription {
+			r.Until(t, func(f runtime.Message) bool { return f.ToolCallID == call && f.Final })
+		}
+		return m
+	}
+	asked := func(m runtime.Message) bool { return m.Kind == runtime.KindNotice && m.Choice != "" }
+	ran := func(m runtime.Message) bool { return m.Subscription }
+
+	open := newRig(t, testRepo(t), Config{Jail: JailOff, MaxNetwork: AccessAllow})
+	open.m.publicURL = open.base
+	if m := invoke(open, "thr_off", "offline", "deny"); m.Kind != runtime.KindToolResult || !strings.Contains(m.Text, "refused: your agent may not use the network") {
+		t.Fatalf("agent deny under a server that allows: %+v", m)
+	}
+	if m := invoke(open, "thr_on", "online", "allow"); !ran(m) {
+		t.Fatalf("agent allow under a server that allows: %+v", m)
+	}
+	if m := invoke(open, "thr_ask", "careful", "ask"); !asked(m) {
+		t.Fatalf("agent ask under a server that allows: %+v", m)
+	}
+	if m := invoke(open, "thr_none", "", ""); !ran(m) {
+		t.Fatalf("no agent under a server that allows: %+v", m)
+	}
+	if m := invoke(open, "thr_plain", "plain", ""); !ran(m) {
+		t.Fatalf("an agent with no network field under a server that allows: %+v", m)
+	}
+
+	strict := newRig(t, testRepo(t), Config{Jail: JailOff, MaxNetwork: AccessAsk})
+	strict.m.publicURL = strict.base
+	if m := invoke(strict, "thr_on", "online", "allow"); !asked(m) {
+		t.Fatalf("agent allow under a server that asks: %+v", m)
+	}
+	if m := invoke(strict, "thr_off", "offline", "deny"); m.Kind != runtime.KindToolResult || !strings.Contains(m.Text, "refused: your agent may not use the network") {
+		t.Fatalf("agent deny under a server that asks: %+v", m)
+	}
+}

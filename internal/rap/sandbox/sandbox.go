@@ -75,6 +75,12 @@ type Config struct {
 	// the agent definition's network field); "" or a nil NetworkFor
 	// leaves it to Network.
 	NetworkFor func(ctx context.Context, thread string) (Access, error)
+	// MaxNetwork, when set, is the most network access a thread gets (the
+	// standalone server's -network): an invocation's agent policy (its
+	// x-agentslice-agent field, sent by agentslice's runtime) applies
+	// within it, and a thread whose invocation names none gets MaxNetwork.
+	// The order is deny < ask < allow.
+	MaxNetwork Access
 	// Logger hears of what goes wrong outside a call (an unreadable
 	// command record, an interrupted command that cannot be reported);
 	// default: NewServer's logger.

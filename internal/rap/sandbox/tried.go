@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/agentslice/agentslice/internal/rap"
 )
 
 // What a jailed command tried. A command that declares it needs the
@@ -48,7 +50,7 @@ var absPath = regexp.MustCompile(`/[^\s'"():,;<>\x60]+`)
 
 // triedNote returns the note for a failed jailed command whose output
 // (its log's tail) shows it tried what grant did not allow, or "".
-func (m *Manager) triedNote(ctx context.Context, thread string, sb *Sandbox, grant jailGrant, output string) string {
+func (m *Manager) triedNote(ctx context.Context, c *rap.Call, sb *Sandbox, grant jailGrant, output string) string {
 	if m.bwrap == "" {
 		return "" // unjailed: nothing was refused by a jail
 	}
@@ -60,7 +62,7 @@ func (m *Manager) triedNote(ctx context.Context, thread string, sb *Sandbox, gra
 				continue
 			}
 			n := fmt.Sprintf("note: the output looks like the command tried the network (%q), which the jail cuts: commands have no network unless they ask for it. ", s)
-			switch m.networkAccess(ctx, thread) {
+			switch m.networkAccess(ctx, c) {
 			case AccessDeny:
 				n += "Your agent may not use the network (network: deny), so asking is refused too: do the work without it, or end your turn and tell the person what you need."
 			case AccessAllow:
