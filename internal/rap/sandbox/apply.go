@@ -218,5 +218,6 @@ func (m *Manager) Discard(ctx context.Context, thread string) error {
 		}
 	}
 	_ = os.Remove(m.grantPath(sb.Name)) // a new sandbox of the thread starts with no permissions
+	_ = os.RemoveAll(m.storeDir(sb.Name)) // what its jailed commands wrote was brought over or is its own
 	return nil
 }
