@@ -17,6 +17,9 @@ import (
 //   - a private, empty /tmp (--tmpfs /tmp), with the repository's git
 //     directory bound back read-only when it lives under /tmp (a
 //     sandbox's .git file points there, so git works in the jail);
+//   - what a git commit on the sandbox's own branch writes: its own
+//     object store, its worktree's git directory, the sandboxes' refs
+//     and reflogs (gitjail.go);
 //   - its sandbox directory writable, and a cache directory shared by the
 //     sandboxes of the repository (XDG_CACHE_HOME, so a Go build cache
 //     works), also writable;
