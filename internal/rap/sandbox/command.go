@@ -110,9 +110,11 @@ func (m *Manager) runCommand(ctx context.Context, c *rap.Call) error {
 		return err
 	}
 	status := m.follow(ctx, c, p, a.Command, logPath, timeout, a.Watch)
+	sb.mu.Lock()
 	if err := sb.importStore(ctx); err != nil {
 		m.logf("%v", err) // the tools' next read of the sandbox tries again
 	}
+	sb.mu.Unlock()
 	if ctx.Err() != nil {
 		if m.stopping.Load() {
 			rec.State, rec.Ended = stateStopped, time.Now()

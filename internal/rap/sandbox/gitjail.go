@@ -90,9 +90,8 @@ func (m *Manager) jailGitFor(ctx context.Context, sb *Sandbox) (jailGit, error) 
 
 // importStore brings the objects in sb's own store (written by jailed
 // commands) into the repository's store and removes the loose ones it
-// brought. The caller holds sb.mu, or is the command's call (a concurrent
-// import is harmless: objects are written once, and a file already
-// removed is skipped).
+// brought. The caller holds sb.mu (two imports at once could see each
+// other's removals and fail).
 func (sb *Sandbox) importStore(ctx context.Context) error {
 	if sb.store == "" || !hasFiles(sb.store) {
 		return nil
