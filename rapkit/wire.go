@@ -150,6 +150,20 @@ type Invocation struct {
 	GroupID         string          `json:"group_id"`
 	ThreadAncestors []string        `json:"thread_ancestors,omitempty"`
 	UserID          string          `json:"user_id,omitempty"`
+	// Agent is an agentslice extension (RAP's invocation names no agent):
+	// the agent definition the calling thread runs as, so a tool server
+	// shared by several agents can apply each one's policy (the sandbox
+	// toolset's network access). Omitted when the runtime has no agents;
+	// a server that does not know the field ignores it.
+	Agent *AgentInfo `json:"x-agentslice-agent,omitempty"`
+}
+
+// AgentInfo is the x-agentslice-agent field of an Invocation.
+type AgentInfo struct {
+	Name string `json:"name"`
+	// Network is the agent definition's network field ("ask", "allow",
+	// "deny"; "" when it sets none).
+	Network string `json:"network,omitempty"`
 }
 
 // CloseThread is the body of a POST to {base}/close_thread.

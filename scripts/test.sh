@@ -19,6 +19,8 @@ echo "== tmux (the terminal UI's test)"
 bash scripts/tmux.sh
 echo "== bubblewrap (the sandbox's jail for run_command)"
 bash scripts/bwrap.sh
+echo "== ripgrep (the sandbox's search backend)"
+bash scripts/ripgrep.sh
 export AGENTSLICE_REQUIRE_SERVICES=1
 
 echo "== python sdk (sdk/python: unittest, standard library only)"

@@ -34,7 +34,7 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	apply := fs.String("apply", "", "instead of serving: commit this `thread`'s sandbox changes onto your current branch and update your working copy for the files they touch")
 	discard := fs.String("discard", "", "instead of serving: remove this `thread`'s sandbox (worktree, branch, refs); its changes are lost")
 	message := fs.String("message", "", "with -apply: the commit's message (default \"agentslice: changes of thread THREAD\")")
-	network := fs.String("network", "ask", "what a command that asks for the network gets: `ask` the person (a user_choice), allow, or deny")
+	network := fs.String("network", "ask", "the most a command that asks for the network gets: `ask` the person (a user_choice), allow, or deny; each thread's agent's own network policy, which agentslice's runtime sends with each call, applies within it")
 	var pass listFlag
 	fs.Var(&pass, "pass-env", "a variable `name` (or prefix*) commands get besides PATH, HOME, LANG... (repeatable; never AGENTSLICE_*)")
 	fs.Usage = func() {
@@ -97,7 +97,7 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usagef("-output-every %s: want a positive duration", *outputEvery)
 	}
 	mgr, err := sandbox.NewManager(sandbox.Config{Repo: *repo, Root: *root, Timeout: *timeout, Batch: *outputEvery, Env: procenv.Build(os.Environ(), pass, nil),
-		NetworkFor: func(context.Context, string) (sandbox.Access, error) { return access, nil }})
+		MaxNetwork: access})
 	if err != nil {
 		return err
 	}

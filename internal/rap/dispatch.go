@@ -87,6 +87,9 @@ func (d *Dispatcher) Invoke(ctx context.Context, endpoint, operation string, inv
 	}
 	body := Invocation{Operation: operation, Arguments: args, ID: inv.CallID, CallbackURL: cb,
 		GroupID: inv.ThreadID, ThreadAncestors: inv.Ancestors, UserID: inv.UserID}
+	if inv.Agent != "" {
+		body.Agent = &rapkit.AgentInfo{Name: inv.Agent, Network: inv.AgentNetwork}
+	}
 	err = rapkit.PostJSON(withTraceparent(ctx, inv.Trace), d.client, endpoint, body, d.retry)
 	var se *StatusError
 	var ue *UnavailableError

@@ -58,6 +58,35 @@ func TestInvokeWireFormat(t *testing.T) {
 	}
 }
 
+// TestInvokeNamesTheAgent: the thread's agent goes out as the
+// x-agentslice-agent extension (its name and network policy), and a
+// runtime without agents sends no such field.
+func TestInvokeNamesTheAgent(t *testing.T) {
+	t.Parallel()
+	got := make(chan map[string]json.RawMessage, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]json.RawMessage
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		got <- m
+	}))
+	t.Cleanup(srv.Close)
+	d := newTestDispatcher(t, fastRetry(1))
+	inv := testInv
+	inv.Agent, inv.AgentNetwork = "offline", "deny"
+	if err := d.Invoke(context.Background(), srv.URL, "op", inv); err != nil {
+		t.Fatal(err)
+	}
+	if m := <-got; string(m["x-agentslice-agent"]) != `{"name":"offline","network":"deny"}` {
+		t.Errorf("x-agentslice-agent = %s", m["x-agentslice-agent"])
+	}
+	if err := d.Invoke(context.Background(), srv.URL, "op", testInv); err != nil {
+		t.Fatal(err)
+	}
+	if m := <-got; m["x-agentslice-agent"] != nil {
+		t.Errorf("no agent, yet x-agentslice-agent = %s", m["x-agentslice-agent"])
+	}
+}
+
 func TestInvokeRetries(t *testing.T) {
 	t.Parallel()
 	cases := []struct {

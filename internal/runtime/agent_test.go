@@ -544,3 +544,28 @@ func TestDecodeAgentsDocErrorsNameTheField(t *testing.T) {
 		t.Errorf("Resolve = %+v, %v", defs, err)
 	}
 }
+
+// A dispatched call names the thread's agent and its network policy
+// (the RAP dispatcher sends them as x-agentslice-agent, so a tool server
+// shared by several agents can tell them apart).
+func TestDispatchNamesTheAgent(t *testing.T) {
+	t.Parallel()
+	defs := []runtime.Agent{
+		{Name: "offline", Instructions: "You are offline.", Network: runtime.NetworkDeny},
+		{Name: "plain", Instructions: "You are plain."},
+	}
+	r := newAgentRig(t, defs, "plain")
+	r.run(t, agentMsg("t_off", "u1", "offline", "call watch {}"))
+	r.run(t, agentMsg("t_plain", "u2", "", "call watch {}"))
+	calls := r.watch.Calls()
+	if len(calls) != 2 {
+		t.Fatalf("watch dispatched %d times", len(calls))
+	}
+	got := map[string][2]string{}
+	for _, c := range calls {
+		got[c.ThreadID] = [2]string{c.Agent, c.AgentNetwork}
+	}
+	if got["t_off"] != [2]string{"offline", "deny"} || got["t_plain"] != [2]string{"plain", ""} {
+		t.Fatalf("dispatched agents %v, want offline/deny and plain with no network field", got)
+	}
+}

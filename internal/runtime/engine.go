@@ -648,6 +648,9 @@ func (s *slice) send(ctx context.Context) (rejected bool, err error) {
 	}
 	inv := Invocation{ThreadID: s.threadID, CallID: p.ID, Name: p.Name, Args: p.Args, Ancestors: ancestors(s.st.Stack),
 		Class: s.st.Class.OrDefault(), Incarnation: s.st.Incarnation}
+	if v, err := s.resolveAgent(); err == nil && v != nil {
+		inv.Agent, inv.AgentNetwork = v.Agent.Name, v.Agent.Network
+	}
 	if err := s.crash(CrashBeforeDispatch); err != nil {
 		return false, err
 	}

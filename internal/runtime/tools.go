@@ -25,6 +25,11 @@ type Invocation struct {
 	// root thread.
 	Ancestors []string
 	UserID    string
+	// Agent is the name of the agent the calling thread runs as and
+	// AgentNetwork its definition's Network ("" when the engine has no
+	// agents); the RAP dispatcher sends them as the invocation's
+	// x-agentslice-agent extension.
+	Agent, AgentNetwork string
 	// Class is the calling thread's priority class; tools stamp it on the
 	// messages they send back (results, wake-ups) so they reach the
 	// thread's queue.

@@ -68,11 +68,15 @@ func TestServeSandboxBackgroundCommand(t *testing.T) {
 	const thread = "thr_build"
 	events := openStream(t, srv.URL()+"/threads/"+thread+"/events")
 	postMessage(t, srv, thread, `{"text":"Build it."}`)
-	for ev := events.nextOf(t, "reply"); ev.Data.Text != "The build runs in the background; I will be woken when it ends."; ev = events.nextOf(t, "reply") {
-	}
-	// The output's first batch reaches the person as a view.
-	for {
-		ev := events.nextOf(t, "view")
+	// The model's reply ending its turn, and the output's first batch
+	// reaching the person as a view, in either order (under load the
+	// view may come first).
+	for replied, viewed := false, false; !replied || !viewed; {
+		ev := events.nextOf(t, "reply", "view")
+		if ev.Event == "reply" {
+			replied = replied || ev.Data.Text == "The build runs in the background; I will be woken when it ends."
+			continue
+		}
 		var v struct {
 			ViewType string              `json:"view_type"`
 			Content  sandbox.CommandView `json:"content"`
@@ -80,9 +84,7 @@ func TestServeSandboxBackgroundCommand(t *testing.T) {
 		if err := json.Unmarshal([]byte(ev.Data.Text), &v); err != nil {
 			t.Fatalf("view %q: %v", ev.Data.Text, err)
 		}
-		if v.ViewType == sandbox.ViewType && strings.Contains(v.Content.Output, "building\n") && v.Content.State == "running" {
-			break
-		}
+		viewed = viewed || v.ViewType == sandbox.ViewType && strings.Contains(v.Content.Output, "building\n") && v.Content.State == "running"
 	}
 	waitIdle(t, srv)
 	kit := sandboxKit(t, srv)

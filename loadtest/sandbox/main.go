@@ -1,7 +1,7 @@
 // Command sandbox measures the sandbox toolset (internal/rap/sandbox) on a
 // generated repository: creating a sandbox (git worktree add from HEAD),
 // creating a stacked one (the parent's snapshot commit, then a worktree),
-// search (git grep) over it, and the memory of many coding threads, each
+// search (ripgrep and the Go search) over it, and the memory of many coding threads, each
 // idle while its command runs, on a real serve with the scripted model.
 //
 // It prints one line per figure and, last, one JSON line with them all,
@@ -37,7 +37,8 @@ type figures struct {
 	Jailed          bool    `json:"jailed"`
 	CreateMs        float64 `json:"create_ms"`         // median of -boxes sandboxes from HEAD
 	StackedMs       float64 `json:"stacked_create_ms"` // median of stacked children (with a dirty parent)
-	SearchMs        float64 `json:"search_ms"`         // median of -searches searches
+	SearchMs        float64 `json:"search_ms"`         // median of -searches searches with ripgrep (0 without rg)
+	SearchGoMs      float64 `json:"search_go_ms"`      // the same with the Go search
 	SearchMatches   int     `json:"search_matches"`
 	Threads         int     `json:"threads"`
 	HeapPerThread   float64 `json:"heap_bytes_per_idle_thread"`
@@ -110,19 +111,38 @@ func run(files, boxes, searches, threads, idleFiles int, chatty chattyOpts) erro
 	fmt.Printf("sandbox creation (worktree of %d files from HEAD): median %.1f ms over %d\n", files, f.CreateMs, boxes)
 	fmt.Printf("stacked creation (parent snapshot + worktree): median %.1f ms over %d\n", f.StackedMs, boxes)
 
-	// The search tool's own command (search.go runs git grep the same way).
-	var took []time.Duration
-	for range searches {
-		start := time.Now()
-		out, err := exec.Command("git", "-C", filepath.Join(tmp, "boxes", "p0"), "grep", "-n", "-E", "--", "func F[0-9]*7\\(").Output()
-		if err != nil {
-			return fmt.Errorf("git grep: %w", err)
+	// The search tool's two backends (sandbox.SearchDir): ripgrep when it
+	// is on PATH, and the Go search.
+	searchOnce := func(rg string) (float64, int, error) {
+		var took []time.Duration
+		matches := 0
+		for range searches {
+			start := time.Now()
+			out, err := sandbox.SearchDir(ctx, rg, filepath.Join(tmp, "boxes", "p0"), `func F[0-9]*7\(`)
+			if err != nil {
+				return 0, 0, fmt.Errorf("search: %w", err)
+			}
+			took = append(took, time.Since(start))
+			// Lines shown, plus the cut note's count when the answer was cut.
+			matches = strings.Count(out, "\n")
+			if i := strings.Index(out, "\n["); i >= 0 {
+				fmt.Sscanf(out[i+2:], "%d matches", &matches)
+			}
 		}
-		took = append(took, time.Since(start))
-		f.SearchMatches = strings.Count(string(out), "\n")
+		return ms(median(took)), matches, nil
 	}
-	f.SearchMs = ms(median(took))
-	fmt.Printf("search (git grep -E over %d files, %d matches): median %.1f ms over %d\n", files, f.SearchMatches, f.SearchMs, searches)
+	if f.SearchGoMs, f.SearchMatches, err = searchOnce(""); err != nil {
+		return err
+	}
+	fmt.Printf("search (the Go search over %d files, %d matches): median %.1f ms over %d\n", files, f.SearchMatches, f.SearchGoMs, searches)
+	if rg := sandbox.FindRipgrep(); rg != "" {
+		if f.SearchMs, _, err = searchOnce(rg); err != nil {
+			return err
+		}
+		fmt.Printf("search (ripgrep over %d files): median %.1f ms over %d\n", files, f.SearchMs, searches)
+	} else {
+		fmt.Println("search (ripgrep): rg is not on PATH (scripts/ripgrep.sh installs it)")
+	}
 
 	small := filepath.Join(tmp, "small")
 	if err := makeRepo(small, idleFiles); err != nil {

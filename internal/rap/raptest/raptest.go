@@ -119,6 +119,13 @@ func StartServer(t testing.TB, s Service) string {
 // the schema). It returns the dispatch error.
 func (r *Rig) Invoke(t testing.TB, base, thread, call, tool, args string) error {
 	t.Helper()
+	return r.InvokeWith(t, base, runtime.Invocation{ThreadID: thread, CallID: call, Name: tool, Args: args})
+}
+
+// InvokeWith is Invoke of a whole runtime invocation (its agent, say).
+func (r *Rig) InvokeWith(t testing.TB, base string, inv runtime.Invocation) error {
+	t.Helper()
+	thread, tool, args := inv.ThreadID, inv.Name, inv.Args
 	l, err := rap.NewLoader(rap.LoaderConfig{Servers: []string{base}, Dispatcher: r.Dispatcher, Fetch: FastRetry(2), Logger: QuietLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +144,7 @@ func (r *Rig) Invoke(t testing.TB, base, thread, call, tool, args string) error 
 	if err := e.Async.(runtime.ArgsValidator).ValidateArgs(args); err != nil {
 		return err
 	}
-	return e.Async.Dispatch(context.Background(), runtime.Invocation{ThreadID: thread, CallID: call, Name: tool, Args: args})
+	return e.Async.Dispatch(context.Background(), inv)
 }
 
 // Next waits for the next message on the queue.

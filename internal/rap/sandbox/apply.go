@@ -217,6 +217,7 @@ func (m *Manager) Discard(ctx context.Context, thread string) error {
 			return fmt.Errorf("sandbox: deleting %s of thread %s: %w", ref, thread, err)
 		}
 	}
-	_ = os.Remove(m.grantPath(sb.Name)) // a new sandbox of the thread starts with no permissions
+	_ = os.Remove(m.grantPath(sb.Name))   // a new sandbox of the thread starts with no permissions
+	_ = os.RemoveAll(m.storeDir(sb.Name)) // what its jailed commands wrote was brought over or is its own
 	return nil
 }

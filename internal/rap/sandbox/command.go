@@ -79,7 +79,7 @@ func (m *Manager) runCommand(ctx context.Context, c *rap.Call) error {
 		return nil // cancelled while the person was asked
 	}
 	logPath := m.logPath(sb.Name, c.ID)
-	p, err := m.start(sb.Dir, a.Command, logPath, *grant)
+	p, err := m.start(ctx, sb, a.Command, logPath, *grant)
 	if err != nil {
 		return c.Result(ctx, "error: "+err.Error())
 	}
@@ -110,6 +110,11 @@ func (m *Manager) runCommand(ctx context.Context, c *rap.Call) error {
 		return err
 	}
 	status := m.follow(ctx, c, p, a.Command, logPath, timeout, a.Watch)
+	sb.mu.Lock()
+	if err := sb.importStore(ctx); err != nil {
+		m.logf("%v", err) // the tools' next read of the sandbox tries again
+	}
+	sb.mu.Unlock()
 	if ctx.Err() != nil {
 		if m.stopping.Load() {
 			rec.State, rec.Ended = stateStopped, time.Now()
@@ -120,7 +125,11 @@ func (m *Manager) runCommand(ctx context.Context, c *rap.Call) error {
 		return nil
 	}
 	took := time.Since(p.started).Round(time.Millisecond)
-	text := fmt.Sprintf("command %s finished: %s after %s: %s\n%s\nfull log: %s\n", c.ID, status, took, a.Command, m.logTail(logPath), logPath)
+	tail := m.logTail(logPath)
+	text := fmt.Sprintf("command %s finished: %s after %s: %s\n%s\nfull log: %s\n", c.ID, status, took, a.Command, tail, logPath)
+	if strings.HasPrefix(status, "exit code ") && status != "exit code 0" {
+		text += m.triedNote(ctx, c, sb, *grant, tail) // what the jail seems to have refused (tried.go)
+	}
 	err = c.Event(ctx, text, true, true)
 	var se *rap.StatusError
 	if err == nil || errors.As(err, &se) {
@@ -142,9 +151,11 @@ type process struct {
 	started time.Time
 }
 
-// start runs command in dir (in the jail, with grant) with its output (stdout and stderr) written
-// straight to the log file, in a process group of its own.
-func (m *Manager) start(dir, command, logPath string, grant jailGrant) (*process, error) {
+// start runs command in sb's directory (in the jail, with grant) with its
+// output (stdout and stderr) written straight to the log file, in a
+// process group of its own.
+func (m *Manager) start(ctx context.Context, sb *Sandbox, command, logPath string, grant jailGrant) (*process, error) {
+	dir := sb.Dir
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return nil, fmt.Errorf("creating the log directory: %v", err)
 	}
@@ -163,8 +174,13 @@ func (m *Manager) start(dir, command, logPath string, grant jailGrant) (*process
 		if err := os.MkdirAll(cache, 0o755); err != nil {
 			return nil, fmt.Errorf("creating the jail's cache directory: %v", err)
 		}
-		cmd = exec.Command(m.bwrap, append(jailArgs(dir, cache, m.gitDir, grant), "sh", "-c", command)...)
-		env = append(withoutVars(env, "TMPDIR", "XDG_CACHE_HOME"), "TMPDIR=/tmp", "XDG_CACHE_HOME="+cache)
+		gw, err := m.jailGitFor(ctx, sb)
+		if err != nil {
+			return nil, err
+		}
+		cmd = exec.Command(m.bwrap, append(jailArgs(dir, cache, m.gitDir, gw, grant), "sh", "-c", command)...)
+		env = append(withoutVars(env, "TMPDIR", "XDG_CACHE_HOME", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES"),
+			append([]string{"TMPDIR=/tmp", "XDG_CACHE_HOME=" + cache}, gw.env()...)...)
 	} else {
 		cmd = exec.Command("sh", "-c", command)
 	}

@@ -26,8 +26,9 @@
 // nothing, when a touched file has uncommitted changes or the changes
 // conflict.
 //
-// Tools: read_file, list_files (respects .gitignore), search (git grep,
-// so the same on every host that has git), write_file,
+// Tools: read_file, list_files (respects .gitignore), search (ripgrep
+// when it is on PATH, a Go search otherwise, with the same answer),
+// write_file,
 // edit_file, diff (against the base, with the whole diff as one display_as
 // diff segment), run_command and squash_child (a child's changes into the
 // caller's sandbox as one commit; the child must be stacked on the caller,

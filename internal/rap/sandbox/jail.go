@@ -17,6 +17,9 @@ import (
 //   - a private, empty /tmp (--tmpfs /tmp), with the repository's git
 //     directory bound back read-only when it lives under /tmp (a
 //     sandbox's .git file points there, so git works in the jail);
+//   - what a git commit on the sandbox's own branch writes: its own
+//     object store, its worktree's git directory, the sandboxes' refs
+//     and reflogs (gitjail.go);
 //   - its sandbox directory writable, and a cache directory shared by the
 //     sandboxes of the repository (XDG_CACHE_HOME, so a Go build cache
 //     works), also writable;
@@ -56,7 +59,7 @@ func ProbeJail(ctx context.Context) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	args := append(jailArgs("/", "", "", jailGrant{}), "true")
+	args := append(jailArgs("/", "", "", jailGit{}, jailGrant{}), "true")
 	cmd := exec.CommandContext(ctx, bwrap, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -69,9 +72,9 @@ func ProbeJail(ctx context.Context) (string, error) {
 
 // jailArgs returns bwrap's arguments up to the command: the system
 // read-only, a private /tmp (gitDir, when set, bound back read-only),
-// dir, cache and the granted directories writable, the network cut
-// unless granted.
-func jailArgs(dir, cache, gitDir string, g jailGrant) []string {
+// dir, cache, what a commit on the sandbox's branch writes (gw) and the
+// granted directories writable, the network cut unless granted.
+func jailArgs(dir, cache, gitDir string, gw jailGit, g jailGrant) []string {
 	args := []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"}
 	if !g.Network {
@@ -83,6 +86,13 @@ func jailArgs(dir, cache, gitDir string, g jailGrant) []string {
 	// Binds come after the tmpfs, so a sandbox under /tmp stays visible.
 	if gitDir != "" {
 		args = append(args, "--ro-bind", gitDir, gitDir)
+	}
+	// ... and the parts of it a commit writes come after that.
+	if gw.Store != "" {
+		args = append(args, "--bind", gw.Store, gw.Store)
+	}
+	for _, w := range gw.Write {
+		args = append(args, "--bind", w, w)
 	}
 	if cache != "" {
 		args = append(args, "--bind", cache, cache)

@@ -106,7 +106,7 @@ func (m *Manager) permit(ctx context.Context, c *rap.Call, sb *Sandbox, command 
 	if !want.Network && len(want.Write) == 0 {
 		return want, "", nil
 	}
-	access := m.networkAccess(ctx, c.GroupID)
+	access := m.networkAccess(ctx, c)
 	if want.Network && access == AccessDeny {
 		return nil, "refused: your agent may not use the network (its definition says network: deny), so the command did not run. " +
 			"Do the work without the network, or end your turn and tell the person what you need.", nil
@@ -152,23 +152,47 @@ func (m *Manager) permit(ctx context.Context, c *rap.Call, sb *Sandbox, command 
 	return want, "", nil
 }
 
-// networkAccess is the thread's agent's network access: Config.NetworkFor's
-// answer, else allow when Config.Network, else ask.
-func (m *Manager) networkAccess(ctx context.Context, thread string) Access {
+// networkAccess is the network access of the calling thread's agent:
+// Config.NetworkFor's answer (serve reads the thread's agent), else the
+// invocation's agent policy (x-agentslice-agent), capped by
+// Config.MaxNetwork when that is set (and MaxNetwork itself when neither
+// says anything); else allow when Config.Network, else ask.
+func (m *Manager) networkAccess(ctx context.Context, c *rap.Call) Access {
+	var a Access
 	if f := m.cfg.NetworkFor; f != nil {
-		a, err := f(ctx, thread)
+		got, err := f(ctx, c.GroupID)
 		if err != nil {
-			m.logf("sandbox: the network access of thread %s: %v (asking the person)", thread, err)
+			m.logf("sandbox: the network access of thread %s: %v (asking the person)", c.GroupID, err)
 			return AccessAsk
 		}
-		if a != "" {
-			return a
+		a = got
+	}
+	if a == "" && c.Agent != nil && ValidAccess(Access(c.Agent.Network)) {
+		a = Access(c.Agent.Network)
+	}
+	if ceiling := m.cfg.MaxNetwork; ceiling != "" {
+		if a == "" || accessRank(a) > accessRank(ceiling) {
+			a = ceiling
 		}
 	}
-	if m.cfg.Network {
+	switch {
+	case a != "":
+		return a
+	case m.cfg.Network:
 		return AccessAllow
 	}
 	return AccessAsk
+}
+
+// accessRank orders access: deny < ask < allow.
+func accessRank(a Access) int {
+	switch a {
+	case AccessDeny:
+		return 0
+	case AccessAllow:
+		return 2
+	}
+	return 1
 }
 
 // outsideDir checks a directory a command asks to write: absolute, an

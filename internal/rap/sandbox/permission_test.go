@@ -169,16 +169,110 @@ func TestWriteOutsideIsChecked(t *testing.T) {
 	}
 }
 
-// TestGitWorksInTheJail: a repository under /tmp (hidden by the jail's
-// private /tmp) has its git directory bound back, so git runs in a
-// jailed command of its sandbox.
+// TestGitWorksInTheJail: git runs in a jailed command of a sandbox (a
+// repository under /tmp, hidden by the jail's private /tmp, has its git
+// directory bound back), and a commit there works: it moves the sandbox's
+// own branch only, its objects reach the repository's store when the
+// command ends, and the user's HEAD, index, working copy and every other
+// ref are what they were. The user's object store and branches stay
+// read-only to the command.
 func TestGitWorksInTheJail(t *testing.T) {
 	t.Parallel()
 	r := jailedRig(t, Config{})
-	if !strings.HasPrefix(r.m.Repo(), "/tmp/") {
-		t.Skipf("the test repository %s is not under /tmp", r.m.Repo())
-	}
+	repo := r.m.Repo()
 	r.call(t, "thr_git", nil, "write_file", map[string]any{"path": "new.txt", "content": "n\n"})
-	_, final := r.run(t, "thr_git", map[string]any{"command": "git status --porcelain"})
-	mustContain(t, "git status in the jail", final.Text, "exit code 0", "?? new.txt")
+	if strings.HasPrefix(repo, "/tmp/") {
+		_, final := r.run(t, "thr_git", map[string]any{"command": "git status --porcelain"})
+		mustContain(t, "git status in the jail", final.Text, "exit code 0", "?? new.txt")
+	}
+	refs := func() string { return gitOut(t, repo, "for-each-ref", "--format=%(refname) %(objectname)") }
+	before, refsBefore := fingerprint(t, repo), refs()
+	branch := "refs/heads/" + r.mustBox(t, "thr_git").Branch
+	tipBefore := gitOut(t, repo, "rev-parse", branch)
+
+	_, final := r.run(t, "thr_git", map[string]any{"command": "git add new.txt && git -c user.name=a -c user.email=a@a commit -q -m 'made in the jail' && git log -1 --format=%s"})
+	mustContain(t, "git commit in the jail", final.Text, "exit code 0", "made in the jail")
+	if after := fingerprint(t, repo); after != before {
+		t.Fatal("a commit in the jail changed the user's working copy, index or HEAD")
+	}
+	tip := gitOut(t, repo, "rev-parse", branch)
+	if tip == tipBefore || gitOut(t, repo, "log", "-1", "--format=%s", tip) != "made in the jail" || gitOut(t, repo, "rev-parse", tip+"^") != tipBefore {
+		t.Fatalf("the sandbox's branch is at %s (was %s), want the jail's commit on top", tip, tipBefore)
+	}
+	if got, want := refs(), strings.ReplaceAll(refsBefore, branch+" "+tipBefore, branch+" "+tip); got != want {
+		t.Fatalf("refs after the commit:\n%s\nwant only %s moved:\n%s", got, branch, want)
+	}
+	// The commit's objects are in the repository's own store now (git
+	// run outside the jail, with no alternates, reads them all).
+	if out := gitOut(t, repo, "rev-list", "--objects", "--missing=print", tip); strings.Contains(out, "?") {
+		t.Fatalf("objects of the jail's commit missing from the repository: %s", out)
+	}
+	gitOut(t, repo, "fsck", "--connectivity-only", "--no-dangling")
+	if d := r.call(t, "thr_git", nil, "diff", map[string]any{}); !strings.Contains(d.Text, "+++ b/new.txt") {
+		t.Fatalf("the diff after a commit in the jail: %s", d.Text)
+	}
+	// The user's objects and branches are still out of reach.
+	objects := filepath.Join(gitOut(t, repo, "rev-parse", "--path-format=absolute", "--git-common-dir"), "objects")
+	_, final = r.run(t, "thr_git", map[string]any{"command": "git update-ref refs/heads/main HEAD; echo main=$?; touch " + objects + "/probe; echo objects=$?"})
+	mustContain(t, "writes the jail refuses", final.Text, "main=1", "objects=1")
+	if after := fingerprint(t, repo); after != before || refs() != strings.ReplaceAll(refsBefore, branch+" "+tipBefore, branch+" "+tip) {
+		t.Fatal("a jailed command moved the user's branch")
+	}
+}
+
+// TestInvocationsAgentPolicy: a server shared by several agents (the
+// standalone one, MaxNetwork its -network) applies each call's agent
+// policy, sent by the runtime with the call (x-agentslice-agent), within
+// its own: deny refuses without a question, allow runs without one, ask
+// asks, and a call that names no agent gets the server's; under a server
+// that says ask, an agent's allow asks all the same.
+func TestInvocationsAgentPolicy(t *testing.T) {
+	t.Parallel()
+	invoke := func(r *rig, thread, agent, network string) runtime.Message {
+		t.Helper()
+		r.n++
+		call := "pol_" + strconv.Itoa(r.n)
+		inv := runtime.Invocation{ThreadID: thread, CallID: call, Name: "run_command", Args: `{"command":"true","network":true}`,
+			Agent: agent, AgentNetwork: network}
+		if err := r.InvokeWith(t, r.base, inv); err != nil {
+			t.Fatal(err)
+		}
+		m := r.Next(t)
+		if m.ToolCallID != call {
+			t.Fatalf("got %+v for call %s", m, call)
+		}
+		if m.Subscription {
+			r.Until(t, func(f runtime.Message) bool { return f.ToolCallID == call && f.Final })
+		}
+		return m
+	}
+	asked := func(m runtime.Message) bool { return m.Kind == runtime.KindNotice && m.Choice != "" }
+	ran := func(m runtime.Message) bool { return m.Subscription }
+
+	open := newRig(t, testRepo(t), Config{Jail: JailOff, MaxNetwork: AccessAllow})
+	open.m.publicURL = open.base
+	if m := invoke(open, "thr_off", "offline", "deny"); m.Kind != runtime.KindToolResult || !strings.Contains(m.Text, "refused: your agent may not use the network") {
+		t.Fatalf("agent deny under a server that allows: %+v", m)
+	}
+	if m := invoke(open, "thr_on", "online", "allow"); !ran(m) {
+		t.Fatalf("agent allow under a server that allows: %+v", m)
+	}
+	if m := invoke(open, "thr_ask", "careful", "ask"); !asked(m) {
+		t.Fatalf("agent ask under a server that allows: %+v", m)
+	}
+	if m := invoke(open, "thr_none", "", ""); !ran(m) {
+		t.Fatalf("no agent under a server that allows: %+v", m)
+	}
+	if m := invoke(open, "thr_plain", "plain", ""); !ran(m) {
+		t.Fatalf("an agent with no network field under a server that allows: %+v", m)
+	}
+
+	strict := newRig(t, testRepo(t), Config{Jail: JailOff, MaxNetwork: AccessAsk})
+	strict.m.publicURL = strict.base
+	if m := invoke(strict, "thr_on", "online", "allow"); !asked(m) {
+		t.Fatalf("agent allow under a server that asks: %+v", m)
+	}
+	if m := invoke(strict, "thr_off", "offline", "deny"); m.Kind != runtime.KindToolResult || !strings.Contains(m.Text, "refused: your agent may not use the network") {
+		t.Fatalf("agent deny under a server that asks: %+v", m)
+	}
 }

@@ -170,6 +170,13 @@ func (m *Manager) Recover(ctx context.Context, srv *rap.Server) int {
 			text = fmt.Sprintf("command %s did not finish: %s; its exit status is unknown. It started at %s: %s\n%s\nfull log: %s\n",
 				r.Call, why, r.Started.UTC().Format(time.RFC3339), r.Command, m.logTail(r.Log), r.Log)
 		}
+		if sb, err := m.Lookup(ctx, r.Thread); err == nil && sb != nil {
+			sb.mu.Lock()
+			if err := sb.importStore(ctx); err != nil {
+				m.logf("%v", err)
+			}
+			sb.mu.Unlock()
+		}
 		c := srv.Resume(rap.Invocation{Operation: "run_command", ID: r.Call, CallID: r.CallID, CallbackURL: r.CallbackURL, GroupID: r.Thread}, epoch)
 		err := c.Event(ctx, text, true, true)
 		if ctx.Err() != nil {

@@ -75,6 +75,12 @@ type Config struct {
 	// the agent definition's network field); "" or a nil NetworkFor
 	// leaves it to Network.
 	NetworkFor func(ctx context.Context, thread string) (Access, error)
+	// MaxNetwork, when set, is the most network access a thread gets (the
+	// standalone server's -network): an invocation's agent policy (its
+	// x-agentslice-agent field, sent by agentslice's runtime) applies
+	// within it, and a thread whose invocation names none gets MaxNetwork.
+	// The order is deny < ask < allow.
+	MaxNetwork Access
 	// Logger hears of what goes wrong outside a call (an unreadable
 	// command record, an interrupted command that cannot be reported);
 	// default: NewServer's logger.
@@ -128,7 +134,9 @@ type Manager struct {
 	// bwrap is the jail's bwrap, "" when commands run unjailed;
 	// jailProblem says why not (JailAuto and a failed probe).
 	bwrap, jailProblem string
-	stopping           atomic.Bool // the toolset server is stopping (Server.Stop)
+	// rg is ripgrep's path, the search tool's backend when set (search.go).
+	rg       string
+	stopping atomic.Bool // the toolset server is stopping (Server.Stop)
 	// publicURL is the toolset server's base URL (permission questions'
 	// response_url), set by NewServer; asks the questions waiting.
 	publicURL string
@@ -136,6 +144,9 @@ type Manager struct {
 	// gitDir is the repository's git directory when it is under /tmp
 	// (the jail binds it back over its private /tmp), else "".
 	gitDir string
+	// commonDir is the repository's git directory (absolute); a jailed
+	// command's commit writes parts of it (gitjail.go).
+	commonDir string
 }
 
 // Sandbox is one thread's worktree.
@@ -147,6 +158,9 @@ type Sandbox struct {
 	// base is the commit diff compares against: where the sandbox started,
 	// moved by Apply and Squash (under Manager.creating and mu).
 	base string
+	// store is the sandbox's own object store, where jailed commands
+	// write objects (gitjail.go).
+	store string
 	// mu serializes the git commands run inside the sandbox (they share
 	// its index).
 	mu sync.Mutex
@@ -188,9 +202,11 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.Name == "" {
 		cfg.Name = filepath.Base(top)
 	}
-	m := &Manager{cfg: cfg, repo: top, boxes: map[string]*Sandbox{}}
+	m := &Manager{cfg: cfg, repo: top, boxes: map[string]*Sandbox{}, rg: findRipgrep()}
 	if gd, err := git(context.Background(), top, "rev-parse", "--path-format=absolute", "--git-common-dir"); err == nil {
-		if gd = filepath.Clean(strings.TrimSpace(gd)); gd == "/tmp" || strings.HasPrefix(gd, "/tmp/") {
+		gd = filepath.Clean(strings.TrimSpace(gd))
+		m.commonDir = gd
+		if gd == "/tmp" || strings.HasPrefix(gd, "/tmp/") {
 			m.gitDir = gd
 		}
 	}
@@ -279,7 +295,7 @@ func (m *Manager) Lookup(ctx context.Context, thread string) (*Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: the worktree of thread %s at %s has no base ref %s%s: %w", thread, dir, baseRefPrefix, name, err)
 	}
-	sb = &Sandbox{Thread: thread, Name: name, Branch: BranchPrefix + name, Dir: dir, base: strings.TrimSpace(base)}
+	sb = &Sandbox{Thread: thread, Name: name, Branch: BranchPrefix + name, Dir: dir, base: strings.TrimSpace(base), store: m.storeDir(name)}
 	m.mu.Lock()
 	if prev := m.boxes[thread]; prev != nil {
 		sb = prev
@@ -346,7 +362,7 @@ func (m *Manager) Ensure(ctx context.Context, thread string, ancestors []string)
 			return nil, fmt.Errorf("sandbox: recording the stack point of thread %s: %w", thread, err)
 		}
 	}
-	sb := &Sandbox{Thread: thread, Name: name, Branch: branch, Dir: dir, base: base}
+	sb := &Sandbox{Thread: thread, Name: name, Branch: branch, Dir: dir, base: base, store: m.storeDir(name)}
 	m.mu.Lock()
 	m.boxes[thread] = sb
 	m.mu.Unlock()
@@ -366,7 +382,7 @@ func (m *Manager) reattach(ctx context.Context, thread, name, dir, branch string
 	if _, err := git(ctx, m.repo, "worktree", "add", "--quiet", dir, branch); err != nil {
 		return nil, fmt.Errorf("sandbox: making the worktree of thread %s again on %s: %w", thread, branch, err)
 	}
-	sb := &Sandbox{Thread: thread, Name: name, Branch: branch, Dir: dir, base: strings.TrimSpace(base)}
+	sb := &Sandbox{Thread: thread, Name: name, Branch: branch, Dir: dir, base: strings.TrimSpace(base), store: m.storeDir(name)}
 	m.mu.Lock()
 	m.boxes[thread] = sb
 	m.mu.Unlock()
@@ -378,6 +394,9 @@ func (m *Manager) reattach(ctx context.Context, thread, name, dir, branch string
 func (sb *Sandbox) snapshot(ctx context.Context, message string) (string, error) {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
+	if err := sb.importStore(ctx); err != nil {
+		return "", err
+	}
 	if _, err := git(ctx, sb.Dir, "add", "-A"); err != nil {
 		return "", fmt.Errorf("sandbox: staging the changes of thread %s: %w", sb.Thread, err)
 	}
@@ -403,6 +422,9 @@ func (sb *Sandbox) snapshot(ctx context.Context, message string) (string, error)
 func (sb *Sandbox) Diff(ctx context.Context) (diff, base string, err error) {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
+	if err := sb.importStore(ctx); err != nil {
+		return "", "", err
+	}
 	if _, err := git(ctx, sb.Dir, "add", "-A"); err != nil {
 		return "", "", fmt.Errorf("sandbox: staging the changes of thread %s: %w", sb.Thread, err)
 	}
@@ -418,6 +440,9 @@ func (sb *Sandbox) Diff(ctx context.Context) (diff, base string, err error) {
 func (sb *Sandbox) Files(ctx context.Context) (files []string, base string, err error) {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
+	if err := sb.importStore(ctx); err != nil {
+		return nil, "", err
+	}
 	if _, err := git(ctx, sb.Dir, "add", "-A"); err != nil {
 		return nil, "", fmt.Errorf("sandbox: staging the changes of thread %s: %w", sb.Thread, err)
 	}
