@@ -329,6 +329,13 @@ func run(c config) error {
 		bar.println(fmt.Sprintf("%d,%d", start+n, r))
 	}
 	bar.stop()
+	// The heap profile of the idle population, taken now: verify and the
+	// time accounting below thaw every agent.
+	if c.memProfile != "" {
+		if err := writeHeapProfile(c.memProfile); err != nil {
+			return err
+		}
+	}
 	if f := d.failures.Load(); f > 0 {
 		return fmt.Errorf("%d agents ended with an error output; first: %s", f, d.firstErr())
 	}
@@ -391,17 +398,6 @@ func run(c config) error {
 			return err
 		}
 	}
-	if c.memProfile != "" {
-		f, err := os.Create(c.memProfile)
-		if err != nil {
-			return err
-		}
-		goruntime.GC()
-		if err := pprof.WriteHeapProfile(f); err != nil {
-			return err
-		}
-		f.Close()
-	}
 	summary(os.Stdout, &res)
 	if err := writeResults(c.out, &res, samples); err != nil {
 		return err
@@ -418,6 +414,20 @@ func writeProfile(name, path string) error {
 		return err
 	}
 	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// writeHeapProfile writes a heap profile (after a collection) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	goruntime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
 		f.Close()
 		return err
 	}
