@@ -36,7 +36,8 @@ import (
 // stored at least denseGainPct percent fewer bytes. Prose-like histories
 // gain (the density benchmark's unique profile, 20,000 agents: 20,094
 // stored bytes per agent at SpeedFastest, 18,897 at SpeedDefault; make
-// bench-codec: 7.3 against 9.6 CPU-µs per completion, one core), while
+// bench-codec: 7.3 against 9.6 µs per completion on one core of a quiet
+// machine, twice the fast level's CPU under load), while
 // repetitive ones do not (infinity: 159 against 164 bytes, at 2.6 times
 // the codec's CPU) and keep the fast level. The decoder reads both.
 const (
