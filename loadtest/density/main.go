@@ -128,7 +128,7 @@ func main() {
 	flag.StringVar(&c.mutexProfile, "mutexprofile", "", "write a mutex contention profile of the run (every contended lock sampled) to this file")
 	flag.BoolVar(&c.heldEachWave, "held-rss", false, "sample the RSS of every wave but the last as the process holds it, without the GC and FreeOSMemory that the next wave pays for by faulting the returned memory in again (about 10% of the CPU of the infinity profile); the last sample, the figure per idle agent, is taken after them as always")
 	flag.BoolVar(&c.scaling, "scaling", false, "run the profile at GOMAXPROCS=1 and at every core, each in a child process, and print one JSON line comparing them")
-	flag.Float64Var(&c.codecUs, "codec-us", 0, "the cold tier's codec alone, CPU-µs per completion, as make bench-codec measures it (0: the run's own freezing CPU per completion); the run prints its completions/s as a fraction of 1 / (codec µs + slice µs)")
+	flag.Float64Var(&c.codecUs, "codec-us", 0, "the cold tier's codec alone, CPU-µs per completion, as make bench-codec measures it for the level the store keeps (0: the store's freezing, timed before the run); the run prints its completions/s as a fraction of 1 / (codec µs + slice µs), the slice µs measured before the run on a store that never freezes")
 	flag.Float64Var(&c.traceRatio, "trace-ratio", envFloat("TRACE_RATIO", 0), "trace the slices with OpenTelemetry, sampling this share of the turns (parentbased_traceidratio), into a batching span processor whose exporter discards (env TRACE_RATIO; 0: tracing off, as by default)")
 	flag.Parse()
 	if err := c.validate(); err != nil {
@@ -225,11 +225,18 @@ type Result struct {
 	HeapLivePerAgent int64   `json:"heap_live_bytes_per_agent"`
 	HeapSpanPerAgent int64   `json:"heap_inuse_span_bytes_per_agent"`
 	// CodecUs and SliceUs are CPU-µs per completion of the cold tier's
-	// codec (-codec-us, else the run's freezing) and of everything else;
-	// CodecBound is 1 / (CodecUs + SliceUs), completions per second, and
-	// CodecBoundFraction the run's completions/s over it.
+	// codec and of a slice, each measured apart from the run
+	// (calibrate.go; CodecUsFrom and SliceUsFrom say how); CodecBound is
+	// 1 / (CodecUs + SliceUs), completions per second, and
+	// CodecBoundFraction the run's completions/s over it. RunFreezeUs and
+	// RunSliceUs are the run's own CPU per completion, freezing and the
+	// rest, for comparison.
 	CodecUs            float64 `json:"codec_us_per_completion,omitempty"`
+	CodecUsFrom        string  `json:"codec_us_from,omitempty"`
 	SliceUs            float64 `json:"slice_us_per_completion,omitempty"`
+	SliceUsFrom        string  `json:"slice_us_from,omitempty"`
+	RunFreezeUs        float64 `json:"run_freeze_us_per_completion,omitempty"`
+	RunSliceUs         float64 `json:"run_rest_us_per_completion,omitempty"`
 	CodecBound         float64 `json:"codec_bound_completions_per_sec,omitempty"`
 	CodecBoundFraction float64 `json:"fraction_of_codec_bound,omitempty"`
 	// Time is where the workload's time went (internal/timeline), over
@@ -250,30 +257,19 @@ func run(c config) error {
 	}
 	defer opened.close()
 	store := opened.store
+	// The codec bound's inputs, each measured apart from the run, before
+	// it (calibrate.go).
+	var cal calibration
+	if c.store == "" || c.store == "memory" {
+		if cal, err = calibrate(c, w); err != nil {
+			return err
+		}
+	}
 	var completions atomic.Int64
-	d := &driver{w: w, turns: c.turns, done: make(chan struct{}, 1)}
-	tb := runtime.NewToolbox()
 	tracing := discardTracing(c.traceRatio)
 	defer func() { _ = tracing.Shutdown(context.Background()) }()
-	sys, err := local.New(local.Config{
-		Tracer:  tracing.Tracer(),
-		Model:   countingModel{w.model(), &completions},
-		Tools:   tb,
-		History: store,
-		Output:  local.OutputFunc(d.publish),
-		// The default observer (slog at the logger's level, as in serve):
-		// it wants no event of a slice that went well, so none is built.
-		Inbox:  opened.inbox,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	sys, d, err := startSystem(c, w, store, opened.inbox, tracing.Tracer(), &completions)
 	if err != nil {
-		return err
-	}
-	tb.MustAdd(runtime.ToolEntry{Spec: runtime.ToolSpec{Name: toolName, Description: "Run a shell command."}, Async: &tool{w: w, q: sys}})
-	d.sys = sys
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := sys.Start(ctx); err != nil {
 		return err
 	}
 	defer sys.Stop()
@@ -329,6 +325,13 @@ func run(c config) error {
 		bar.println(fmt.Sprintf("%d,%d", start+n, r))
 	}
 	bar.stop()
+	// The heap profile of the idle population, taken now: verify and the
+	// time accounting below thaw every agent.
+	if c.memProfile != "" {
+		if err := writeHeapProfile(c.memProfile); err != nil {
+			return err
+		}
+	}
 	if f := d.failures.Load(); f > 0 {
 		return fmt.Errorf("%d agents ended with an error output; first: %s", f, d.firstErr())
 	}
@@ -339,7 +342,7 @@ func run(c config) error {
 	res.CPUSeconds = cpu.Seconds()
 	res.CompletionsPerCPUSec = float64(res.Completions) / res.CPUSeconds
 	res.CPUMicrosPerCompletion = res.CPUSeconds * 1e6 / float64(res.Completions)
-	res.codecBound(c.codecUs, freezeCPU)
+	res.codecBound(cal, freezeCPU)
 	res.AllocsPerCompletion = float64(stats.allocObjects) / float64(res.Completions)
 	res.AllocBytesPerCompletion = float64(stats.allocBytes) / float64(res.Completions)
 	if stats.usedCPU > 0 {
@@ -391,17 +394,6 @@ func run(c config) error {
 			return err
 		}
 	}
-	if c.memProfile != "" {
-		f, err := os.Create(c.memProfile)
-		if err != nil {
-			return err
-		}
-		goruntime.GC()
-		if err := pprof.WriteHeapProfile(f); err != nil {
-			return err
-		}
-		f.Close()
-	}
 	summary(os.Stdout, &res)
 	if err := writeResults(c.out, &res, samples); err != nil {
 		return err
@@ -422,6 +414,47 @@ func writeProfile(name, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// writeHeapProfile writes a heap profile (after a collection) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	goruntime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// startSystem starts the embedded system of a run on store, with the
+// workload's model (counting its completions), tool and users.
+func startSystem(c config, w *workload, store runtime.HistoryStore, inbox local.Inbox, tracer runtime.Tracer, completions *atomic.Int64) (*local.System, *driver, error) {
+	d := &driver{w: w, turns: c.turns, done: make(chan struct{}, 1)}
+	tb := runtime.NewToolbox()
+	sys, err := local.New(local.Config{
+		Tracer:  tracer,
+		Model:   countingModel{w.model(), completions},
+		Tools:   tb,
+		History: store,
+		Output:  local.OutputFunc(d.publish),
+		// The default observer (slog at the logger's level, as in serve):
+		// it wants no event of a slice that went well, so none is built.
+		Inbox:  inbox,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	tb.MustAdd(runtime.ToolEntry{Spec: runtime.ToolSpec{Name: toolName, Description: "Run a shell command."}, Async: &tool{w: w, q: sys}})
+	d.sys = sys
+	if err := sys.Start(context.Background()); err != nil {
+		return nil, nil, err
+	}
+	return sys, d, nil
 }
 
 // countingModel counts the completions its model streamed in full (the
@@ -651,8 +684,8 @@ func summary(out io.Writer, r *Result) {
 	fmt.Fprintf(out, "# %d completions in %.1f s = %.0f completions/s (freezing idle histories: %.2f s of it); %.1f CPU-s = %.0f completions per CPU-second\n",
 		r.Completions, r.Seconds, r.CompletionsPerSec, r.FreezeSeconds, r.CPUSeconds, r.CompletionsPerCPUSec)
 	if r.CodecBound > 0 {
-		fmt.Fprintf(out, "# codec bound: 1 / (%.2f codec µs + %.2f slice µs) = %.0f completions/s; this run did %.3f of it\n",
-			r.CodecUs, r.SliceUs, r.CodecBound, r.CodecBoundFraction)
+		fmt.Fprintf(out, "# codec bound: 1 / (%.2f codec µs [%s] + %.2f slice µs [%s]) = %.0f completions/s; this run did %.3f of it (its own CPU per completion: freezing %.2f µs, the rest %.2f µs)\n",
+			r.CodecUs, r.CodecUsFrom, r.SliceUs, r.SliceUsFrom, r.CodecBound, r.CodecBoundFraction, r.RunFreezeUs, r.RunSliceUs)
 	}
 	fmt.Fprintf(out, "# per completion: %.2f CPU-µs, %.1f heap allocations (%.0f bytes); the garbage collector took %.1f%% of the CPU time\n",
 		r.CPUMicrosPerCompletion, r.AllocsPerCompletion, r.AllocBytesPerCompletion, 100*r.GCCPUShare)
@@ -699,23 +732,4 @@ func writeResults(dir string, r *Result, samples []sample) error {
 	}
 	fmt.Printf("# wrote %s.{csv,json,svg}\n", base)
 	return nil
-}
-
-// codecBound fills the codec bound of issue 35: what one core could do if
-// the codec (the measured codec alone, codecUs, else the run's freezing
-// CPU) and the rest of a completion's CPU were all it did.
-func (r *Result) codecBound(codecUs float64, freezeCPU time.Duration) {
-	if r.Completions == 0 {
-		return
-	}
-	n := float64(r.Completions)
-	r.SliceUs = (r.CPUSeconds - freezeCPU.Seconds()) * 1e6 / n
-	r.CodecUs = codecUs
-	if codecUs <= 0 {
-		r.CodecUs = freezeCPU.Seconds() * 1e6 / n
-	}
-	if r.CodecUs+r.SliceUs > 0 {
-		r.CodecBound = 1e6 / (r.CodecUs + r.SliceUs)
-		r.CodecBoundFraction = r.CompletionsPerSec / r.CodecBound
-	}
 }

@@ -28,6 +28,7 @@ type api struct {
 	dropped atomic.Bool
 	cancel  context.CancelFunc
 	done    chan struct{}
+	stages  *stageRecorder // the wake-ups' traces, if on (stages.go)
 }
 
 func newAPI(url string) *api {
@@ -121,6 +122,9 @@ func (a *api) post(ctx context.Context, thread, id, text string) error {
 	body, _ := json.Marshal(map[string]string{"text": text, "id": id})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, a.url+"/threads/"+thread+"/messages", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
+	if tp, _ := ctx.Value(tpKey{}).(string); tp != "" {
+		req.Header.Set("traceparent", tp)
+	}
 	resp, err := a.http.Do(req)
 	if err != nil {
 		return err

@@ -164,8 +164,14 @@ func wake(ctx context.Context, a *api, agents []string, rate float64, concurrenc
 			defer wg.Done()
 			defer func() { <-sem }()
 			ch := a.wait(agent)
+			pctx, traceID := ctx, ""
+			if a.stages != nil {
+				var tp string
+				tp, traceID = newTraceparent()
+				pctx = withTraceparent(ctx, tp)
+			}
 			t0 := time.Now()
-			if err := a.post(ctx, agent, fmt.Sprintf("wake-%s-%s-%d", runTag, tag, i), "Wake up: the CI run you waited for finished."); err != nil {
+			if err := a.post(pctx, agent, fmt.Sprintf("wake-%s-%s-%d", runTag, tag, i), "Wake up: the CI run you waited for finished."); err != nil {
 				a.unwait(agent)
 				errs.Add(1)
 				lat[i], post[i] = -1, -1
@@ -175,6 +181,9 @@ func wake(ctx context.Context, a *api, agents []string, rate float64, concurrenc
 			select {
 			case t2 := <-ch:
 				lat[i], post[i] = ms(t2.Sub(t1)), ms(t1.Sub(t0))
+				if a.stages != nil {
+					a.stages.record(traceID, t0, t1, t2)
+				}
 			case <-time.After(time.Minute):
 				a.unwait(agent)
 				errs.Add(1)

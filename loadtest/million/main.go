@@ -38,6 +38,9 @@ type config struct {
 	killMessages, memAgents, pages int
 	existing                       int
 	seed                           uint64
+	serveNice                      int  // -serve-nice (priority.go)
+	serveNiceSet                   bool // -serve-nice given: serve's threads are reniced to it
+	stages                         bool // -stages (stages.go)
 }
 
 // step is what one size measured.
@@ -60,6 +63,8 @@ type step struct {
 	BackgroundRate      float64   `json:"background_messages_per_sec"`
 	BackgroundDone      float64   `json:"background_done_per_sec"`
 	Wake                wakeStats `json:"wake"`
+	// WakeStages is where the wake-ups' time went inside serve (-stages).
+	WakeStages *stageStats `json:"wake_stages,omitempty"`
 }
 
 // Result is the final JSON line.
@@ -91,6 +96,7 @@ type Result struct {
 	Load                    string    `json:"load"`
 	Date                    string    `json:"date"`
 	Memory                  wakeStats `json:"memory_wake"`
+	ServeNice               *int      `json:"serve_nice,omitempty"` // -serve-nice, if given
 }
 
 func main() {
@@ -113,8 +119,11 @@ func main() {
 	flag.IntVar(&c.memAgents, "memory-agents", 100000, "agents created on serve's memory store (through its API, one message each) for the comparison (0: skip)")
 	flag.IntVar(&c.pages, "pages", 3, "GET /threads pages timed at each size")
 	flag.IntVar(&c.existing, "existing", 0, "agents -data already holds from an earlier run with -keep (they are not created again)")
+	flag.IntVar(&c.serveNice, "serve-nice", 0, "nice value of serve's threads once it is ready (negative: a higher priority than the machine's other processes; needs root; not given: serve inherits the harness's)")
+	flag.BoolVar(&c.stages, "stages", true, "trace the wake-ups' slices in serve (OpenTelemetry to a receiver in the harness; the background load is not traced) and print where their time went")
 	flag.Uint64Var(&c.seed, "seed", uint64(time.Now().UnixNano()), "random seed (which agents wake)")
 	flag.Parse()
+	flag.Visit(func(f *flag.Flag) { c.serveNiceSet = c.serveNiceSet || f.Name == "serve-nice" })
 	for _, s := range strings.Split(steps, ",") {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
@@ -194,6 +203,16 @@ func run(ctx context.Context, c config) error {
 	}
 	os.Remove(bcfg)
 
+	var stages *stageRecorder
+	if c.stages {
+		if stages, err = startStages(); err != nil {
+			return err
+		}
+		defer stages.close()
+	}
+	if c.serveNiceSet {
+		res.ServeNice = &c.serveNice
+	}
 	have := c.existing
 	bg := make([]string, c.bgAgents)
 	for i := range bg {
@@ -216,9 +235,15 @@ func run(ctx context.Context, c config) error {
 		st.DiskPerAgent = st.DiskBytes / int64(n)
 		logf("%d agents: %.0f completions/s populating; %d bytes on disk per agent; starting serve", n, pop.CompletionsPerSec, st.DiskPerAgent)
 
-		p, err := startServe(ctx, c.bin, cfg, nil)
+		p, err := startServe(ctx, c.bin, cfg, stagesEnv(stages))
 		if err != nil {
 			return err
+		}
+		if c.serveNiceSet {
+			if err := renice(p.cmd.Process.Pid, c.serveNice); err != nil {
+				p.kill()
+				return err
+			}
 		}
 		st.ReadySeconds = p.ready.Seconds()
 		time.Sleep(3 * time.Second)
@@ -226,6 +251,7 @@ func run(ctx context.Context, c config) error {
 		st.RSSPerIdleAgent = (st.RSSBytes - res.BaselineRSSBytes) / int64(n)
 		logf("serve ready in %.2f s, RSS %.1f MB (%d bytes per idle agent)", st.ReadySeconds, float64(st.RSSBytes)/1e6, st.RSSPerIdleAgent)
 		a := newAPI(p.url)
+		a.stages = stages
 		cursor := ""
 		for i := 0; i < c.pages; i++ {
 			d, next, total, err := a.page(ctx, cursor)
@@ -261,6 +287,11 @@ func run(ctx context.Context, c config) error {
 		t0, r0 := time.Now(), b.replies.Load()
 		st.Wake = wake(ctx, a, wakeAgents, c.wakeRate, c.wakeConc, strconv.Itoa(n))
 		st.BackgroundDone = float64(b.replies.Load()-r0) / time.Since(t0).Seconds()
+		if stages != nil {
+			bd := stages.breakdown(ctx, 2*time.Second)
+			st.WakeStages = &bd
+			logf("wake-up stages: %s", bd)
+		}
 		logf("wake-up of %d idle agents: p50 %.2f ms, p99 %.2f ms, max %.2f ms (POST p99 %.2f ms, model %.2f ms; errors %d); background %.0f/s done",
 			st.Wake.N, st.Wake.P50, st.Wake.P99, st.Wake.Max, st.Wake.PostP99, st.Wake.ModelMS, st.Wake.Errors, st.BackgroundDone)
 		st.RSSAfterWake = p.rss()
