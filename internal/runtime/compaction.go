@@ -112,10 +112,12 @@ func (s *slice) compactionDue(p *CompactionPolicy) bool {
 // Limits.MaxInheritedDepth: its chain of uncompacted ancestors is too deep
 // and the view is to be folded into one summary. A summary covers at
 // least the inherited part (its covers is past every inherited item), so
-// after it the view reaches no ancestor and folding is not due again.
+// after it the view reaches no ancestor and folding is not due again. A
+// temporary child (one subscription event) is not folded: it ends soon,
+// and its summary would come too late to be of use.
 func (s *slice) foldDue() bool {
 	n := s.lim.MaxInheritedDepth
-	return n > 0 && s.st.Reach > n && s.reachesAncestors()
+	return n > 0 && s.st.Reach > n && !s.st.Temporary && s.reachesAncestors()
 }
 
 // reachesAncestors reports whether the model's view of the thread holds
