@@ -55,7 +55,9 @@ func (m *chainModel) Complete(ctx context.Context, req *runtime.CompletionReques
 const levelMark = "with these instructions:\n\nlevel "
 
 // isChainStart reports whether text is a chain thread's first item.
-func isChainStart(text string) bool { return text == "build the chain" || strings.Contains(text, levelMark) }
+func isChainStart(text string) bool {
+	return text == "build the chain" || strings.Contains(text, levelMark)
+}
 
 // loadedAncestors counts the ancestors whose items a slice load of
 // thread holds (each ancestor's first user item is "build the chain" or
