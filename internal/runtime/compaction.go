@@ -148,7 +148,12 @@ func (s *slice) startCompaction(p *CompactionPolicy) {
 			}
 		}
 	}
-	child := incarnationID("cmp_", s.st.Incarnation, s.threadID, strconv.FormatInt(s.version+1, 10))
+	// The child's ID comes from the thread's own history length, not from
+	// its version: a sent-only commit lost in a crash (Commit.SentOnly)
+	// changes the version the same history is at, and the summary of that
+	// history is the same compaction. Each compaction appends a summary,
+	// so two never start at the same length.
+	child := incarnationID("cmp_", s.st.Incarnation, s.threadID, "at", strconv.Itoa(s.ownPos()))
 	stack := append(append([]string(nil), s.st.Stack...), child)
 	st := ThreadState{Parent: s.threadID, Stack: stack, Temporary: true, Compaction: true, Covers: covers,
 		Agent: s.st.Agent, AgentHash: s.st.AgentHash, Upgrade: s.st.Upgrade, ParentClass: s.st.Class.OrDefault(),
