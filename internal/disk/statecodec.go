@@ -16,8 +16,10 @@ import (
 // back into the JSON the database keeps. The parts that are rare on the hot
 // path (deferred messages, outbox messages and cancellations) stay JSON
 // inside it. A record written before this codec holds JSON, which starts
-// with '{'; this form starts with stateCodecV1 or stateCodecV2 (V1 and
-// ViewStart last).
+// with '{'; this form starts with stateCodecV1, stateCodecV2 or
+// stateCodecV3 (V1 ends before ViewStart; V3 is V2 with Reach after
+// ViewStart, written only when Reach is set, so that a state without it
+// keeps its V2 bytes).
 //
 // TestStateCodecCoversEveryField fails when ThreadState gains a field the
 // codec does not know, and round-trips a state with every field set.
@@ -25,11 +27,16 @@ import (
 const (
 	stateCodecV1 = 1
 	stateCodecV2 = 2
+	stateCodecV3 = 3
 )
 
 // appendState appends st in the journal's form.
 func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
-	b = append(b, stateCodecV2)
+	if st.Reach != 0 {
+		b = append(b, stateCodecV3)
+	} else {
+		b = append(b, stateCodecV2)
+	}
 	b = binary.AppendVarint(b, st.Version)
 	b = putInt(b, st.Length)
 	b = putString(b, st.Parent)
@@ -93,7 +100,10 @@ func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
 		}
 		b = putBytes(b, js)
 	}
-	b = putInt(b, st.ViewStart) // V2 only
+	b = putInt(b, st.ViewStart) // V2 and V3 only
+	if st.Reach != 0 {
+		b = putInt(b, st.Reach) // V3 only
+	}
 	// The rare tail: budgets (budget.go), then forks and upgrade policies
 	// (fork.go), then the open children (Limits.MaxChildren), then the
 	// trace contexts of the pending call and of the subscriptions
@@ -145,7 +155,7 @@ func appendState(b []byte, st *runtime.ThreadState) ([]byte, error) {
 // readState reads a state appendState wrote.
 func readState(data []byte) (runtime.ThreadState, error) {
 	var st runtime.ThreadState
-	if len(data) == 0 || (data[0] != stateCodecV1 && data[0] != stateCodecV2) {
+	if len(data) == 0 || (data[0] != stateCodecV1 && data[0] != stateCodecV2 && data[0] != stateCodecV3) {
 		return st, errors.New("not a journal state")
 	}
 	r := &reader{b: data[1:]}
@@ -202,29 +212,35 @@ func readState(data []byte) (runtime.ThreadState, error) {
 			r.json(js, st.ModelWait)
 		}
 	}
-	if r.err == nil && data[0] == stateCodecV2 {
+	v2 := data[0] >= stateCodecV2 // V3 is V2 with Reach
+	if r.err == nil && v2 {
 		st.ViewStart = r.sint()
 	}
-	if r.err == nil && data[0] == stateCodecV2 && len(r.b) != 0 {
+	if r.err == nil && data[0] == stateCodecV3 {
+		if st.Reach = r.sint(); r.err == nil && st.Reach == 0 {
+			r.err = errors.New("a V3 state with no reach")
+		}
+	}
+	if r.err == nil && v2 && len(r.b) != 0 {
 		if js := r.bytes(); len(js) > 0 {
 			st.Budget = new(runtime.BudgetState)
 			r.json(js, st.Budget)
 		}
 	}
-	if r.err == nil && data[0] == stateCodecV2 && len(r.b) != 0 {
+	if r.err == nil && v2 && len(r.b) != 0 {
 		if js := r.bytes(); len(js) > 0 {
 			st.Fork = new(runtime.ForkPoint)
 			r.json(js, st.Fork)
 		}
 		st.Upgrade = r.string()
 	}
-	if r.err == nil && data[0] == stateCodecV2 && len(r.b) != 0 {
+	if r.err == nil && v2 && len(r.b) != 0 {
 		st.Open = r.strings()
 		if r.err == nil && st.Open == nil && len(r.b) == 0 {
 			r.err = errors.New("an empty list of open children ending the state")
 		}
 	}
-	if r.err == nil && data[0] == stateCodecV2 && len(r.b) != 0 {
+	if r.err == nil && v2 && len(r.b) != 0 {
 		r.traces(&st)
 	}
 	if r.err == nil && len(r.b) != 0 {

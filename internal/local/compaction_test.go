@@ -286,3 +286,45 @@ func TestSubscriptionLimit(t *testing.T) {
 		t.Fatalf("dead letters %+v, want the event for the subscription not kept", dl)
 	}
 }
+
+// A compaction child's ID depends on the history it summarises, not on
+// how many commits wrote it: a sent-only commit (one a store may lose in
+// a crash, Commit.SentOnly) before the slice that compacts leaves the
+// child's ID as it is.
+func TestCompactionChildIDIgnoresSentOnlyCommits(t *testing.T) {
+	child := func(extra bool) string {
+		big := &runtime.Usage{Input: 850, Output: 50, Total: 900}
+		script := &model.Script{
+			Threads: map[string][]model.Step{"main": {{Text: "One."}, {Text: "Two, big.", Usage: big}}},
+			Match:   []model.MatchRule{{Contains: "Summarise the conversation", Steps: []model.Step{{Text: "SUMMARY: short."}}}},
+		}
+		sc := newScenario(t, model.NewScripted(script), func(c *Config) {
+			c.Compaction = &runtime.CompactionPolicy{ContextWindow: 1000, Threshold: 0.8}
+		})
+		sc.send(user("main", "u1", "go on"))
+		sc.wait()
+		if extra {
+			st := sc.state("main")
+			next := st
+			next.Version++
+			if err := sc.store.Commit(context.Background(), &runtime.Commit{ThreadID: "main", Expected: st.Version, State: next, SentOnly: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sc.send(user("main", "u2", "and on"))
+		sc.wait()
+		var ids []string
+		for _, id := range sc.store.Threads() {
+			if strings.HasPrefix(id, "cmp_") {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) != 1 {
+			t.Fatalf("compaction children %q, want one\n%s", ids, sc.render(true))
+		}
+		return ids[0]
+	}
+	if a, b := child(false), child(true); a != b {
+		t.Fatalf("the compaction child is %s after a sent-only commit, %s without one", b, a)
+	}
+}

@@ -161,6 +161,9 @@ func closeThread(ctx context.Context, env *SyncEnv, inv Invocation) (ToolOutput,
 	}
 	env.State.Closed = true
 	env.State.Open = nil // a closed thread spawns no more: its count is done
+	// A closed thread waits for no summary: one still at work is dropped
+	// when it arrives.
+	env.State.Compacting = ""
 	if m := closeNotice(env.Thread.ID, env.State); m != nil {
 		env.Send(*m)
 	}

@@ -62,21 +62,39 @@ const defaultCompactionInstructions = "Summarise the conversation above for your
 // covered position and replies with a summary; the summary is appended to
 // this thread's history tagged with the position it covers. A pending call
 // is never cut off: the covered part ends before it.
+//
+// A thread whose view reaches more ancestors than Limits.MaxInheritedDepth
+// (foldDue) compacts whatever its token count: its summary covers its
+// whole view, inherited part included, so that its later slices, and the
+// children it spawns after the summary, load none of its ancestors' items.
 func (s *slice) maybeCompact() {
 	p := s.e.Compaction
-	if p == nil || p.ContextWindow <= 0 || s.st.Compaction || s.st.Compacting != "" || s.st.Closed {
+	if s.st.Compaction || s.st.Compacting != "" || s.st.Closed {
 		return
+	}
+	if !s.foldDue() && !s.compactionDue(p) {
+		return
+	}
+	s.startCompaction(p)
+}
+
+// compactionDue reports whether the thread's last completion used enough
+// of the context window under p to compact; a compaction that did not
+// shrink the context stops here (stopCompaction) and is never due again.
+func (s *slice) compactionDue(p *CompactionPolicy) bool {
+	if p == nil || p.ContextWindow <= 0 {
+		return false
 	}
 	window, threshold := s.compactionWindow(p)
 	if threshold <= 0 || threshold > 1 {
 		threshold = 0.8
 	}
 	if float64(s.st.Tokens) < threshold*float64(window) {
-		return
+		return false
 	}
 	if q := s.ownSummary(); q >= 0 {
 		if compactionStopped(s.view[q+1:]) {
-			return // a compaction failed to shrink the context: never again on its own
+			return false // a compaction failed to shrink the context: never again on its own
 		}
 		if CountCompletions(s.view[q+1:]) <= 1 {
 			// The first completion after this thread's latest summary is
@@ -84,9 +102,43 @@ func (s *slice) maybeCompact() {
 			// context (too long, or the window too small). Compacting again
 			// would loop; stop with an error a person can read.
 			s.stopCompaction(window, threshold)
-			return
+			return false
 		}
 	}
+	return true
+}
+
+// foldDue reports whether the thread's view reaches more ancestors than
+// Limits.MaxInheritedDepth: its chain of uncompacted ancestors is too deep
+// and the view is to be folded into one summary. A summary covers at
+// least the inherited part (its covers is past every inherited item), so
+// after it the view reaches no ancestor and folding is not due again. A
+// temporary child (one subscription event) is not folded: it ends soon,
+// and its summary would come too late to be of use.
+func (s *slice) foldDue() bool {
+	n := s.lim.MaxInheritedDepth
+	return n > 0 && s.st.Reach > n && !s.st.Temporary && s.reachesAncestors()
+}
+
+// reachesAncestors reports whether the model's view of the thread holds
+// inherited items: the loaded view has some, and its view start is before
+// their end.
+func (s *slice) reachesAncestors() bool {
+	return s.th.Inherited > 0 && s.st.ViewStart < s.th.Base+s.th.Inherited
+}
+
+// childReach is ThreadState.Reach of a child whose view starts at start (a
+// position in this thread's full view): one more than this thread's when
+// start is in this thread's inherited part, else one.
+func (s *slice) childReach(start int) int {
+	if s.th.Inherited > 0 && start < s.th.Base+s.th.Inherited {
+		return s.st.Reach + 1
+	}
+	return 1
+}
+
+// startCompaction starts the compaction child (see maybeCompact).
+func (s *slice) startCompaction(p *CompactionPolicy) {
 	covers := s.th.Base + len(s.view) // a position in the full view
 	if pc := s.st.Pending; pc != nil {
 		for i := len(s.view) - 1; i >= 0; i-- {
@@ -96,14 +148,22 @@ func (s *slice) maybeCompact() {
 			}
 		}
 	}
-	child := incarnationID("cmp_", s.st.Incarnation, s.threadID, strconv.FormatInt(s.version+1, 10))
+	// The child's ID comes from the thread's own history length, not from
+	// its version: a sent-only commit lost in a crash (Commit.SentOnly)
+	// changes the version the same history is at, and the summary of that
+	// history is the same compaction. Each compaction appends a summary,
+	// so two never start at the same length.
+	child := incarnationID("cmp_", s.st.Incarnation, s.threadID, "at", strconv.Itoa(s.ownPos()))
 	stack := append(append([]string(nil), s.st.Stack...), child)
 	st := ThreadState{Parent: s.threadID, Stack: stack, Temporary: true, Compaction: true, Covers: covers,
 		Agent: s.st.Agent, AgentHash: s.st.AgentHash, Upgrade: s.st.Upgrade, ParentClass: s.st.Class.OrDefault(),
 		Incarnation: childIncarnation(s.st.Incarnation, child)}
 	st.Class = childClass(st.ParentClass, st)
 	s.children = append(s.children, ChildThread{ID: child, SpawnAt: covers, State: st})
-	text := p.Instructions
+	text := ""
+	if p != nil {
+		text = p.Instructions
+	}
 	if text == "" {
 		text = defaultCompactionInstructions
 	}

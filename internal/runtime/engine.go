@@ -38,6 +38,12 @@ type Limits struct {
 	// close reaches the parent as a close notice (a report with Final
 	// set and no text, which enters no history). 0: no cap.
 	MaxChildren int
+	// MaxInheritedDepth caps how many ancestors a thread's view reaches
+	// (ThreadState.Reach): a thread whose chain of uncompacted ancestors
+	// is deeper is folded into one summary (it compacts on its slice,
+	// whatever its token count), so that its later slices load none of
+	// its ancestors' items. 0: no cap.
+	MaxInheritedDepth int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -563,6 +569,7 @@ func (s *slice) commit(ctx context.Context, sentOnly bool) error {
 	for i := range s.children {
 		// A child's model view starts where the view it inherits does.
 		s.children[i].State.ViewStart = s.viewStartAt(s.children[i].SpawnAt)
+		s.children[i].State.Reach = s.childReach(s.children[i].State.ViewStart)
 	}
 	st := s.st
 	st.Version = s.version + 1

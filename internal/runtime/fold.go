@@ -104,7 +104,8 @@ func (s *slice) fold(ctx context.Context, m Message) (wake bool) {
 		if m.Kind == KindClose {
 			text = strings.Replace(text, "stopped", "closed", 1)
 			s.st.Closed = true
-			s.st.Open = nil // a closed thread spawns no more: its count is done
+			s.st.Open = nil      // a closed thread spawns no more: its count is done
+			s.st.Compacting = "" // and waits for no summary (dropped when it arrives)
 			if n := closeNotice(s.threadID, &s.st); n != nil {
 				s.addOutbox(OutboxEntry{Message: n})
 			}

@@ -89,7 +89,8 @@ func ForkCut(items []Item, at int) error {
 // point: no pending call, subscriptions, children, outbox or usage. Its
 // view starts (ViewStart) at what the latest summary before at covers, as
 // a child's does, so a fork after a compaction loads the summary, not what
-// it replaced. The caller may change Agent, AgentHash and Model before
+// it replaced; its Reach counts src (and src's reach when the fork's
+// view starts in src's inherited part). The caller may change Agent, AgentHash and Model before
 // committing.
 func NewFork(src *Thread, id string, at int, entropy io.Reader) (*Commit, error) {
 	if err := ForkCut(src.Items, at); err != nil {
@@ -105,5 +106,9 @@ func NewFork(src *Thread, id string, at int, entropy io.Reader) (*Commit, error)
 	st := ThreadState{Version: 1, Stack: []string{id}, Fork: &ForkPoint{Thread: src.ID, At: at},
 		Class: src.State.Class, Agent: src.State.Agent, AgentHash: src.State.AgentHash, Model: src.State.Model,
 		Upgrade: src.State.Upgrade, Incarnation: inc, ViewStart: viewStartIn(src.Items, src.Base, at)}
+	st.Reach = 1 // its view reaches src, and src's ancestors when it starts in src's inherited part
+	if src.Inherited > 0 && st.ViewStart < src.Base+src.Inherited {
+		st.Reach = src.State.Reach + 1
+	}
 	return &Commit{ThreadID: id, Expected: 0, State: st}, nil
 }

@@ -77,6 +77,14 @@ type ThreadState struct {
 	// summary is folded in, and for a child at its creation from the view
 	// it inherits.
 	ViewStart int `json:"view_start,omitempty"`
+	// Reach is how many ancestors the thread's view reaches past its view
+	// start, at most (an upper bound: the parent's Reach plus one when the
+	// child's view starts in the parent's inherited part, else one; 0 for
+	// a root thread and in states written before it existed). A thread
+	// whose view reaches more than Limits.MaxInheritedDepth ancestors is
+	// folded: it compacts (maybeCompact), and its summary covers its
+	// inherited part, so that its later slices load none of it.
+	Reach int `json:"reach,omitempty"`
 	// Class is the thread's priority class, fixed at creation ("" in
 	// states written before classes existed: interactive).
 	Class Class `json:"class,omitempty"`

@@ -18,6 +18,10 @@ type Limits struct {
 	// MaxChildren caps the children one thread has alive at once
 	// (runtime.Limits.MaxChildren). Default 0: no cap.
 	MaxChildren int `json:"max_children,omitempty"`
+	// MaxInheritedDepth caps how many uncompacted ancestors a thread's
+	// view reaches (runtime.Limits.MaxInheritedDepth): a deeper thread is
+	// folded into one summary. Default 8 (MaxInheritedDepthDefault).
+	MaxInheritedDepth int `json:"max_inherited_depth,omitempty"`
 	// SliceAttempts is how often a failing slice is retried before its
 	// messages go to the dead letters. Default 5.
 	SliceAttempts int `json:"slice_attempts,omitempty"`
@@ -45,6 +49,9 @@ type Limits struct {
 	// 24h.
 	ProviderMaxWait string `json:"provider_max_wait,omitempty"`
 }
+
+// MaxInheritedDepthDefault is limits.max_inherited_depth's default.
+const MaxInheritedDepthDefault = 8
 
 // Freeze configures the periodic compression of idle threads' history.
 type Freeze struct {
@@ -78,6 +85,7 @@ func (c *Config) resolveLimits(s *settings) error {
 		{"limits.slice_attempts", int64(l.SliceAttempts)}, {"limits.max_body_bytes", l.MaxBodyBytes},
 		{"limits.event_buffer", int64(l.EventBuffer)}, {"limits.max_threads_listed", int64(l.MaxThreadsListed)},
 		{"limits.max_subscriptions", int64(l.MaxSubscriptions)}, {"limits.max_children", int64(l.MaxChildren)},
+		{"limits.max_inherited_depth", int64(l.MaxInheritedDepth)},
 	} {
 		if v.n < 0 {
 			return bad(v.field, "must not be negative (got %d; 0 means the default)", v.n)

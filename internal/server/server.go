@@ -298,7 +298,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		Model: deltaModel{inner: s.model, srv: s}, Tools: s.loader, History: newPublishingStore(s.store, s), Output: s.events,
 		Logger: s.log, Observer: &s.running,
 		Limits: runtime.Limits{MaxCompletions: l.MaxCompletions, ModelAttempts: l.ModelAttempts,
-			MaxSubscriptions: l.MaxSubscriptions, MaxChildren: l.MaxChildren},
+			MaxSubscriptions: l.MaxSubscriptions, MaxChildren: l.MaxChildren,
+			MaxInheritedDepth: int(orDefault(int64(l.MaxInheritedDepth), MaxInheritedDepthDefault))},
 		SliceAttempts: l.SliceAttempts, Compaction: compaction, Scheduler: sched, Agents: agents, Inbox: s.inbox,
 		DeadLetters: s.deadStore, Tracer: s.opts.Tracer,
 	})
