@@ -2,7 +2,6 @@ package disk
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -94,48 +93,37 @@ func writeRoots(w *wconn, snap []ckptEntry) (int, error) {
 	return added, nil
 }
 
-// replayRoots raises the root of a commit replay applies.
+// replayRoots raises the root of a commit replay applies and advances
+// the digests it changes.
 func replayRoots(ctx context.Context, tx *replayTx, c *commitRec) error {
-	root, at, err := commitRoot(c)
+	st, items, err := commitContent(c)
 	if err != nil {
 		return fmt.Errorf("thread %s: indexing its tree: %w", c.thread, err)
 	}
-	if root == "" || c.items == nil {
-		return nil
-	}
-	_, err = raiseRoot(func(q string, args ...any) (int64, error) {
-		res, err := tx.ExecContext(ctx, q, args...)
+	if root := treeRoot(c.thread, &st); root != "" && c.items != nil {
+		_, err = raiseRoot(func(q string, args ...any) (int64, error) {
+			res, err := tx.ExecContext(ctx, q, args...)
+			if err != nil {
+				return 0, err
+			}
+			return res.RowsAffected()
+		}, root, latest(items))
 		if err != nil {
-			return 0, err
+			return err
 		}
-		return res.RowsAffected()
-	}, root, at)
-	return err
+	}
+	return replayDigest(ctx, tx, c, &st, items)
 }
 
-// commitRoot decodes what replay needs of a commit record for the tree
-// index: the root of its thread and the latest time of its items.
-func commitRoot(c *commitRec) (string, runtime.Stamp, error) {
-	var st runtime.ThreadState
-	if len(c.state) > 0 && c.state[0] == '{' {
-		if err := json.Unmarshal(c.state, &st); err != nil {
-			return "", 0, err
-		}
-	} else {
-		var err error
-		if st, err = readState(c.state); err != nil {
-			return "", 0, err
-		}
-	}
-	root := treeRoot(c.thread, &st)
-	if root == "" || c.items == nil {
-		return root, 0, nil
+// commitContent decodes what replay needs of a commit record for the tree
+// index: the state and the new items.
+func commitContent(c *commitRec) (runtime.ThreadState, []runtime.Item, error) {
+	st, err := decodeState(c.state)
+	if err != nil || c.items == nil {
+		return st, nil, err
 	}
 	items, err := local.DecodeItems(nil, c.items, c.thread, st.Incarnation, c.oldLen)
-	if err != nil {
-		return "", 0, err
-	}
-	return root, latest(items), nil
+	return st, items, err
 }
 
 // Roots returns up to limit root threads by their tree's latest activity,
