@@ -37,7 +37,13 @@ type History struct {
 	retirable, retired uint64
 	// roots counts the tree index's rows (trees.go).
 	roots atomic.Int64
+	// loads counts the threads loaded (from memory or the database).
+	loads atomic.Int64
 }
+
+// Loads is how many times a thread was loaded (Load, LoadLeased): what
+// the listings that read digests instead do not add to (listing.go).
+func (h *History) Loads() int64 { return h.loads.Load() }
 
 type hshard struct {
 	mu  sync.Mutex
@@ -194,6 +200,7 @@ var _ runtime.LeaseLoader = (*History)(nil)
 // from memory or else from the database. The snapshot's items must not be
 // modified.
 func (h *History) get(ctx context.Context, id string) (*hotThread, error) {
+	h.loads.Add(1)
 	sh := h.shard(id)
 	sh.mu.Lock()
 	if ht := sh.hot[id]; ht != nil {
