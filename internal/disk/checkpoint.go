@@ -48,9 +48,9 @@ type ckptEntry struct {
 	rows      int
 
 	// Encoded in step 2.
-	stateJSON []byte
-	frame     []byte // evict: all items; else nil
-	tail      []byte // not evict: items [storedLen, len) as one row
+	stateJSON  []byte
+	frame      []byte // evict: all items; else nil
+	tail       []byte // not evict: items [storedLen, len) as one row
 	digest     runtime.Digest
 	digestJSON []byte
 	err        error

@@ -1,6 +1,7 @@
 package disk
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,10 +16,10 @@ import (
 // version. None reads the threads table (TestListingReadsNoThreadState).
 const (
 	// The parent index is partial (parent != ''): both steps say so.
-	sqlTreeDigests = `WITH RECURSIVE below(id) AS (
-			SELECT ?
-			UNION ALL SELECT d.id FROM digests d JOIN below b ON d.parent = b.id AND d.parent != '')
-		SELECT d.id, d.data FROM below b JOIN digests d ON d.id = b.id`
+	sqlTreeDigests = `WITH RECURSIVE below(id, data) AS (
+			SELECT id, data FROM digests WHERE id = ?
+			UNION ALL SELECT d.id, d.data FROM digests d JOIN below b ON d.parent = b.id AND d.parent != '')
+		SELECT id, data FROM below`
 	sqlRootsWhere = `SELECT id, activity, title FROM roots WHERE %s ORDER BY activity DESC, id`
 	sqlVersions   = `SELECT hash, pinned, count(*) FROM digests WHERE %s GROUP BY hash, pinned`
 )
@@ -44,13 +45,26 @@ type RootFilter struct {
 }
 
 func (f *RootFilter) where() (string, []any) {
+	var alt string
+	w, args := f.whereOne(false)
+	if f.Agent != "" && f.AgentIsDefault {
+		alt, _ = f.whereOne(true)
+		w = "((" + w + ") OR (" + alt + "))"
+		args = append(args, args[:len(args)-1]...)
+	}
+	return w, args
+}
+
+// whereOne is the condition of f's roots with an agent of their own
+// (or, unbound, those that run as the default agent).
+func (f *RootFilter) whereOne(unbound bool) (string, []any) {
 	conds, args := []string{"1"}, []any{}
 	if f.Status != "" {
 		conds, args = append(conds, "status = ?"), append(args, f.Status)
 	}
 	switch {
-	case f.Agent != "" && f.AgentIsDefault:
-		conds, args = append(conds, "(agent = ? OR (agent = '' AND versioned = 1))"), append(args, f.Agent)
+	case f.Agent != "" && unbound:
+		conds = append(conds, "agent = '' AND versioned = 1")
 	case f.Agent != "":
 		conds, args = append(conds, "agent = ?"), append(args, f.Agent)
 	}
@@ -79,25 +93,46 @@ func (h *History) RootsWhere(ctx context.Context, f RootFilter, afterAt runtime.
 	if err := h.current(ctx); err != nil {
 		return nil, 0, err
 	}
-	where, args := f.where()
 	if f.Title == "" {
-		var total int
-		if err := h.d.rdb.QueryRowContext(ctx, `SELECT count(*) FROM roots WHERE `+where, args...).Scan(&total); err != nil {
-			return nil, 0, fmt.Errorf("disk: counting root threads: %w", err)
+		page, total, err := h.rootsPage(ctx, f, false, afterAt, afterID, limit)
+		if err != nil || f.Agent == "" || !f.AgentIsDefault {
+			return page, total, err
 		}
-		if afterID != "" {
-			where += " AND activity <= ? AND NOT (activity = ? AND id <= ?)"
-			args = append(args, int64(afterAt), int64(afterAt), afterID)
-		}
-		page, _, err := h.scanRoots(ctx, fmt.Sprintf(sqlRootsWhere, where)+" LIMIT ?", append(args, limit), nil, limit)
-		return page, total, err
+		// The default agent's roots are those bound to it and those bound
+		// to none: two index walks, merged.
+		more, n, err := h.rootsPage(ctx, f, true, afterAt, afterID, limit)
+		page = append(page, more...)
+		slices.SortFunc(page, func(a, b Root) int {
+			if a.Activity != b.Activity {
+				return cmp.Compare(b.Activity, a.Activity)
+			}
+			return strings.Compare(a.ID, b.ID)
+		})
+		return page[:min(len(page), limit)], total + n, err
 	}
+	where, args := f.where()
 	return h.scanRoots(ctx, fmt.Sprintf(sqlRootsWhere, where), args, func(r *Root, title string) (bool, bool) {
 		if !strings.Contains(strings.ToLower(title), f.Title) {
 			return false, false
 		}
 		return true, afterID == "" || r.Activity < afterAt || (r.Activity == afterAt && r.ID > afterID)
 	}, limit)
+}
+
+// rootsPage is one index walk of RootsWhere: the roots f selects, bound
+// to its agent or (unbound) to none.
+func (h *History) rootsPage(ctx context.Context, f RootFilter, unbound bool, afterAt runtime.Stamp, afterID string, limit int) ([]Root, int, error) {
+	where, args := f.whereOne(unbound)
+	var total int
+	if err := h.d.rdb.QueryRowContext(ctx, `SELECT count(*) FROM roots WHERE `+where, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("disk: counting root threads: %w", err)
+	}
+	if afterID != "" {
+		where += " AND activity <= ? AND NOT (activity = ? AND id <= ?)"
+		args = append(args, int64(afterAt), int64(afterAt), afterID)
+	}
+	page, _, err := h.scanRoots(ctx, fmt.Sprintf(sqlRootsWhere, where)+" LIMIT ?", append(args, limit), nil, limit)
+	return page, total, err
 }
 
 // scanRoots runs a roots query. With keep, it counts the rows keep

@@ -165,7 +165,7 @@ var migrations = []struct {
 		`ALTER TABLE roots ADD COLUMN versioned INTEGER NOT NULL DEFAULT 0`,
 		`ALTER TABLE roots ADD COLUMN title TEXT NOT NULL DEFAULT ''`,
 		`CREATE INDEX roots_status ON roots (status, activity DESC, id)`,
-		`CREATE INDEX roots_agent ON roots (agent, versioned, activity DESC, id)`,
+		`CREATE INDEX roots_agent ON roots (agent, activity DESC, id)`,
 	}, fillDigests},
 }
 
