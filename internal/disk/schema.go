@@ -167,6 +167,11 @@ var migrations = []struct {
 		`CREATE INDEX roots_status ON roots (status, activity DESC, id)`,
 		`CREATE INDEX roots_agent ON roots (agent, activity DESC, id)`,
 	}, fillDigests},
+	// Timers with a horizon (Timers.Horizon) read the rows coming due,
+	// by time.
+	{"timers by due time", []string{
+		`CREATE INDEX timers_at ON timers (at)`,
+	}, nil},
 }
 
 // SchemaVersion is the schema version this build writes.

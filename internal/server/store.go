@@ -102,6 +102,12 @@ func (t memTimers) setQueue(q runtime.Queue) { t.Queue = q }
 
 type diskTimers struct{ *disk.Timers }
 
+// timerHorizon is how far ahead the sqlite store's timers are armed in
+// memory: a sleep due later is a row until it comes within it
+// (disk.Timers.Horizon), so that sleeping agents cost no memory and a
+// restart arms only the next minute's timers.
+const timerHorizon = time.Minute
+
 func (t diskTimers) setQueue(q runtime.Queue) { t.Queue = q }
 
 // diskThreads adapts the disk history to threadStore.
@@ -180,7 +186,9 @@ func (s *Server) openStore(ctx context.Context) error {
 		}
 		s.db = db
 		s.store = diskThreads{History: db.History(), s: s}
-		s.timers = diskTimers{db.Timers(nil)}
+		timers := db.Timers(nil)
+		timers.Horizon = timerHorizon
+		s.timers = diskTimers{timers}
 		s.inbox = db.Inbox()
 		s.deadStore = db.DeadLetters()
 		s.agentStore = db.Agents()
