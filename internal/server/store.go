@@ -100,13 +100,11 @@ type memTimers struct{ *local.Timers }
 
 func (t memTimers) setQueue(q runtime.Queue) { t.Queue = q }
 
+// diskTimers are the sqlite store's timers, armed limits.timer_horizon
+// ahead (disk.Timers.Horizon): a sleep due later is a row until it comes
+// that near, so that sleeping agents hold no timer in memory and a
+// restart arms only the timers due soon.
 type diskTimers struct{ *disk.Timers }
-
-// timerHorizon is how far ahead the sqlite store's timers are armed in
-// memory: a sleep due later is a row until it comes within it
-// (disk.Timers.Horizon), so that sleeping agents cost no memory and a
-// restart arms only the next minute's timers.
-const timerHorizon = time.Minute
 
 func (t diskTimers) setQueue(q runtime.Queue) { t.Queue = q }
 
@@ -187,7 +185,7 @@ func (s *Server) openStore(ctx context.Context) error {
 		s.db = db
 		s.store = diskThreads{History: db.History(), s: s}
 		timers := db.Timers(nil)
-		timers.Horizon = timerHorizon
+		timers.Horizon = s.set.timerHorizon
 		s.timers = diskTimers{timers}
 		s.inbox = db.Inbox()
 		s.deadStore = db.DeadLetters()
