@@ -9,7 +9,8 @@
 // time until every accepted message is answered, messages lost), and it
 // measures the same wake-up figures on serve's memory store. It prints one
 // JSON line and writes a chart of RSS and wake-up latency against the
-// number of agents.
+// number of agents. With -sleepers N it measures sleeping agents instead
+// (sleepers.go).
 package main
 
 import (
@@ -114,7 +115,20 @@ func main() {
 	flag.IntVar(&c.pages, "pages", 3, "GET /threads pages timed at each size")
 	flag.IntVar(&c.existing, "existing", 0, "agents -data already holds from an earlier run with -keep (they are not created again)")
 	flag.Uint64Var(&c.seed, "seed", uint64(time.Now().UnixNano()), "random seed (which agents wake)")
+	var sc sleepConfig
+	flag.IntVar(&sc.n, "sleepers", 0, "instead of the rest: this many agents each in a sleep, then serve restarted on them (sleepers.go)")
+	flag.DurationVar(&sc.spread, "sleep-spread", time.Hour, "the sleepers' wake-ups are due evenly over this long")
+	flag.DurationVar(&sc.lead, "sleep-lead", 2*time.Minute, "from this long after the population starts")
+	flag.DurationVar(&sc.watch, "sleep-watch", 2*time.Minute, "how long serve runs after it is ready, waking the sleepers due")
+	flag.StringVar(&sc.horizon, "timer-horizon", "", "serve's limits.timer_horizon (\"\": its default; off: every timer armed at start)")
 	flag.Parse()
+	if sc.n > 0 {
+		if err := runSleepers(context.Background(), c, sc); err != nil {
+			fmt.Fprintln(os.Stderr, "million:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	for _, s := range strings.Split(steps, ",") {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
