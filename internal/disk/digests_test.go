@@ -153,7 +153,7 @@ func TestDigestsMigrated(t *testing.T) {
 	}
 	// Back to version 8: what an older build left.
 	db := rawDB(t, dir)
-	for _, q := range []string{`DROP TABLE digests`, `DROP INDEX roots_status`, `DROP INDEX roots_agent`,
+	for _, q := range []string{`DROP INDEX timers_at`, `DROP TABLE digests`, `DROP INDEX roots_status`, `DROP INDEX roots_agent`,
 		`ALTER TABLE roots DROP COLUMN status`, `ALTER TABLE roots DROP COLUMN agent`,
 		`ALTER TABLE roots DROP COLUMN versioned`, `ALTER TABLE roots DROP COLUMN title`, `PRAGMA user_version = 8`} {
 		if _, err := db.Exec(q); err != nil {
