@@ -57,6 +57,7 @@ type step struct {
 	JournalBytes        int64     `json:"journal_file_bytes"`
 	PageMS              []float64 `json:"threads_page_ms"`
 	PageTotal           int       `json:"threads_total"`
+	FilteredPageMS      []float64 `json:"filtered_threads_page_ms"` // filteredPages, in order
 	DurableRate         float64   `json:"durable_messages_per_sec"`
 	BackgroundRate      float64   `json:"background_messages_per_sec"`
 	BackgroundDone      float64   `json:"background_done_per_sec"`
@@ -153,6 +154,11 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// filteredPages are the filtered GET /threads pages timed at each size:
+// by status (an index walk), by agent (none has one: an empty answer),
+// by a piece of the title (every root's row read).
+var filteredPages = []string{"limit=50&status=idle", "limit=50&status=sleeping", "limit=50&agent=nobody", "limit=50&q=agent-0000042"}
 
 // runTag keeps this run's message IDs apart from an earlier run's on a
 // kept directory (-existing): a message ID is unique within its thread.
@@ -253,6 +259,15 @@ func run(ctx context.Context, c config) error {
 			}
 		}
 		logf("GET /threads pages: %v ms (total %d)", st.PageMS, st.PageTotal)
+		for _, q := range filteredPages {
+			d, _, total, err := a.pageOf(ctx, q)
+			if err != nil {
+				p.kill()
+				return err
+			}
+			st.FilteredPageMS = append(st.FilteredPageMS, ms(d))
+			logf("GET /threads?%s: %.1f ms (total %d)", q, ms(d), total)
+		}
 		if err := a.stream(ctx); err != nil {
 			p.kill()
 			return err
