@@ -88,3 +88,31 @@ func TestTimersArmOnlyWithinTheHorizon(t *testing.T) {
 		t.Fatalf("%d wake-ups in all, want 100; not fired: %v", fired, due)
 	}
 }
+
+// TestSleepingThreadsNeedNoRecovery: a thread waiting on a built-in
+// tool's dispatched call (a sleep, a child) is not among the pending
+// calls a start reads (its wake-up is a timer row); one waiting on an
+// external tool's is, and one with a call still to dispatch needs a
+// slice. Before, every sleeping thread's state was read and decoded at
+// each start: 5 s at 100,000 sleepers.
+func TestSleepingThreadsNeedNoRecovery(t *testing.T) {
+	d := openUnmanaged(t, t.TempDir())
+	defer d.Close()
+	h := d.History()
+	for _, c := range []struct {
+		id, tool   string
+		dispatched bool
+	}{{"sleeper", "sleep", true}, {"parent", "spawn_thread", true}, {"waiter", "lookup", true}, {"todo", "sleep", false}} {
+		commitWith(t, h, c.id, func(st *runtime.ThreadState) {
+			st.Pending = &runtime.PendingCall{ID: "c-" + c.id, Name: c.tool, Dispatched: c.dispatched}
+		}, []runtime.Item{{Kind: runtime.ItemUser, At: 1, Text: "go"}})
+	}
+	calls, err := h.PendingCalls(context.Background())
+	if err != nil || len(calls) != 1 || calls[0].ThreadID != "waiter" {
+		t.Fatalf("pending calls %+v %v, want only the external tool's", calls, err)
+	}
+	kick, err := h.NeedAttention(context.Background())
+	if err != nil || fmt.Sprint(kick) != "[todo]" {
+		t.Fatalf("threads needing a slice %v %v, want [todo]", kick, err)
+	}
+}
