@@ -33,11 +33,13 @@ const (
 	sqlGetDigest  = `SELECT data FROM digests WHERE id = ?`
 	sqlRootDigest = `UPDATE roots SET status = ?, agent = ?, versioned = ?, title = ? WHERE id = ?`
 	sqlRootNew    = `INSERT INTO roots (id, activity, status, agent, versioned, title) VALUES (?, 0, ?, ?, ?, ?)`
+	sqlRootKey    = `SELECT status, agent, versioned FROM roots WHERE id = ?`
 )
 
 // putDigest writes thread id's digest (encoded as data) through exec,
 // and its roots row when it is a root; it reports whether that row is new.
-func putDigest(exec func(string, ...any) (int64, error), query, id string, d *runtime.Digest, data []byte) (bool, error) {
+func putDigest(rw rowWriter, query, id string, d *runtime.Digest, data []byte) (bool, error) {
+	exec := rw.exec
 	if _, err := exec(query, id, d.Parent, d.Agent, d.AgentHash, d.Pinned, d.Versioned, data); err != nil {
 		return false, err
 	}
@@ -45,12 +47,78 @@ func putDigest(exec func(string, ...any) (int64, error), query, id string, d *ru
 		return false, nil
 	}
 	status := d.DurableStatus()
-	n, err := exec(sqlRootDigest, status, d.Agent, d.Versioned, d.Title, id)
-	if err != nil || n > 0 {
+	old, err := rootKey(rw, id)
+	if err != nil {
 		return false, err
 	}
-	_, err = exec(sqlRootNew, id, status, d.Agent, d.Versioned, d.Title)
+	if old != nil {
+		if *old == (rootCount{status, d.Agent, d.Versioned}) {
+			_, err = exec(sqlRootDigest, status, d.Agent, d.Versioned, d.Title, id)
+			return false, err
+		}
+		if _, err = exec(sqlRootDigest, status, d.Agent, d.Versioned, d.Title, id); err == nil {
+			if err = countRoot(exec, old.status, old.agent, old.versioned, -1); err == nil {
+				err = countRoot(exec, status, d.Agent, d.Versioned, 1)
+			}
+		}
+		return false, err
+	}
+	if _, err = exec(sqlRootNew, id, status, d.Agent, d.Versioned, d.Title); err == nil {
+		err = countRoot(exec, status, d.Agent, d.Versioned, 1)
+	}
 	return err == nil, err
+}
+
+// rootCount is a key of root_counts: how many roots have this status,
+// agent and versioned flag (kept with every change of a roots row, so
+// that a filtered listing's total is a sum of a few rows, not a count of
+// its index range).
+type rootCount struct {
+	status, agent string
+	versioned     bool
+}
+
+// rootKey reads the root_counts key of root id's row; nil when it has none.
+func rootKey(rw rowWriter, id string) (*rootCount, error) {
+	var k rootCount
+	switch err := rw.queryRow(sqlRootKey, id).Scan(&k.status, &k.agent, &k.versioned); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return &k, nil
+}
+
+// rowWriter is a transaction as the digests' writes see it: the writer's
+// connection, replay's transaction, the migration's.
+type rowWriter struct {
+	exec     func(string, ...any) (int64, error)
+	queryRow func(string, ...any) *sql.Row
+}
+
+// txWriter is tx as a rowWriter.
+func txWriter(ctx context.Context, tx interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) rowWriter {
+	return rowWriter{
+		exec: func(q string, args ...any) (int64, error) {
+			res, err := tx.ExecContext(ctx, q, args...)
+			if err != nil {
+				return 0, err
+			}
+			return res.RowsAffected()
+		},
+		queryRow: func(q string, args ...any) *sql.Row { return tx.QueryRowContext(ctx, q, args...) },
+	}
+}
+
+// countRoot adds by to the count of roots of (status, agent, versioned).
+func countRoot(exec func(string, ...any) (int64, error), status, agent string, versioned bool, by int) error {
+	_, err := exec(`INSERT INTO root_counts (status, agent, versioned, n) VALUES (?, ?, ?, ?)
+		ON CONFLICT (status, agent, versioned) DO UPDATE SET n = n + excluded.n`, status, agent, versioned, by)
+	return err
 }
 
 // writeDigests writes the digests of a checkpoint's entries (encoded by
@@ -59,7 +127,7 @@ func writeDigests(w *wconn, snap []ckptEntry) (int, error) {
 	added := 0
 	for i := range snap {
 		e := &snap[i]
-		created, err := putDigest(w.exec, sqlPutDigest, e.id, &e.digest, e.digestJSON)
+		created, err := putDigest(rowWriter{w.exec, w.queryRow}, sqlPutDigest, e.id, &e.digest, e.digestJSON)
 		if err != nil {
 			return added, fmt.Errorf("writing the digest of thread %s: %w", e.id, err)
 		}
@@ -84,15 +152,9 @@ func replayDigest(ctx context.Context, tx *replayTx, c *commitRec, st *runtime.T
 			return fmt.Errorf("thread %s: corrupt digest: %w", c.thread, err)
 		}
 	}
-	exec := func(q string, args ...any) (int64, error) {
-		res, err := tx.ExecContext(ctx, q, args...)
-		if err != nil {
-			return 0, err
-		}
-		return res.RowsAffected()
-	}
+	rw := txWriter(ctx, tx)
 	d := prev.Advance(st, added)
-	if err := putEncoded(exec, sqlPutDigest, c.thread, &d); err != nil {
+	if err := putEncoded(rw, sqlPutDigest, c.thread, &d); err != nil {
 		return fmt.Errorf("thread %s: %w", c.thread, err)
 	}
 	for _, k := range c.kids {
@@ -101,17 +163,17 @@ func replayDigest(ctx context.Context, tx *replayTx, c *commitRec, st *runtime.T
 			return fmt.Errorf("child %s: state: %w", k.id, err)
 		}
 		kd := runtime.DigestOf(&ks, nil)
-		if err := putEncoded(exec, sqlNewDigest, k.id, &kd); err != nil {
+		if err := putEncoded(rw, sqlNewDigest, k.id, &kd); err != nil {
 			return fmt.Errorf("child %s: %w", k.id, err)
 		}
 	}
 	return nil
 }
 
-func putEncoded(exec func(string, ...any) (int64, error), query, id string, d *runtime.Digest) error {
+func putEncoded(rw rowWriter, query, id string, d *runtime.Digest) error {
 	data, err := marshal(d)
 	if err == nil {
-		_, err = putDigest(exec, query, id, d, data)
+		_, err = putDigest(rw, query, id, d, data)
 	}
 	if err != nil {
 		return fmt.Errorf("writing its digest: %w", err)
@@ -137,13 +199,7 @@ func fillDigests(ctx context.Context, tx *sql.Tx) error {
 		return err
 	}
 	defer dec.Close()
-	exec := func(q string, args ...any) (int64, error) {
-		res, err := tx.ExecContext(ctx, q, args...)
-		if err != nil {
-			return 0, err
-		}
-		return res.RowsAffected()
-	}
+	rw := txWriter(ctx, tx)
 	type row struct {
 		id            string
 		state, frozen []byte
@@ -180,7 +236,7 @@ func fillDigests(ctx context.Context, tx *sql.Tx) error {
 				return err
 			}
 			d := runtime.DigestOf(&st, items)
-			if err := putEncoded(exec, sqlPutDigest, r.id, &d); err != nil {
+			if err := putEncoded(rw, sqlPutDigest, r.id, &d); err != nil {
 				return fmt.Errorf("thread %s: %w", r.id, err)
 			}
 		}

@@ -101,6 +101,7 @@ func TestDigestsAfterAKill(t *testing.T) {
 	d = openUnmanaged(t, dir) // replays the journal
 	defer d.Close()
 	h = d.History()
+	checkRootCounts(t, d)
 	want := "a:write the notes:waiting_for_choice b:plan the trip:sleeping b-kid:find a train:idle e:old:closed"
 	if got := checkDigests(t, h, "a", "b", "e"); got != want {
 		t.Fatalf("after the replay:\n%s\nwant\n%s", got, want)
@@ -153,7 +154,7 @@ func TestDigestsMigrated(t *testing.T) {
 	}
 	// Back to version 8: what an older build left.
 	db := rawDB(t, dir)
-	for _, q := range []string{`DROP INDEX timers_at`, `DROP TABLE digests`, `DROP INDEX roots_status`, `DROP INDEX roots_agent`,
+	for _, q := range []string{`DROP INDEX timers_at`, `DROP TABLE root_counts`, `DROP TABLE digests`, `DROP INDEX roots_status`, `DROP INDEX roots_agent`,
 		`ALTER TABLE roots DROP COLUMN status`, `ALTER TABLE roots DROP COLUMN agent`,
 		`ALTER TABLE roots DROP COLUMN versioned`, `ALTER TABLE roots DROP COLUMN title`, `PRAGMA user_version = 8`} {
 		if _, err := db.Exec(q); err != nil {
@@ -171,9 +172,38 @@ func TestDigestsMigrated(t *testing.T) {
 		t.Fatalf("migrated digest of b %s, want %s", got, wantB)
 	}
 	checkDigests(t, d.History(), "a", "b")
+	checkRootCounts(t, d)
 	page, n, err := d.History().RootsWhere(ctx, RootFilter{Status: runtime.StatusClosed}, 0, "", 10)
 	if err != nil || n != 1 || page[0].ID != "a" {
 		t.Fatalf("closed roots after the migration: %v %d %v", page, n, err)
+	}
+}
+
+// checkRootCounts compares root_counts with a count of the roots rows.
+func checkRootCounts(t *testing.T, d *DB) {
+	t.Helper()
+	read := func(q string) string {
+		rows, err := d.rdb.Query(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var status, agent string
+			var versioned bool
+			var n int
+			if err := rows.Scan(&status, &agent, &versioned, &n); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("%s/%s/%v=%d", status, agent, versioned, n))
+		}
+		return strings.Join(out, " ")
+	}
+	kept := read(`SELECT status, agent, versioned, n FROM root_counts WHERE n != 0 ORDER BY 1, 2, 3`)
+	counted := read(`SELECT status, agent, versioned, count(*) FROM roots GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`)
+	if kept != counted {
+		t.Fatalf("root_counts %s, the roots rows count %s", kept, counted)
 	}
 }
 
@@ -223,7 +253,7 @@ func TestListingReadsNoThreadState(t *testing.T) {
 		{where(RootFilter{Agent: "a", AgentIsDefault: true}, false), "roots_agent"},
 		{fmt.Sprintf(sqlVersions, "agent = ?"), "digests_agent"},
 		{fmt.Sprintf(sqlVersions, "(agent = ? OR (agent = '' AND versioned = 1))"), "digests_agent"},
-		{`SELECT count(*) FROM roots WHERE status = ?`, "roots_status"},
+		{`SELECT coalesce(sum(n), 0) FROM root_counts WHERE status = ?`, "root_counts"},
 	} {
 		got := queryPlan(t, d, c.query)
 		if !strings.Contains(got, c.index) || strings.Contains(got, " threads") || strings.Contains(got, "SCAN d") ||

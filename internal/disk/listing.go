@@ -124,7 +124,7 @@ func (h *History) RootsWhere(ctx context.Context, f RootFilter, afterAt runtime.
 func (h *History) rootsPage(ctx context.Context, f RootFilter, unbound bool, afterAt runtime.Stamp, afterID string, limit int) ([]Root, int, error) {
 	where, args := f.whereOne(unbound)
 	var total int
-	if err := h.d.rdb.QueryRowContext(ctx, `SELECT count(*) FROM roots WHERE `+where, args...).Scan(&total); err != nil {
+	if err := h.d.rdb.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM root_counts WHERE `+where, args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("disk: counting root threads: %w", err)
 	}
 	if afterID != "" {

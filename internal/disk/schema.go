@@ -147,7 +147,9 @@ var migrations = []struct {
 	// page's descendants query reads it, not threads) and what the agent
 	// versions listing counts by; each root's status, agent and title in
 	// its roots row, indexed for filters by status and agent, newest
-	// first. fillDigests makes the digests of the threads already stored.
+	// first, and their number by status and agent (root_counts: a
+	// filtered listing's total). fillDigests makes the digests of the
+	// threads already stored.
 	{"thread digests: GET /threads rows and filters without thread states", []string{
 		`CREATE TABLE digests (
 			id        TEXT PRIMARY KEY,
@@ -166,6 +168,14 @@ var migrations = []struct {
 		`ALTER TABLE roots ADD COLUMN title TEXT NOT NULL DEFAULT ''`,
 		`CREATE INDEX roots_status ON roots (status, activity DESC, id)`,
 		`CREATE INDEX roots_agent ON roots (agent, activity DESC, id)`,
+		`CREATE TABLE root_counts (
+			status    TEXT NOT NULL,
+			agent     TEXT NOT NULL,
+			versioned INTEGER NOT NULL,
+			n         INTEGER NOT NULL,
+			PRIMARY KEY (status, agent, versioned)
+		) WITHOUT ROWID`,
+		`INSERT INTO root_counts (status, agent, versioned, n) SELECT status, agent, versioned, count(*) FROM roots GROUP BY 1, 2, 3`,
 	}, fillDigests},
 	// Timers with a horizon (Timers.Horizon) read the rows coming due,
 	// by time.

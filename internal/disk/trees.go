@@ -65,7 +65,9 @@ func raiseRoot(exec func(string, ...any) (int64, error), root string, at runtime
 	if err != nil || n > 0 {
 		return false, err
 	}
-	_, err = exec(`INSERT INTO roots (id, activity) VALUES (?, ?)`, root, int64(at))
+	if _, err = exec(`INSERT INTO roots (id, activity) VALUES (?, ?)`, root, int64(at)); err == nil {
+		err = countRoot(exec, "", "", false, 1) // the row's defaults, until its digest comes
+	}
 	return err == nil, err
 }
 
