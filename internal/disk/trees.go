@@ -208,10 +208,11 @@ func (h *History) unstored() bool {
 	return false
 }
 
-// countRoots reads how many roots the index holds (at Open).
+// countRoots reads how many roots the index holds (at Open): the sum of
+// root_counts, not a count of a million rows.
 func (d *DB) countRoots(ctx context.Context) (int64, error) {
 	var n int64
-	if err := d.rdb.QueryRowContext(ctx, `SELECT count(*) FROM roots`).Scan(&n); err != nil {
+	if err := d.rdb.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM root_counts`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("disk: counting root threads: %w", err)
 	}
 	return n, nil
