@@ -48,10 +48,12 @@ type ckptEntry struct {
 	rows      int
 
 	// Encoded in step 2.
-	stateJSON []byte
-	frame     []byte // evict: all items; else nil
-	tail      []byte // not evict: items [storedLen, len) as one row
-	err       error
+	stateJSON  []byte
+	frame      []byte // evict: all items; else nil
+	tail       []byte // not evict: items [storedLen, len) as one row
+	digest     runtime.Digest
+	digestJSON []byte
+	err        error
 }
 
 // FreezeIdle checkpoints and drops from memory every thread that has not
@@ -108,6 +110,10 @@ func (h *History) checkpoint(ctx context.Context, evict bool, cutoff int64) (int
 				}
 				n, err := writeRoots(w, chunk)
 				if err != nil {
+					return err
+				}
+				roots += n
+				if n, err = writeDigests(w, chunk); err != nil {
 					return err
 				}
 				roots += n
@@ -252,6 +258,10 @@ func (e *encoding) wait(c int) ([]ckptEntry, error) {
 // returns for the next.
 func (h *History) encodeEntry(e *ckptEntry, raw []byte) []byte {
 	if e.stateJSON, e.err = marshal(&e.state); e.err != nil {
+		return raw
+	}
+	e.digest = runtime.DigestOf(&e.state, e.items)
+	if e.digestJSON, e.err = marshal(&e.digest); e.err != nil {
 		return raw
 	}
 	switch {

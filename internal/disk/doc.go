@@ -100,6 +100,15 @@
 //	    index newest first, and an index of threads by parent: the tree
 //	    index GET /threads pages through (History.Roots, Descendants);
 //	    checkpoints and replay keep it
+//	v9: digests (id PK, parent, agent, hash, pinned, versioned, data: each
+//	    thread's runtime.Digest, what a GET /threads row shows), indexed by
+//	    parent and by agent version; roots gains the root's status, agent
+//	    and title, indexed by status and by agent, newest first: listings,
+//	    filters and version counts read these, not thread states
+//	    (listing.go); checkpoints write digests, replay advances them,
+//	    the migration makes them in Go (fillDigests)
+//	v10: timers by due time: Timers with a Horizon arm only what is due
+//	    soon and read the rest as it comes due
 //
 // The data directory holds agentslice.db (plus its -wal and -shm files),
 // the journal's segments (journal-NNNNNNNN.log, and journal-spare.log) and

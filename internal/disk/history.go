@@ -37,7 +37,13 @@ type History struct {
 	retirable, retired uint64
 	// roots counts the tree index's rows (trees.go).
 	roots atomic.Int64
+	// loads counts the threads loaded (from memory or the database).
+	loads atomic.Int64
 }
+
+// Loads is how many times a thread was loaded (Load, LoadLeased): what
+// the listings that read digests instead do not add to (listing.go).
+func (h *History) Loads() int64 { return h.loads.Load() }
 
 type hshard struct {
 	mu  sync.Mutex
@@ -194,6 +200,7 @@ var _ runtime.LeaseLoader = (*History)(nil)
 // from memory or else from the database. The snapshot's items must not be
 // modified.
 func (h *History) get(ctx context.Context, id string) (*hotThread, error) {
+	h.loads.Add(1)
 	sh := h.shard(id)
 	sh.mu.Lock()
 	if ht := sh.hot[id]; ht != nil {
@@ -358,16 +365,30 @@ func (h *History) Consumed(ctx context.Context, threadID string, before int, ids
 
 // attention says what recovery must do for a thread in this state: 1, run
 // a slice (it has an outbox to send or a call to dispatch); 2, check its
-// dispatched call (PendingCalls); 0, nothing.
+// dispatched call (PendingCalls); 0, nothing: no such work, or a
+// dispatched call of a built-in tool, whose end is durable by itself (a
+// sleep's wake-up is a timer row, a thread tool's result comes through
+// the inbox or an outbox), so that a million sleeping agents are not read
+// at each start.
 func attention(st *runtime.ThreadState) int {
 	switch {
 	case len(st.Outbox) > 0 || (st.Pending != nil && !st.Pending.Dispatched):
 		return 1
-	case st.Pending != nil:
+	case st.Pending != nil && !builtinTools()[st.Pending.Name]:
 		return 2
 	}
 	return 0
 }
+
+// builtinTools are the names of the runtime's own tools (the thread and
+// sleep tools), which serve's recovery has nothing to check for.
+var builtinTools = sync.OnceValue(func() map[string]bool {
+	names := map[string]bool{}
+	for _, e := range append(runtime.ThreadTools(), runtime.SleepTools(nil, nil)...) {
+		names[e.Spec.Name] = true
+	}
+	return names
+})
 
 // Commit applies c atomically and durably: it is checked against the
 // thread in memory (read from the database first if it is not there),

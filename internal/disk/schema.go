@@ -11,6 +11,7 @@ import (
 var migrations = []struct {
 	name string
 	sql  []string
+	fill func(context.Context, *sql.Tx) error // run after sql, in its transaction
 }{
 	{"threads, items, dedup, inbox, timers", []string{
 		`CREATE TABLE threads (
@@ -49,7 +50,7 @@ var migrations = []struct {
 			body   BLOB NOT NULL,
 			PRIMARY KEY (thread, call)
 		) WITHOUT ROWID`,
-	}},
+	}, nil},
 	{"threads.attention: what recovery must do for a thread", []string{
 		`ALTER TABLE threads ADD COLUMN attention INTEGER NOT NULL DEFAULT 0`,
 		`UPDATE threads SET attention = CASE
@@ -59,7 +60,7 @@ var migrations = []struct {
 			WHEN json_type(state, '$.pending') = 'object' THEN 2
 			ELSE 0 END`,
 		`CREATE INDEX threads_attention ON threads (attention, id) WHERE attention > 0`,
-	}},
+	}, nil},
 	{"items in insertion order: a group commit appends its rows to the same pages", []string{
 		`CREATE TABLE items_v3 (
 			seq    INTEGER PRIMARY KEY,
@@ -71,7 +72,7 @@ var migrations = []struct {
 		`DROP TABLE items`,
 		`ALTER TABLE items_v3 RENAME TO items`,
 		`CREATE UNIQUE INDEX items_thread_pos ON items (thread, pos)`,
-	}},
+	}, nil},
 	// History commits and inbox changes now reach these tables through the
 	// journal (journal-*.log beside the database); this version makes an
 	// older build, which would ignore the journal and lose what only it
@@ -98,7 +99,7 @@ var migrations = []struct {
 		`DROP TABLE threads`,
 		`ALTER TABLE threads_v4 RENAME TO threads`,
 		`CREATE INDEX threads_attention ON threads (attention, id) WHERE attention > 0`,
-	}},
+	}, nil},
 	{"dead letters survive restarts (redrive, resolution)", []string{
 		`CREATE TABLE dead_letters (
 			seq    INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -110,13 +111,13 @@ var migrations = []struct {
 			status TEXT NOT NULL,
 			UNIQUE (thread, id)
 		)`,
-	}},
+	}, nil},
 	{"budgets: the ledger of tree budgets", []string{
 		`CREATE TABLE ledger (
 			tree TEXT PRIMARY KEY,
 			data BLOB NOT NULL
 		) WITHOUT ROWID`,
-	}},
+	}, nil},
 	{"agent definition versions (pinned threads run them)", []string{
 		`CREATE TABLE agent_versions (
 			name       TEXT NOT NULL,
@@ -125,7 +126,7 @@ var migrations = []struct {
 			stored     INTEGER NOT NULL,
 			PRIMARY KEY (name, hash)
 		) WITHOUT ROWID`,
-	}},
+	}, nil},
 	// GET /threads at a million threads: the root threads by their tree's
 	// latest item time (the newest first is an index scan) and the
 	// children by parent, so that a page reads its own trees and nothing
@@ -140,7 +141,47 @@ var migrations = []struct {
 		`INSERT INTO roots (id, activity) SELECT id, 0 FROM threads WHERE parent = ''`,
 		`CREATE INDEX roots_activity ON roots (activity DESC, id)`,
 		`CREATE INDEX threads_parent ON threads (parent) WHERE parent != ''`,
-	}},
+	}, nil},
+	// GET /threads rows, filters and per-version counts without loading a
+	// thread: each thread's digest (runtime.Digest) with its parent (the
+	// page's descendants query reads it, not threads) and what the agent
+	// versions listing counts by; each root's status, agent and title in
+	// its roots row, indexed for filters by status and agent, newest
+	// first, and their number by status and agent (root_counts: a
+	// filtered listing's total). fillDigests makes the digests of the
+	// threads already stored.
+	{"thread digests: GET /threads rows and filters without thread states", []string{
+		`CREATE TABLE digests (
+			id        TEXT PRIMARY KEY,
+			parent    TEXT NOT NULL,
+			agent     TEXT NOT NULL,
+			hash      TEXT NOT NULL,
+			pinned    INTEGER NOT NULL,
+			versioned INTEGER NOT NULL,
+			data      BLOB NOT NULL
+		) WITHOUT ROWID`,
+		`CREATE INDEX digests_parent ON digests (parent) WHERE parent != ''`,
+		`CREATE INDEX digests_agent ON digests (agent, versioned, hash, pinned)`,
+		`ALTER TABLE roots ADD COLUMN status TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE roots ADD COLUMN agent TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE roots ADD COLUMN versioned INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE roots ADD COLUMN title TEXT NOT NULL DEFAULT ''`,
+		`CREATE INDEX roots_status ON roots (status, activity DESC, id)`,
+		`CREATE INDEX roots_agent ON roots (agent, activity DESC, id)`,
+		`CREATE TABLE root_counts (
+			status    TEXT NOT NULL,
+			agent     TEXT NOT NULL,
+			versioned INTEGER NOT NULL,
+			n         INTEGER NOT NULL,
+			PRIMARY KEY (status, agent, versioned)
+		) WITHOUT ROWID`,
+		`INSERT INTO root_counts (status, agent, versioned, n) SELECT status, agent, versioned, count(*) FROM roots GROUP BY 1, 2, 3`,
+	}, fillDigests},
+	// Timers with a horizon (Timers.Horizon) read the rows coming due,
+	// by time.
+	{"timers by due time", []string{
+		`CREATE INDEX timers_at ON timers (at)`,
+	}, nil},
 }
 
 // SchemaVersion is the schema version this build writes.
@@ -196,6 +237,12 @@ func migrateTo(ctx context.Context, db *sql.DB, path string, target int) error {
 		}
 		for _, q := range m.sql {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("disk: migrating %s to version %d (%s): %w", path, v+1, m.name, err)
+			}
+		}
+		if m.fill != nil {
+			if err := m.fill(ctx, tx); err != nil {
 				tx.Rollback()
 				return fmt.Errorf("disk: migrating %s to version %d (%s): %w", path, v+1, m.name, err)
 			}

@@ -2,7 +2,6 @@ package disk
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -66,7 +65,9 @@ func raiseRoot(exec func(string, ...any) (int64, error), root string, at runtime
 	if err != nil || n > 0 {
 		return false, err
 	}
-	_, err = exec(`INSERT INTO roots (id, activity) VALUES (?, ?)`, root, int64(at))
+	if _, err = exec(`INSERT INTO roots (id, activity) VALUES (?, ?)`, root, int64(at)); err == nil {
+		err = countRoot(exec, "", "", false, 1) // the row's defaults, until its digest comes
+	}
 	return err == nil, err
 }
 
@@ -94,48 +95,37 @@ func writeRoots(w *wconn, snap []ckptEntry) (int, error) {
 	return added, nil
 }
 
-// replayRoots raises the root of a commit replay applies.
+// replayRoots raises the root of a commit replay applies and advances
+// the digests it changes.
 func replayRoots(ctx context.Context, tx *replayTx, c *commitRec) error {
-	root, at, err := commitRoot(c)
+	st, items, err := commitContent(c)
 	if err != nil {
 		return fmt.Errorf("thread %s: indexing its tree: %w", c.thread, err)
 	}
-	if root == "" || c.items == nil {
-		return nil
-	}
-	_, err = raiseRoot(func(q string, args ...any) (int64, error) {
-		res, err := tx.ExecContext(ctx, q, args...)
+	if root := treeRoot(c.thread, &st); root != "" && c.items != nil {
+		_, err = raiseRoot(func(q string, args ...any) (int64, error) {
+			res, err := tx.ExecContext(ctx, q, args...)
+			if err != nil {
+				return 0, err
+			}
+			return res.RowsAffected()
+		}, root, latest(items))
 		if err != nil {
-			return 0, err
+			return err
 		}
-		return res.RowsAffected()
-	}, root, at)
-	return err
+	}
+	return replayDigest(ctx, tx, c, &st, items)
 }
 
-// commitRoot decodes what replay needs of a commit record for the tree
-// index: the root of its thread and the latest time of its items.
-func commitRoot(c *commitRec) (string, runtime.Stamp, error) {
-	var st runtime.ThreadState
-	if len(c.state) > 0 && c.state[0] == '{' {
-		if err := json.Unmarshal(c.state, &st); err != nil {
-			return "", 0, err
-		}
-	} else {
-		var err error
-		if st, err = readState(c.state); err != nil {
-			return "", 0, err
-		}
-	}
-	root := treeRoot(c.thread, &st)
-	if root == "" || c.items == nil {
-		return root, 0, nil
+// commitContent decodes what replay needs of a commit record for the tree
+// index: the state and the new items.
+func commitContent(c *commitRec) (runtime.ThreadState, []runtime.Item, error) {
+	st, err := decodeState(c.state)
+	if err != nil || c.items == nil {
+		return st, nil, err
 	}
 	items, err := local.DecodeItems(nil, c.items, c.thread, st.Incarnation, c.oldLen)
-	if err != nil {
-		return "", 0, err
-	}
-	return root, latest(items), nil
+	return st, items, err
 }
 
 // Roots returns up to limit root threads by their tree's latest activity,
@@ -218,10 +208,11 @@ func (h *History) unstored() bool {
 	return false
 }
 
-// countRoots reads how many roots the index holds (at Open).
+// countRoots reads how many roots the index holds (at Open): the sum of
+// root_counts, not a count of a million rows.
 func (d *DB) countRoots(ctx context.Context) (int64, error) {
 	var n int64
-	if err := d.rdb.QueryRowContext(ctx, `SELECT count(*) FROM roots`).Scan(&n); err != nil {
+	if err := d.rdb.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM root_counts`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("disk: counting root threads: %w", err)
 	}
 	return n, nil

@@ -180,6 +180,7 @@ type settings struct {
 	callbackTTL       time.Duration
 	keepAlive         time.Duration
 	readTimeout       time.Duration
+	timerHorizon      time.Duration        // 0: every timer armed at start
 	providerWait      runtime.ProviderWait // without Timers
 	freezeEvery       time.Duration
 	freezeIdle        time.Duration

@@ -48,6 +48,11 @@ type Limits struct {
 	// before the completion fails for good (an error in history). Default
 	// 24h.
 	ProviderMaxWait string `json:"provider_max_wait,omitempty"`
+	// TimerHorizon is how far ahead the sqlite store arms timers (sleeps'
+	// wake-ups, liveness checks, provider waits) in memory; one due later
+	// is only its row until it comes that near. "off" arms every timer at
+	// start. Default 1m.
+	TimerHorizon string `json:"timer_horizon,omitempty"`
 }
 
 // MaxInheritedDepthDefault is limits.max_inherited_depth's default.
@@ -98,6 +103,11 @@ func (c *Config) resolveLimits(s *settings) error {
 	}
 	if s.readTimeout, err = duration("limits.read_timeout", l.ReadTimeout, 30*time.Second); err != nil {
 		return err
+	}
+	if l.TimerHorizon != "off" {
+		if s.timerHorizon, err = duration("limits.timer_horizon", l.TimerHorizon, time.Minute); err != nil {
+			return err
+		}
 	}
 	pw := &s.providerWait
 	if pw.First, err = duration("limits.provider_wait", l.ProviderWait, runtime.ProviderWaitFirstDefault); err != nil {

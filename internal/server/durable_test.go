@@ -230,7 +230,8 @@ func TestPublishingStoreKeepsDiskWaiting(t *testing.T) {
 // TestRecoveryCountsWhatItRearms: a start re-arms the stored timers and
 // the log counts them by kind: a liveness check and a provider wait are
 // not sleeps (a clean restart with nothing asleep once reported
-// sleeps_rearmed=8).
+// sleeps_rearmed=8); a timer due after limits.timer_horizon is counted as
+// later, not armed.
 func TestRecoveryCountsWhatItRearms(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -240,10 +241,11 @@ func TestRecoveryCountsWhatItRearms(t *testing.T) {
 		t.Fatal(err)
 	}
 	tm := db.Timers(nil)
-	later := time.Now().Add(time.Hour)
+	soon, later := time.Now().Add(30*time.Second), time.Now().Add(time.Hour)
 	for _, x := range []runtime.Timer{
-		{ThreadID: "t", CallID: "chk1~c1", At: later, Message: runtime.Message{V: 1, ID: "chk-1", ThreadID: "t", Kind: runtime.KindCheck, ToolCallID: "c1", Text: "1"}},
-		{ThreadID: "t", CallID: "mwait1", At: later, Message: runtime.Message{V: 1, ID: "mwait-1", ThreadID: "t", Kind: runtime.KindRetry, Text: "1"}},
+		{ThreadID: "t", CallID: "c2", At: later, Message: runtime.Message{V: 1, ID: "wake-c2", ThreadID: "t", Kind: runtime.KindWake, ToolCallID: "c2"}},
+		{ThreadID: "t", CallID: "chk1~c1", At: soon, Message: runtime.Message{V: 1, ID: "chk-1", ThreadID: "t", Kind: runtime.KindCheck, ToolCallID: "c1", Text: "1"}},
+		{ThreadID: "t", CallID: "mwait1", At: soon, Message: runtime.Message{V: 1, ID: "mwait-1", ThreadID: "t", Kind: runtime.KindRetry, Text: "1"}},
 	} {
 		if err := tm.Schedule(ctx, x); err != nil {
 			t.Fatal(err)
@@ -261,7 +263,7 @@ func TestRecoveryCountsWhatItRearms(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Stop()
-	if out := logs.String(); !strings.Contains(out, "sleeps_rearmed=0 checks_rearmed=1 provider_waits_rearmed=1") {
+	if out := logs.String(); !strings.Contains(out, "sleeps_rearmed=0 checks_rearmed=1 provider_waits_rearmed=1 timers_later=1") {
 		t.Fatalf("recovery log:\n%s", out)
 	}
 }

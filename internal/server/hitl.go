@@ -78,6 +78,17 @@ func (rt *runningThreads) Observe(ctx context.Context, ev runtime.Event) {
 	rt.srv.publishState(ctx, ev.ThreadID)
 }
 
+// list returns the threads a slice runs on.
+func (rt *runningThreads) list() []string {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	ids := make([]string, 0, len(rt.set))
+	for id := range rt.set {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
 func (rt *runningThreads) running(thread string) bool {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()

@@ -74,7 +74,7 @@ func (s *Server) recoverDurable(ctx context.Context) error {
 		}
 	}
 	s.log.Info("recovered from the data directory", "dir", s.db.Dir(), "sleeps_rearmed", armed.Sleeps,
-		"checks_rearmed", armed.Checks, "provider_waits_rearmed", armed.Retries, "threads_resumed", len(kick),
+		"checks_rearmed", armed.Checks, "provider_waits_rearmed", armed.Retries, "timers_later", armed.Later, "threads_resumed", len(kick),
 		"pending_calls", len(calls), "pending_calls_answered", answered, "messages_requeued", len(msgs))
 	return nil
 }

@@ -100,6 +100,10 @@ type memTimers struct{ *local.Timers }
 
 func (t memTimers) setQueue(q runtime.Queue) { t.Queue = q }
 
+// diskTimers are the sqlite store's timers, armed limits.timer_horizon
+// ahead (disk.Timers.Horizon): a sleep due later is a row until it comes
+// that near, so that sleeping agents hold no timer in memory and a
+// restart arms only the timers due soon.
 type diskTimers struct{ *disk.Timers }
 
 func (t diskTimers) setQueue(q runtime.Queue) { t.Queue = q }
@@ -180,7 +184,9 @@ func (s *Server) openStore(ctx context.Context) error {
 		}
 		s.db = db
 		s.store = diskThreads{History: db.History(), s: s}
-		s.timers = diskTimers{db.Timers(nil)}
+		timers := db.Timers(nil)
+		timers.Horizon = s.set.timerHorizon
+		s.timers = diskTimers{timers}
 		s.inbox = db.Inbox()
 		s.deadStore = db.DeadLetters()
 		s.agentStore = db.Agents()

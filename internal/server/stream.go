@@ -90,7 +90,7 @@ type statusView struct {
 }
 
 // sleepTools are the built-in tools whose calls are sleeps.
-var sleepTools = map[string]bool{"sleep": true, "sleep_until": true, "sleep_until_event_or_input": true}
+var sleepTools = runtime.SleepToolNames
 
 // historyEvents turns a thread's own items, the first of which is at
 // own-history position base, into stream events. It is a pure function of

@@ -121,15 +121,6 @@ func compareTrees(aAt runtime.Stamp, aID string, bAt runtime.Stamp, bID string) 
 	return cmp.Compare(aID, bID)
 }
 
-// lastActivity is the latest item time of a thread's own history.
-func lastActivity(own []runtime.Item) runtime.Stamp {
-	var at runtime.Stamp
-	for i := range own {
-		at = max(at, own[i].At)
-	}
-	return at
-}
-
 // agentOf is the agent a thread runs as: its binding, else the default
 // agent once it has run.
 func (s *Server) agentOf(st *runtime.ThreadState) string {
@@ -145,7 +136,7 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, bad)
 		return
 	}
-	if ix, ok := s.store.(treeIndex); ok && q.status == "" && q.agent == "" && q.q == "" {
+	if ix, ok := s.store.(digestIndex); ok {
 		s.listIndexed(w, r, q, ix)
 		return
 	}
@@ -191,64 +182,106 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// trees loads the threads ids and arranges them as trees: children in the
-// order their parent spawned them, then those it does not list (threaded
-// events); a thread whose parent is not among ids is a root.
+// trees loads the threads ids and arranges them as trees (arrange).
 func (s *Server) trees(ctx context.Context, ids []string) ([]*treeNode, error) {
-	nodes := make(map[string]*treeNode, len(ids))
-	parents := make(map[string]string, len(ids))
-	order := make(map[string][]string, len(ids)) // a parent's children as it lists them
+	nodes := make([]disk.Node, 0, len(ids))
 	for _, id := range ids {
 		th, err := s.store.Load(ctx, id)
 		if err != nil {
 			return nil, fmt.Errorf("loading thread %s: %w", id, err)
 		}
-		own := th.Own()
-		nodes[id] = &treeNode{ID: id, Status: s.status(id, th), Title: runtime.ThreadTitle(own), Agent: s.agentOf(&th.State),
-			Temporary: th.State.Temporary, Length: th.State.Length, Tokens: th.State.Tokens, LastActivity: lastActivity(own)}
-		parents[id] = th.State.Parent
-		order[id] = th.State.Children
+		nodes = append(nodes, disk.Node{ID: id, Digest: runtime.DigestOf(&th.State, th.Own())})
+	}
+	return s.arrange(nodes), nil
+}
+
+// nodeOf is the row of thread id of digest d: its status as stored, or
+// running, or past a choice whose answer is on its way.
+func (s *Server) nodeOf(id string, d *runtime.Digest) *treeNode {
+	status := runtime.StatusClosed
+	switch {
+	case d.Closed:
+	case s.running.running(id):
+		status = "running"
+	default:
+		status = d.Status(sleepTools, func(call string) bool { return s.answering(id, call) })
+	}
+	agent := d.Agent
+	if agent == "" && d.Versioned && s.agents != nil {
+		agent = s.agents.Default()
+	}
+	return &treeNode{ID: id, Status: status, Title: d.Title, Agent: agent, Temporary: d.Temporary, Length: d.Length,
+		Tokens: d.Tokens, LastActivity: d.LastActivity}
+}
+
+// arrange arranges threads as trees: children in the order their parent
+// spawned them, then those it does not list (threaded events); a thread
+// whose parent is not among them is a root.
+func (s *Server) arrange(threads []disk.Node) []*treeNode {
+	nodes := make(map[string]*treeNode, len(threads))
+	parents := make(map[string]string, len(threads))
+	for i := range threads {
+		nodes[threads[i].ID] = s.nodeOf(threads[i].ID, &threads[i].Digest)
+		parents[threads[i].ID] = threads[i].Digest.Parent
 	}
 	placed := map[string]bool{}
-	for _, id := range ids { // children in the order their parent spawned them
-		for _, c := range order[id] {
-			if n := nodes[c]; n != nil && parents[c] == id && !placed[c] {
+	for i := range threads { // children in the order their parent spawned them
+		id := threads[i].ID
+		for _, c := range threads[i].Digest.Children {
+			if n := nodes[c]; n != nil && !placed[c] && parents[c] == id {
 				nodes[id].Children = append(nodes[id].Children, n)
 				placed[c] = true
 			}
 		}
 	}
 	var roots []*treeNode
-	for _, id := range ids {
+	for i := range threads {
+		id, parent := threads[i].ID, threads[i].Digest.Parent
 		if placed[id] {
 			continue
 		}
-		if p := nodes[parents[id]]; p != nil && parents[id] != "" {
+		if p := nodes[parent]; p != nil && parent != "" {
 			p.Children = append(p.Children, nodes[id]) // a child its parent does not list (a threaded event)
 		} else {
 			roots = append(roots, nodes[id]) // a root, or its parent was not listed
 		}
 	}
-	return roots, nil
+	return roots
 }
 
-// treeIndex is a store that pages through root threads by their tree's
-// last activity and finds a root's descendants without loading other
-// threads (the sqlite store's tree index): GET /threads without filters
-// then reads only the trees of its page, whatever the number of threads.
-type treeIndex interface {
+// digestIndex is a store that pages through root threads by their tree's
+// last activity, filtered by what their digests hold, and reads a tree's
+// digests without loading its threads (the sqlite store's tree index and
+// digests): GET /threads then reads no thread state, whatever the number
+// of threads.
+type digestIndex interface {
 	Roots(ctx context.Context, afterAt runtime.Stamp, afterID string, limit int) ([]disk.Root, int, error)
-	Descendants(ctx context.Context, root string) ([]string, error)
+	RootsWhere(ctx context.Context, f disk.RootFilter, afterAt runtime.Stamp, afterID string, limit int) ([]disk.Root, int, error)
+	RootsByID(ctx context.Context, ids []string) ([]disk.Root, []runtime.Digest, error)
+	Tree(ctx context.Context, root string) ([]disk.Node, error)
 }
 
-// listIndexed is GET /threads without filters on a store with a tree
-// index: a page of roots from the index, each tree loaded whole.
-func (s *Server) listIndexed(w http.ResponseWriter, r *http.Request, q threadsQuery, ix treeIndex) {
+// listIndexed is GET /threads on a store with a digest index: a page of
+// roots from the index, each tree from its digests. The index holds each
+// root's status as stored; the roots whose status here differs (running,
+// or with a person's answer on its way: overlaid) are left out of its
+// answer and judged apart.
+func (s *Server) listIndexed(w http.ResponseWriter, r *http.Request, q threadsQuery, ix digestIndex) {
+	ctx := r.Context()
 	afterID := ""
 	if q.hasCursor {
 		afterID = q.afterID
 	}
-	page, total, err := ix.Roots(r.Context(), q.afterAt, afterID, q.limit+1)
+	f := disk.RootFilter{Status: q.status, Agent: q.agent, Title: q.q}
+	f.AgentIsDefault = q.agent != "" && s.agents != nil && q.agent == s.agents.Default()
+	var page []disk.Root
+	var total int
+	var err error
+	if f == (disk.RootFilter{}) {
+		page, total, err = ix.Roots(ctx, q.afterAt, afterID, q.limit+1)
+	} else {
+		page, total, err = s.rootsWhere(ctx, ix, f, q, afterID)
+	}
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "", "%v", err)
 		return
@@ -260,17 +293,12 @@ func (s *Server) listIndexed(w http.ResponseWriter, r *http.Request, q threadsQu
 		resp.NextCursor = encodeCursor(last.Activity, last.ID)
 	}
 	for _, root := range page {
-		below, err := ix.Descendants(r.Context(), root.ID)
+		tree, err := ix.Tree(ctx, root.ID)
 		if err != nil {
 			writeError(w, http.StatusServiceUnavailable, "", "%v", err)
 			return
 		}
-		trees, err := s.trees(r.Context(), append([]string{root.ID}, below...))
-		if err != nil {
-			writeError(w, http.StatusServiceUnavailable, "", "%v", err)
-			return
-		}
-		for _, n := range trees {
+		for _, n := range s.arrange(tree) {
 			if n.ID == root.ID {
 				treeActivity(n)
 				resp.Threads = append(resp.Threads, n)
@@ -279,6 +307,57 @@ func (s *Server) listIndexed(w http.ResponseWriter, r *http.Request, q threadsQu
 		}
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// rootsWhere is the index's page of the roots f selects (up to
+// q.limit+1) and their number, with the overlaid roots judged by their
+// status here when f asks for a status.
+func (s *Server) rootsWhere(ctx context.Context, ix digestIndex, f disk.RootFilter, q threadsQuery, afterID string) ([]disk.Root, int, error) {
+	var over []disk.Root
+	var digests []runtime.Digest
+	if f.Status != "" {
+		var err error
+		if over, digests, err = ix.RootsByID(ctx, s.overlaid()); err != nil {
+			return nil, 0, err
+		}
+	}
+	page, total, err := ix.RootsWhere(ctx, f, q.afterAt, afterID, q.limit+1+len(over))
+	if err != nil || len(over) == 0 {
+		return page, total, err
+	}
+	page = slices.DeleteFunc(page, func(r disk.Root) bool {
+		return slices.ContainsFunc(over, func(o disk.Root) bool { return o.ID == r.ID })
+	})
+	others := f
+	others.Status = ""
+	for i, o := range over {
+		if f.Match(&digests[i]) {
+			total-- // counted by the index under its stored status
+		}
+		if !others.Match(&digests[i]) || s.nodeOf(o.ID, &digests[i]).Status != f.Status {
+			continue
+		}
+		total++
+		if !q.hasCursor || compareTrees(o.Activity, o.ID, q.afterAt, q.afterID) > 0 {
+			page = append(page, o)
+		}
+	}
+	slices.SortFunc(page, func(a, b disk.Root) int { return compareTrees(a.Activity, a.ID, b.Activity, b.ID) })
+	return page[:min(len(page), q.limit+1)], total, nil
+}
+
+// overlaid are the threads whose status here is not their status as
+// stored: those a slice runs on, those a person's answer is on its way to.
+func (s *Server) overlaid() []string {
+	ids := s.running.list()
+	s.answers.Range(func(k, _ any) bool {
+		id, _, _ := strings.Cut(k.(string), "\x00")
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+		return true
+	})
+	return ids
 }
 
 // treeActivity sets n.LastActivity to the latest of its tree's and

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentslice/agentslice/internal/disk"
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
@@ -94,6 +95,21 @@ func (s *Server) listAgentVersions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "name", "no version of agent %q is kept (defined: %s)", name, strings.Join(s.agents.Names(), ", "))
 		return
 	}
+	if ix, ok := s.store.(versionIndex); ok {
+		counts, err := ix.VersionCounts(r.Context(), name, s.agents.Default() == name)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, "", "%v", err)
+			return
+		}
+		for _, c := range counts {
+			if i, ok := at[c.Hash]; ok {
+				resp.Versions[i].Threads += c.Threads
+				resp.Versions[i].Pinned += c.Pinned
+			}
+		}
+		writeJSON(w, http.StatusOK, resp)
+		return
+	}
 	ids := s.store.Threads()
 	if len(ids) > s.set.maxListed {
 		ids = ids[:s.set.maxListed]
@@ -115,6 +131,12 @@ func (s *Server) listAgentVersions(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// versionIndex is a store that counts threads by agent version without
+// loading them (the sqlite store's digests).
+type versionIndex interface {
+	VersionCounts(ctx context.Context, agent string, agentIsDefault bool) ([]disk.VersionCount, error)
 }
 
 // upgradeAgent answers POST /threads/{id}/agent with a version: the

@@ -183,10 +183,16 @@ func answered(items []item, id string) bool {
 
 // page times one GET /threads page.
 func (a *api) page(ctx context.Context, cursor string) (time.Duration, string, int, error) {
-	u := a.url + "/threads?limit=50"
+	u := "limit=50"
 	if cursor != "" {
 		u += "&cursor=" + url.QueryEscape(cursor)
 	}
+	return a.pageOf(ctx, u)
+}
+
+// pageOf times one GET /threads?query.
+func (a *api) pageOf(ctx context.Context, query string) (time.Duration, string, int, error) {
+	u := a.url + "/threads?" + query
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	t0 := time.Now()
 	resp, err := a.http.Do(req)

@@ -9,7 +9,8 @@
 // time until every accepted message is answered, messages lost), and it
 // measures the same wake-up figures on serve's memory store. It prints one
 // JSON line and writes a chart of RSS and wake-up latency against the
-// number of agents.
+// number of agents. With -sleepers N it measures sleeping agents instead
+// (sleepers.go).
 package main
 
 import (
@@ -59,6 +60,7 @@ type step struct {
 	JournalBytes        int64     `json:"journal_file_bytes"`
 	PageMS              []float64 `json:"threads_page_ms"`
 	PageTotal           int       `json:"threads_total"`
+	FilteredPageMS      []float64 `json:"filtered_threads_page_ms"` // filteredPages, in order
 	DurableRate         float64   `json:"durable_messages_per_sec"`
 	BackgroundRate      float64   `json:"background_messages_per_sec"`
 	BackgroundDone      float64   `json:"background_done_per_sec"`
@@ -122,8 +124,21 @@ func main() {
 	flag.IntVar(&c.serveNice, "serve-nice", 0, "nice value of serve's threads once it is ready (negative: a higher priority than the machine's other processes; needs root; not given: serve inherits the harness's)")
 	flag.BoolVar(&c.stages, "stages", true, "trace the wake-ups' slices in serve (OpenTelemetry to a receiver in the harness; the background load is not traced) and print where their time went")
 	flag.Uint64Var(&c.seed, "seed", uint64(time.Now().UnixNano()), "random seed (which agents wake)")
+	var sc sleepConfig
+	flag.IntVar(&sc.n, "sleepers", 0, "instead of the rest: this many agents each in a sleep, then serve restarted on them (sleepers.go)")
+	flag.DurationVar(&sc.spread, "sleep-spread", time.Hour, "the sleepers' wake-ups are due evenly over this long")
+	flag.DurationVar(&sc.lead, "sleep-lead", 2*time.Minute, "from this long after the population starts")
+	flag.DurationVar(&sc.watch, "sleep-watch", 2*time.Minute, "how long serve runs after it is ready, waking the sleepers due")
+	flag.StringVar(&sc.horizon, "timer-horizon", "", "serve's limits.timer_horizon (\"\": its default; off: every timer armed at start)")
 	flag.Parse()
 	flag.Visit(func(f *flag.Flag) { c.serveNiceSet = c.serveNiceSet || f.Name == "serve-nice" })
+	if sc.n > 0 {
+		if err := runSleepers(context.Background(), c, sc); err != nil {
+			fmt.Fprintln(os.Stderr, "million:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	for _, s := range strings.Split(steps, ",") {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
@@ -148,6 +163,11 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// filteredPages are the filtered GET /threads pages timed at each size:
+// by status (an index walk), by agent (none has one: an empty answer),
+// by a piece of the title (every root's row read).
+var filteredPages = []string{"limit=50&status=idle", "limit=50&status=sleeping", "limit=50&agent=nobody", "limit=50&q=agent-0000042"}
 
 // runTag keeps this run's message IDs apart from an earlier run's on a
 // kept directory (-existing): a message ID is unique within its thread.
@@ -265,6 +285,15 @@ func run(ctx context.Context, c config) error {
 			}
 		}
 		logf("GET /threads pages: %v ms (total %d)", st.PageMS, st.PageTotal)
+		for _, q := range filteredPages {
+			d, _, total, err := a.pageOf(ctx, q)
+			if err != nil {
+				p.kill()
+				return err
+			}
+			st.FilteredPageMS = append(st.FilteredPageMS, ms(d))
+			logf("GET /threads?%s: %.1f ms (total %d)", q, ms(d), total)
+		}
 		if err := a.stream(ctx); err != nil {
 			p.kill()
 			return err
