@@ -170,7 +170,7 @@ func TestServeRunsUntilCancelled(t *testing.T) {
 func TestServeDocExamples(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join("..", "..", "docs", "examples", "serve")
-	configs := map[string]bool{"serve.json": true, "agents.json": true, "budget.json": true} // the rest are scripts
+	configs := map[string]bool{"serve.json": true, "agents.json": true, "budget.json": true, "coder.json": true} // the rest are scripts
 	for name := range configs {
 		cfg, err := server.LoadConfig(filepath.Join(dir, name))
 		if err != nil {

@@ -35,6 +35,9 @@ type Digest struct {
 	PendingID   string `json:"pid,omitempty"`
 	PendingName string `json:"pn,omitempty"`
 	Choice      string `json:"ch,omitempty"`
+	// Watching says the state holds an active subscription (a background
+	// command, a watch): with no call out, the thread is watching.
+	Watching bool `json:"w,omitempty"`
 }
 
 // DigestOf is the digest of a thread of state st whose own items are own
@@ -49,7 +52,7 @@ func (d Digest) Advance(st *ThreadState, added []Item) Digest {
 	n := Digest{Parent: st.Parent, Children: st.Children, Agent: st.Agent, AgentHash: st.AgentHash,
 		Pinned: st.Upgrade == UpgradePinned, Versioned: st.Version > 0, Temporary: st.Temporary,
 		Length: st.Length, Tokens: st.Tokens, Closed: st.Closed, Title: d.Title, Titled: d.Titled,
-		LastActivity: d.LastActivity}
+		LastActivity: d.LastActivity, Watching: len(st.Subscriptions) > 0}
 	if !n.Titled {
 		for i := range added {
 			if added[i].Kind == ItemUser {
@@ -110,6 +113,7 @@ const (
 	StatusChoice   = "waiting_for_choice"
 	StatusSleeping = "sleeping"
 	StatusTool     = "waiting_for_tool"
+	StatusWatching = "watching"
 	StatusIdle     = "idle"
 )
 
@@ -117,7 +121,8 @@ const (
 // answer is on its way to (answering): closed, a budget pause
 // (waiting_for_choice), a sleep (sleeping, a call of one of sleeps), a
 // choice offered (waiting_for_choice), another pending call
-// (waiting_for_tool), else idle.
+// (waiting_for_tool), an active subscription with no call out
+// (watching), else idle.
 func (d *Digest) Status(sleeps map[string]bool, answering func(call string) bool) string {
 	switch {
 	case d.Closed:
@@ -130,6 +135,8 @@ func (d *Digest) Status(sleeps map[string]bool, answering func(call string) bool
 		return StatusChoice
 	case d.PendingID != "":
 		return StatusTool
+	case d.Watching:
+		return StatusWatching
 	}
 	return StatusIdle
 }
