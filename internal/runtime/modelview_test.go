@@ -67,3 +67,27 @@ func TestModelViewInheritedCount(t *testing.T) {
 		})
 	}
 }
+
+// ownSummary finds the thread's own latest summary, down to its first own
+// item (a summary there is its own), and never an ancestor's.
+func TestOwnSummaryBounds(t *testing.T) {
+	t.Parallel()
+	sum := Item{Kind: ItemSummary, Args: `{"covers":1}`}
+	usr := Item{Kind: ItemUser, Text: "x"}
+	for _, tc := range []struct {
+		name      string
+		view      []Item
+		inherited int
+		want      int
+	}{
+		{"at the first own position", []Item{usr, usr, sum, usr}, 2, 2},
+		{"only an ancestor's", []Item{usr, sum, usr, usr}, 2, -1},
+		{"the latest of two", []Item{sum, usr, sum, usr, sum}, 1, 4},
+		{"none", []Item{usr, usr}, 0, -1},
+	} {
+		s := &slice{th: &Thread{Inherited: tc.inherited}, view: tc.view}
+		if got := s.ownSummary(); got != tc.want {
+			t.Errorf("%s: ownSummary = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
