@@ -31,3 +31,18 @@ func TestTreeBudgetPauseUsesTheLedgersLimit(t *testing.T) {
 		t.Fatalf("the pause has limit %d, raise %d; want the ledger's 1000 for both", w.Limit.Tokens, w.Raise.Tokens)
 	}
 }
+
+// A pause on a dollar-only limit offers a raise in dollars only.
+func TestDollarBudgetPauseRaisesDollarsOnly(t *testing.T) {
+	t.Parallel()
+	s := &slice{e: &Engine{}, th: &Thread{}, threadID: "t1", res: &SliceResult{}}
+	s.st.Stack = []string{"t1"}
+	s.pauseForBudget(context.Background(), BudgetThread, Budget{USD: 2}, Spend{Tokens: 50, Micros: 10})
+	w := s.budgetWait()
+	if w == nil {
+		t.Fatal("no budget wait after a pause")
+	}
+	if w.Raise.Tokens != 0 || w.Raise.USD != 2 {
+		t.Fatalf("the pause offers a raise of %+v, want 2 dollars and no tokens", w.Raise)
+	}
+}
