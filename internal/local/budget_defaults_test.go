@@ -28,13 +28,13 @@ func TestBudgetEstimateTokensDefault(t *testing.T) {
 		}
 		req := &runtime.CompletionRequest{ThreadID: "t"}
 		for i := range tc.through {
-			if err := g.Complete(context.Background(), req, discardTurn{}); err != nil {
+			if err := completeWithin(t, g, context.Background(), req); err != nil {
 				t.Fatalf("EstimateTokens %d: call %d: %v", tc.estimate, i, err)
 			}
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		if err := g.Complete(ctx, req, discardTurn{}); err == nil || calls != tc.through {
+		if err := completeWithin(t, g, ctx, req); err == nil || calls != tc.through {
 			t.Fatalf("EstimateTokens %d: call %d in the same minute: err %v, %d calls reached the model; want it held back", tc.estimate, tc.through+1, err, calls)
 		}
 		g.Close()
@@ -59,12 +59,12 @@ func TestBudgetCountsTheUsageTotal(t *testing.T) {
 			t.Fatal(err)
 		}
 		req := &runtime.CompletionRequest{ThreadID: "t"}
-		if err := g.Complete(context.Background(), req, discardTurn{}); err != nil {
+		if err := completeWithin(t, g, context.Background(), req); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		if err := g.Complete(ctx, req, discardTurn{}); err == nil || calls != 1 {
+		if err := completeWithin(t, g, ctx, req); err == nil || calls != 1 {
 			t.Fatalf("usage %+v: second call with 400 tokens left and 600 estimated: err %v, %d calls; want it held back", u, err, calls)
 		}
 		g.Close()
@@ -87,14 +87,33 @@ func TestBudgetWithoutTokenBoundIgnoresUsage(t *testing.T) {
 	}
 	defer g.Close()
 	req := &runtime.CompletionRequest{ThreadID: "t"}
-	if err := g.Complete(context.Background(), req, discardTurn{}); err != nil {
+	if err := completeWithin(t, g, context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
 	// A cancelled context: the call must be admitted at once, without
 	// waiting.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := g.Complete(ctx, req, discardTurn{}); err != nil || calls != 2 {
+	if err := completeWithin(t, g, ctx, req); err != nil || calls != 2 {
 		t.Fatalf("second call, one at a time and no token bound: err %v, %d calls; want it through at once", err, calls)
+	}
+}
+
+// completeWithin is g.Complete bounded: a call the budget must admit
+// fails with the context's error if it is not admitted within 30 s, and
+// a call that does not return at all (a lock left held) fails the test
+// after 40 s, instead of waiting until the test binary's timeout.
+func completeWithin(t *testing.T, g *BudgetedModel, ctx context.Context, req *runtime.CompletionRequest) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- g.Complete(ctx, req, discardTurn{}) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(40 * time.Second):
+		t.Fatal("Complete did not return: the budget is stuck")
+		return nil
 	}
 }

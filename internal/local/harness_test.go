@@ -80,8 +80,26 @@ func newHarness(t *testing.T, model runtime.Model, mods ...func(*Config)) *harne
 	if err := sys.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(sys.Stop)
+	t.Cleanup(func() { stopBounded(t, sys) })
 	return h
+}
+
+// stopBounded stops the system, and fails the test if Stop has not returned
+// after a generous wait: a shard lock left held (a mutant of Kick) then
+// fails with an assertion instead of hanging the test binary until its
+// -timeout. The stuck Stop is left behind (goleak reports it too).
+func stopBounded(t *testing.T, sys *System) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sys.Stop()
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Errorf("Stop did not return: a lock is held or a goroutine does not end")
+	}
 }
 
 func user(thread, id, text string) runtime.Message {

@@ -22,7 +22,7 @@ func (q chanQueue) Send(ctx context.Context, msgs ...runtime.Message) error {
 func TestTimersDeliverCancelAndStop(t *testing.T) {
 	q := make(chanQueue, 4)
 	tm := NewTimers(q)
-	defer tm.Stop()
+	defer stopTimersWithin(t, tm)
 	wake := runtime.Message{V: 1, ID: "w1", ThreadID: "t", Kind: runtime.KindWake, ToolCallID: "c1"}
 	if err := tm.Schedule(context.Background(), runtime.Timer{ThreadID: "t", CallID: "c1", At: time.Now(), Message: wake}); err != nil {
 		t.Fatal(err)
@@ -140,7 +140,7 @@ func TestTimersFollowTheirClock(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)}
 	q := make(chanQueue, 8)
 	tm := NewTimersOn(q, clock)
-	defer tm.Stop()
+	defer stopTimersWithin(t, tm)
 	var fired []string
 	tm.Fired = func(x runtime.Timer) { fired = append(fired, x.CallID) }
 	wake := func(call string, in time.Duration) runtime.Timer {
@@ -197,5 +197,22 @@ func TestTimersFollowTheirClock(t *testing.T) {
 	clock.Advance(time.Hour)
 	if len(q) != 0 {
 		t.Fatal("a timer fired after Stop")
+	}
+}
+
+// stopTimersWithin stops tm, and fails the test if Stop has not returned
+// within 10 s (a lock left held by a Schedule that panicked, say): the
+// test then ends, and a panic on its way up crashes the binary, instead
+// of both waiting for the test binary's timeout.
+func stopTimersWithin(t *testing.T, tm *Timers) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tm.Stop()
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Error("Timers.Stop did not return: a lock is held")
 	}
 }

@@ -18,3 +18,23 @@ func TestShouldYield(t *testing.T) {
 		t.Fatal("with an interactive thread waiting: want background to yield at once, interactive not")
 	}
 }
+
+// A thread taken from the ready queue no longer counts as waiting: once
+// the only queued threads are taken, a running thread is not made to
+// yield after its burst, and a background one not at once.
+func TestTakenThreadsNoLongerWait(t *testing.T) {
+	sc := newScheduler(SchedulerConfig{Slots: 2})
+	sc.add("i1", nil, &mailbox{class: ci})
+	sc.add("b1", nil, &mailbox{class: cb})
+	if !sc.shouldYield(ci, maxBurst) {
+		t.Fatal("two threads queued: want a yield after maxBurst slices")
+	}
+	for range 2 {
+		if _, ok := sc.take(); !ok {
+			t.Fatal("a queued thread was not taken with a slot free")
+		}
+	}
+	if sc.shouldYield(ci, maxBurst) || sc.shouldYield(cb, 1) {
+		t.Fatal("every queued thread was taken: nothing waits, want no yield")
+	}
+}
