@@ -1,0 +1,47 @@
+package disk
+
+// This file's name sorts before every other test file's on purpose: go test
+// runs a package's tests in file order, and with -failfast (as the mutation
+// oracle runs them) the first test that checkpoints decides whether a
+// checkpoint that never returns fails by an assertion or hangs the binary.
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// checkpointBound is how long a test waits for a checkpoint of a few dozen
+// threads before it fails: a liveness bound, not a speed assertion (such a
+// checkpoint takes milliseconds; the bound leaves room for a loaded machine).
+const checkpointBound = 20 * time.Second
+
+// A checkpoint of more entries than one encoding chunk (encodeChunk) returns,
+// within a deadline, and what it copied reads back after a reopen. The DB is
+// not closed on failure: Close checkpoints too, and would wait for ever for
+// the same stuck encoding.
+func TestCheckpointReturnsWithinADeadline(t *testing.T) {
+	dir := t.TempDir()
+	d := openUnmanaged(t, dir)
+	h := d.History()
+	const threads = 3*encodeChunk + 5
+	for i := range threads {
+		commitN(t, h, fmt.Sprintf("t%02d", i), 0, "one", "two")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), checkpointBound)
+	defer cancel()
+	if err := d.Checkpoint(ctx); err != nil {
+		t.Fatalf("a checkpoint of %d threads did not finish within %v: %v", threads, checkpointBound, err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h = open(t, dir).History()
+	for i := range threads {
+		id := fmt.Sprintf("t%02d", i)
+		if got := texts(t, h, id); got != "one,two" {
+			t.Fatalf("after the checkpoint and a reopen %s reads %q, want \"one,two\"", id, got)
+		}
+	}
+}
