@@ -2,8 +2,9 @@ package disk
 
 // This file's name sorts before every other test file's on purpose: go test
 // runs a package's tests in file order, and with -failfast (as the mutation
-// oracle runs them) the first test that checkpoints decides whether a
-// checkpoint that never returns fails by an assertion or hangs the binary.
+// oracle runs them) the first test that checkpoints (a Close does) decides
+// whether a checkpoint that never returns fails by an assertion or hangs the
+// binary.
 
 import (
 	"context"
@@ -17,23 +18,28 @@ import (
 // checkpoint takes milliseconds; the bound leaves room for a loaded machine).
 const checkpointBound = 20 * time.Second
 
-// A checkpoint of more entries than one encoding chunk (encodeChunk) returns,
-// within a deadline, and what it copied reads back after a reopen. The DB is
-// not closed on failure: Close checkpoints too, and would wait for ever for
-// the same stuck encoding.
+// A checkpoint returns within a deadline, of nothing (a fresh store) and of
+// more entries than one encoding chunk (encodeChunk), and what it copied
+// reads back after a reopen. The DB is not closed on failure: Close
+// checkpoints too, and would wait for ever for the same stuck checkpoint.
 func TestCheckpointReturnsWithinADeadline(t *testing.T) {
 	dir := t.TempDir()
 	d := openUnmanaged(t, dir)
+	checkpoint := func(what string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), checkpointBound)
+		defer cancel()
+		if err := d.Checkpoint(ctx); err != nil {
+			t.Fatalf("a checkpoint of %s did not finish within %v: %v", what, checkpointBound, err)
+		}
+	}
+	checkpoint("a fresh store")
 	h := d.History()
 	const threads = 3*encodeChunk + 5
 	for i := range threads {
 		commitN(t, h, fmt.Sprintf("t%02d", i), 0, "one", "two")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), checkpointBound)
-	defer cancel()
-	if err := d.Checkpoint(ctx); err != nil {
-		t.Fatalf("a checkpoint of %d threads did not finish within %v: %v", threads, checkpointBound, err)
-	}
+	checkpoint(fmt.Sprintf("%d threads", threads))
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
