@@ -357,7 +357,15 @@ func TestReusedSegmentLeftoversAreIgnored(t *testing.T) {
 	for i := range 50 {
 		put("a", i)
 	}
-	first, err := os.Stat(segFiles(t, dir)[0])
+	// Held open until the comparison, so that if segment 1 were deleted
+	// its inode could not be given to the new segment (os.SameFile would
+	// then match a fresh file).
+	f, err := os.Open(segFiles(t, dir)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	first, err := f.Stat()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -159,3 +159,27 @@ func TestFiredTimersAreNotRearmed(t *testing.T) {
 		t.Fatalf("Rearm after the timers fired: %+v, %v; want nothing", n, err)
 	}
 }
+
+// A message delivered twice before a checkpoint and then consumed is gone:
+// the redelivery does not leave a second copy that the checkpoint writes
+// back as pending (the first put since a cut included).
+func TestRedeliveredMessageConsumedBeforeACheckpointIsGone(t *testing.T) {
+	ctx := context.Background()
+	d := open(t, t.TempDir())
+	in := d.Inbox()
+	for range 2 {
+		if err := in.Put(ctx, []runtime.Message{msg("a", "m1")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := in.Done("a", []string{"m1"}); err != nil {
+		t.Fatal(err)
+	}
+	pending, err := in.Pending(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 0 {
+		t.Fatalf("after a redelivery and its consumption %d messages are pending, want none: %+v", len(pending), pending)
+	}
+}
