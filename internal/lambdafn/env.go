@@ -62,11 +62,18 @@ const (
 	// EnvSharedTPM, "on", makes the model's tokens_per_minute (the
 	// catalog's) one token bucket in the dedup table shared by every slice
 	// function; off by default.
-	EnvSharedTPM       = "AGENTSLICE_SHARED_TPM"
-	EnvProviderWaitMax = "AGENTSLICE_PROVIDER_WAIT_MAX"
-	EnvProviderMaxWait = "AGENTSLICE_PROVIDER_MAX_WAIT"
-	EnvRegion          = "AWS_REGION"       // set by Lambda
-	EnvTaskRoot        = "LAMBDA_TASK_ROOT" // the function's code directory, set by Lambda
+	EnvSharedTPM = "AGENTSLICE_SHARED_TPM"
+	// Per-thread bounds (runtime.Limits), as serve's limits.*: active
+	// subscriptions and children alive at once (default 0, no cap), and
+	// the uncompacted ancestors a thread's view may reach before it is
+	// folded into one summary (default 8).
+	EnvMaxSubscriptions  = "AGENTSLICE_MAX_SUBSCRIPTIONS"
+	EnvMaxChildren       = "AGENTSLICE_MAX_CHILDREN"
+	EnvMaxInheritedDepth = "AGENTSLICE_MAX_INHERITED_DEPTH"
+	EnvProviderWaitMax   = "AGENTSLICE_PROVIDER_WAIT_MAX"
+	EnvProviderMaxWait   = "AGENTSLICE_PROVIDER_MAX_WAIT"
+	EnvRegion            = "AWS_REGION"       // set by Lambda
+	EnvTaskRoot          = "LAMBDA_TASK_ROOT" // the function's code directory, set by Lambda
 )
 
 // EnvError names an environment variable that is missing or wrong.

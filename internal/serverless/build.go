@@ -178,8 +178,10 @@ func BuildSliceFunction(ctx context.Context, cfg SliceConfig, opts lambdafn.Opti
 		Observer:   runtime.SlogObserver{Logger: opts.Logger},
 		Now:        opts.Now,
 		Compaction: compaction,
-		Faults:     killFaults(os.Getenv), // nil unless built with the agentslice_faults tag
-		Agents:     agents,
+		Limits: runtime.Limits{MaxSubscriptions: cfg.MaxSubscriptions, MaxChildren: cfg.MaxChildren,
+			MaxInheritedDepth: cfg.MaxInheritedDepth},
+		Faults: killFaults(os.Getenv), // nil unless built with the agentslice_faults tag
+		Agents: agents,
 		// Per-call deadlines and status checks, through the same timers
 		// as the sleeps (runtime/liveness.go).
 		Liveness: &runtime.Liveness{Timers: tm},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,7 +55,15 @@ type SliceConfig struct {
 	// SharedTPM makes Model.TokensPerMinute a token bucket in the dedup
 	// table shared by every slice function (dedup.TokenBucket).
 	SharedTPM bool
+	// MaxSubscriptions, MaxChildren and MaxInheritedDepth are the
+	// engine's per-thread bounds (runtime.Limits); MaxInheritedDepth
+	// defaults to DefaultMaxInheritedDepth, as in serve.
+	MaxSubscriptions, MaxChildren, MaxInheritedDepth int
 }
+
+// DefaultMaxInheritedDepth is MaxInheritedDepth's default, serve's
+// limits.max_inherited_depth's.
+const DefaultMaxInheritedDepth = 8
 
 // LoadSliceConfig reads the slice function's configuration with getenv
 // (os.Getenv in main). The first variable that is missing or wrong is
@@ -112,6 +121,27 @@ func LoadSliceConfig(getenv func(string) string) (SliceConfig, error) {
 		}
 	}
 	c.ProviderWait = readProviderWait(r)
+	c.MaxInheritedDepth = DefaultMaxInheritedDepth
+	for _, f := range []struct {
+		name string
+		to   *int
+		zero string
+	}{{lambdafn.EnvMaxSubscriptions, &c.MaxSubscriptions, "no cap"}, {lambdafn.EnvMaxChildren, &c.MaxChildren, "no cap"},
+		{lambdafn.EnvMaxInheritedDepth, &c.MaxInheritedDepth, ""}} {
+		v := r.Opt(f.name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		switch {
+		case err != nil || n < 0:
+			r.Fail(f.name, "%q is not a whole number of 0 or more", v)
+		case n == 0 && f.zero == "":
+			r.Fail(f.name, "0: the depth must be at least 1 (unset: %d)", DefaultMaxInheritedDepth)
+		default:
+			*f.to = n
+		}
+	}
 	for _, f := range []struct {
 		name string
 		to   *bool

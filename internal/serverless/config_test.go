@@ -52,6 +52,16 @@ func TestLoadSliceConfig(t *testing.T) {
 		c.Model.Name != "scripted" || c.Margin != serverless.DefaultMargin || c.Keys.SecretARN == "" {
 		t.Fatalf("config = %+v", c)
 	}
+	// The per-thread bounds default as serve's do: the inherited-view
+	// chain is folded past 8 ancestors, the rest uncapped.
+	if c.MaxInheritedDepth != serverless.DefaultMaxInheritedDepth || c.MaxSubscriptions != 0 || c.MaxChildren != 0 {
+		t.Fatalf("limits = %d %d %d, want %d 0 0", c.MaxInheritedDepth, c.MaxSubscriptions, c.MaxChildren, serverless.DefaultMaxInheritedDepth)
+	}
+	env := validSliceEnv(t)
+	env[lambdafn.EnvMaxInheritedDepth], env[lambdafn.EnvMaxSubscriptions], env[lambdafn.EnvMaxChildren] = "3", "5", "7"
+	if c, err = serverless.LoadSliceConfig(getenv(env)); err != nil || c.MaxInheritedDepth != 3 || c.MaxSubscriptions != 5 || c.MaxChildren != 7 {
+		t.Fatalf("limits = %d %d %d (%v), want 3 5 7", c.MaxInheritedDepth, c.MaxSubscriptions, c.MaxChildren, err)
+	}
 }
 
 func TestLoadSliceConfigAgents(t *testing.T) {
@@ -142,6 +152,9 @@ func TestLoadSliceConfigErrorsNameTheVariable(t *testing.T) {
 		{"no keys", map[string]string{lambdafn.EnvCallbackKeysSecret: ""}, lambdafn.EnvCallbackKeysSecret, lambdafn.EnvCallbackKeys},
 		{"two key sources", map[string]string{lambdafn.EnvCallbackKeys: "k1:AAAA"}, lambdafn.EnvCallbackKeys, "exactly one"},
 		{"bad margin", map[string]string{lambdafn.EnvSliceMargin: "soon"}, lambdafn.EnvSliceMargin, "duration"},
+		{"negative children cap", map[string]string{lambdafn.EnvMaxChildren: "-1"}, lambdafn.EnvMaxChildren, "whole number"},
+		{"subscriptions cap not a number", map[string]string{lambdafn.EnvMaxSubscriptions: "many"}, lambdafn.EnvMaxSubscriptions, "whole number"},
+		{"zero inherited depth", map[string]string{lambdafn.EnvMaxInheritedDepth: "0"}, lambdafn.EnvMaxInheritedDepth, "at least 1"},
 		{"bad log level", map[string]string{lambdafn.EnvLogLevel: "loud"}, lambdafn.EnvLogLevel, "log level"},
 		{"bad provider wait", map[string]string{lambdafn.EnvProviderWait: "soon"}, lambdafn.EnvProviderWait, "duration"},
 		{"zero provider wait cap", map[string]string{lambdafn.EnvProviderWaitMax: "0s"}, lambdafn.EnvProviderWaitMax, "not positive"},
@@ -251,5 +264,10 @@ func TestBuildSliceFunctionForDSQL(t *testing.T) {
 	}
 	if fn.Engine.Compaction == nil || fn.Engine.Dedup == nil || fn.Engine.Output == nil {
 		t.Fatalf("engine %+v", fn.Engine)
+	}
+	// The per-thread bounds reach the engine (without them a deep chain of
+	// children is never folded on AWS).
+	if l := fn.Engine.Limits; l.MaxInheritedDepth != serverless.DefaultMaxInheritedDepth {
+		t.Fatalf("engine limits %+v, want MaxInheritedDepth %d", l, serverless.DefaultMaxInheritedDepth)
 	}
 }
