@@ -49,10 +49,8 @@ func DigestOf(st *ThreadState, own []Item) Digest {
 // Advance is the digest after a commit that left state st and appended
 // the own items added to those d was made of.
 func (d Digest) Advance(st *ThreadState, added []Item) Digest {
-	n := Digest{Parent: st.Parent, Children: st.Children, Agent: st.Agent, AgentHash: st.AgentHash,
-		Pinned: st.Upgrade == UpgradePinned, Versioned: st.Version > 0, Temporary: st.Temporary,
-		Length: st.Length, Tokens: st.Tokens, Closed: st.Closed, Title: d.Title, Titled: d.Titled,
-		LastActivity: d.LastActivity, Watching: len(st.Subscriptions) > 0}
+	n := StateDigest(st)
+	n.Title, n.Titled, n.LastActivity = d.Title, d.Titled, d.LastActivity
 	if !n.Titled {
 		for i := range added {
 			if added[i].Kind == ItemUser {
@@ -64,11 +62,7 @@ func (d Digest) Advance(st *ThreadState, added []Item) Digest {
 	for i := range added {
 		n.LastActivity = max(n.LastActivity, added[i].At)
 	}
-	if b := st.Budget; b != nil && b.Wait != nil {
-		n.BudgetCall = b.Wait.Call
-	}
 	if p := st.Pending; p != nil {
-		n.PendingID, n.PendingName = p.ID, p.Name
 		if args, decided := lastChoice(added, p.ID); decided {
 			n.Choice = args
 		} else if d.PendingID == p.ID {
@@ -76,6 +70,24 @@ func (d Digest) Advance(st *ThreadState, added []Item) Digest {
 		}
 	}
 	return n
+}
+
+// StateDigest is what the state alone says of a digest: everything but
+// the title, the last activity and the pending call's choice, which come
+// from items. serve's status of a loaded thread is this with the choice
+// read from its history (Digest.Status), so a listing and a thread's own
+// status cannot disagree.
+func StateDigest(st *ThreadState) Digest {
+	d := Digest{Parent: st.Parent, Children: st.Children, Agent: st.Agent, AgentHash: st.AgentHash,
+		Pinned: st.Upgrade == UpgradePinned, Versioned: st.Version > 0, Temporary: st.Temporary,
+		Length: st.Length, Tokens: st.Tokens, Closed: st.Closed, Watching: len(st.Subscriptions) > 0}
+	if b := st.Budget; b != nil && b.Wait != nil {
+		d.BudgetCall = b.Wait.Call
+	}
+	if p := st.Pending; p != nil {
+		d.PendingID, d.PendingName = p.ID, p.Name
+	}
+	return d
 }
 
 // lastChoice is PendingChoice over items, and whether items decide it

@@ -114,24 +114,14 @@ func (s *Server) publishState(ctx context.Context, thread string) {
 // background command or a watch, and its events will wake it) or idle. th
 // is the thread as loaded (a pending choice is read from its items).
 func (s *Server) status(thread string, th *runtime.Thread) string {
-	st := &th.State
-	switch {
-	case st.Closed:
-		return "closed"
-	case s.running.running(thread):
+	if !th.State.Closed && s.running.running(thread) {
 		return "running"
-	case st.Budget != nil && st.Budget.Wait != nil && !s.answering(thread, st.Budget.Wait.Call):
-		return "waiting_for_choice" // a budget pause (runtime/budget.go)
-	case st.Pending != nil && sleepTools[st.Pending.Name]:
-		return "sleeping"
-	case st.Pending != nil && pendingChoice(th) != nil && !s.answering(thread, st.Pending.ID):
-		return "waiting_for_choice"
-	case st.Pending != nil:
-		return "waiting_for_tool"
-	case len(st.Subscriptions) > 0:
-		return "watching"
 	}
-	return "idle"
+	d := runtime.StateDigest(&th.State)
+	if p := th.State.Pending; p != nil && pendingChoice(th) != nil {
+		d.Choice, _ = runtime.PendingChoice(th.Items, p.ID)
+	}
+	return d.Status(sleepTools, func(call string) bool { return s.answering(thread, call) })
 }
 
 // pendingChoice returns the user_choice the thread's pending call waits
