@@ -21,12 +21,7 @@ func TestDiskRestartKicksThreadsWithUnsentWork(t *testing.T) {
 		t.Skip("one scenario's every crash on the disk store")
 	}
 	ctx := context.Background()
-	var sc *chaos.Scenario
-	for _, s := range chaos.Scenarios() {
-		if s.Name == "compaction_redelivery" {
-			sc = s
-		}
-	}
+	sc := chaos.ScenarioNamed("compaction_redelivery")
 	if sc == nil {
 		t.Fatal("no compaction_redelivery scenario")
 	}

@@ -115,12 +115,7 @@ func (l *lostDeletes) Cancel(ctx context.Context, thread, call string) error {
 // scheduled and never woken.
 func TestRefiredWakeUpIsNotTheNextOne(t *testing.T) {
 	ctx := context.Background()
-	var sc *chaos.Scenario
-	for _, s := range chaos.Scenarios() {
-		if s.Name == "two_sleeps" {
-			sc = s
-		}
-	}
+	sc := chaos.ScenarioNamed("two_sleeps")
 	if sc == nil {
 		t.Fatal("no two_sleeps scenario")
 	}
