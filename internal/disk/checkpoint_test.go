@@ -46,15 +46,7 @@ func TestRefusedCheckpointKeepsTheJournal(t *testing.T) {
 			t.Fatalf("after the refused checkpoint and a kill %s reads %q, want \"one,two\"", id, got)
 		}
 	}
-	pending, err := d.Inbox().Pending(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, m := range pending {
-		got = append(got, m.ThreadID+"/"+m.ID)
-	}
-	if strings.Join(got, " ") != "t0/m1 t1/m2" {
+	if got := pendingIDs(t, d); strings.Join(got, " ") != "t0/m1 t1/m2" {
 		t.Fatalf("inbox after the refused checkpoint and a kill: %v, want t0/m1 t1/m2", got)
 	}
 }

@@ -251,14 +251,7 @@ func TestInboxSurvivesKill(t *testing.T) {
 	}
 	kill(t, d)
 	d = open(t, dir)
-	got, err := d.Inbox().Pending(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, m := range got {
-		ids = append(ids, m.ThreadID+"/"+m.ID)
-	}
+	ids := pendingIDs(t, d)
 	if strings.Join(ids, " ") != "a/1 a/3 a/5" {
 		t.Fatalf("pending after the kill: %v, want a/1 a/3 a/5", ids)
 	}
@@ -392,14 +385,7 @@ func TestReusedSegmentLeftoversAreIgnored(t *testing.T) {
 	}
 	kill(t, d)
 	d = open(t, dir)
-	pending, err := d.Inbox().Pending(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, m := range pending {
-		got = append(got, m.ThreadID+"/"+m.ID)
-	}
+	got := pendingIDs(t, d)
 	if len(got) != 10 || got[0] != "b/m00" || got[9] != "b/m09" {
 		t.Fatalf("inbox after the kill: %v, want b/m00..b/m09 and no leftover of a/*", got)
 	}
@@ -588,4 +574,18 @@ func TestRecordCRCForms(t *testing.T) {
 	if _, _, err := unframe(unsealed, 7); !errors.Is(err, errTorn) {
 		t.Fatalf("a record never sealed: %v, want errTorn", err)
 	}
+}
+
+// pendingIDs lists the inbox's pending messages as thread/ID, in order.
+func pendingIDs(t *testing.T, d *DB) []string {
+	t.Helper()
+	pending, err := d.Inbox().Pending(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range pending {
+		ids = append(ids, m.ThreadID+"/"+m.ID)
+	}
+	return ids
 }

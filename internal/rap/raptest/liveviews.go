@@ -3,6 +3,7 @@ package raptest
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sort"
 	"testing"
 
@@ -42,13 +43,8 @@ func RunLiveViewStore(t *testing.T, newStore func(t *testing.T) rap.LiveViewStor
 	}
 	same := func(t *testing.T, got []string, want ...string) {
 		t.Helper()
-		if len(got) != len(want) {
+		if !slices.Equal(got, want) && len(got)+len(want) > 0 {
 			t.Fatalf("views %q, want %q", got, want)
-		}
-		for i := range got {
-			if got[i] != want[i] {
-				t.Fatalf("views %q, want %q", got, want)
-			}
 		}
 	}
 
