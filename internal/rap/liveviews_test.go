@@ -212,3 +212,29 @@ func TestReceiverForgetsTheViewsOfACancelledCall(t *testing.T) {
 		t.Fatalf("%d messages, want the started result only", n)
 	}
 }
+
+// failingLiveStore is a LiveViewStore that cannot keep views (DynamoDB
+// down, a view too large for an item); everything else is memory.
+type failingLiveStore struct{ LiveViewStore }
+
+func (failingLiveStore) PutView(context.Context, string, LiveView) error {
+	return errors.New("the view store is down")
+}
+
+// TestReceiverLiveViewStoreDownLosesNoView: a view of a live call that
+// the store cannot keep goes to history like any view (a message), and
+// the callback is accepted: display-only views are an optimisation, never
+// a way to lose one.
+func TestReceiverLiveViewStoreDownLosesNoView(t *testing.T) {
+	t.Parallel()
+	live := &liveSet{live: map[string]bool{"thr_1/call_run": true}}
+	rig := newCallbackRig(t, func(c *ReceiverConfig) {
+		c.HistoryViews, c.LiveViews, c.LiveStore = true, live, failingLiveStore{NewMemoryLiveViews(10)}
+	})
+	if status, msg := post(t, rig.url(t, "thr_1", "call_run"), viewBody("thr_1", "cmd", `{"n":1}`)); status != http.StatusOK {
+		t.Fatalf("view: %d %s", status, msg)
+	}
+	if m := rig.q.next(t); m.Kind != runtime.KindView || m.Text != `{"view_type":"cmd","content":{"n":1}}` {
+		t.Fatalf("a view the store could not keep: %+v, want it in history", m)
+	}
+}
