@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/agentslice/agentslice/internal/rap"
+	"github.com/agentslice/agentslice/internal/retry"
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
@@ -193,10 +194,9 @@ func (l *LiveViews) Views(ctx context.Context, thread string) ([]rap.LiveView, e
 	}
 	var out []rap.LiveView
 	pending := append([]string(nil), keys.Value...)
-	for attempt := 0; len(pending) > 0; attempt++ {
-		if attempt == DefaultAttempts {
-			return nil, fmt.Errorf("%w: %d live views of thread %s left unread", ErrThrottled, len(pending), thread)
-		}
+	// Chunks of maxBatchGet keys; keys DynamoDB leaves unprocessed are
+	// asked again after a backoff, at most DefaultAttempts times in all.
+	for retries := 0; len(pending) > 0; {
 		chunk := pending[:min(len(pending), maxBatchGet)]
 		pending = pending[len(chunk):]
 		ks := make([]map[string]types.AttributeValue, len(chunk))
@@ -213,10 +213,20 @@ func (l *LiveViews) Views(ctx context.Context, thread string) ([]rap.LiveView, e
 				out = append(out, v)
 			}
 		}
-		for _, k := range res.UnprocessedKeys[l.cfg.Table].Keys {
+		left := res.UnprocessedKeys[l.cfg.Table].Keys
+		if len(left) == 0 {
+			continue
+		}
+		if retries++; retries >= DefaultAttempts {
+			return nil, fmt.Errorf("%w: %d live views of thread %s left unread", ErrThrottled, len(left)+len(pending), thread)
+		}
+		for _, k := range left {
 			if pk, ok := k[KeyAttr].(*types.AttributeValueMemberS); ok {
 				pending = append(pending, pk.Value)
 			}
+		}
+		if err := (retry.Backoff{Base: 50 * time.Millisecond}).Wait(ctx, retries); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -77,5 +78,24 @@ func TestLiveViewsRefuseWhatCannotBeKept(t *testing.T) {
 	}
 	if vs, err := lv.Views(ctx, "thr_a"); err != nil || len(vs) != 0 {
 		t.Fatalf("views %v, %v; want none", vs, err)
+	}
+}
+
+// TestLiveViewsReadsEveryChunk: a thread with more views than six
+// BatchGetItem requests of 100 reads them all (the retry bound counts
+// unprocessed keys asked again, not chunks).
+func TestLiveViewsReadsEveryChunk(t *testing.T) {
+	ctx := context.Background()
+	lv := newLiveViews(t, nil)
+	const n = 610
+	for i := range n {
+		v := rap.LiveView{CallID: fmt.Sprintf("call_%d", i), ViewType: "log", Content: json.RawMessage(`1`), At: 1}
+		if err := lv.PutView(ctx, "thr_a", v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vs, err := lv.Views(ctx, "thr_a")
+	if err != nil || len(vs) != n {
+		t.Fatalf("%d views, %v; want %d", len(vs), err, n)
 	}
 }
