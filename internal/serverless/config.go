@@ -125,18 +125,15 @@ func LoadSliceConfig(getenv func(string) string) (SliceConfig, error) {
 	for _, f := range []struct {
 		name string
 		to   *int
-		zero string
-	}{{lambdafn.EnvMaxSubscriptions, &c.MaxSubscriptions, "no cap"}, {lambdafn.EnvMaxChildren, &c.MaxChildren, "no cap"},
-		{lambdafn.EnvMaxInheritedDepth, &c.MaxInheritedDepth, ""}} {
-		v := r.Opt(f.name)
-		if v == "" {
-			continue
-		}
-		n, err := strconv.Atoi(v)
+		zero bool // 0 allowed: no cap
+	}{{lambdafn.EnvMaxSubscriptions, &c.MaxSubscriptions, true}, {lambdafn.EnvMaxChildren, &c.MaxChildren, true},
+		{lambdafn.EnvMaxInheritedDepth, &c.MaxInheritedDepth, false}} {
+		n, err := strconv.Atoi(r.Opt(f.name))
 		switch {
+		case r.Opt(f.name) == "":
 		case err != nil || n < 0:
-			r.Fail(f.name, "%q is not a whole number of 0 or more", v)
-		case n == 0 && f.zero == "":
+			r.Fail(f.name, "%q is not a whole number of 0 or more", r.Opt(f.name))
+		case n == 0 && !f.zero:
 			r.Fail(f.name, "0: the depth must be at least 1 (unset: %d)", DefaultMaxInheritedDepth)
 		default:
 			*f.to = n
