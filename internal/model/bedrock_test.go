@@ -388,3 +388,88 @@ func TestBedrockBadToolSchemaIsPermanent(t *testing.T) {
 		t.Errorf("a request was sent for a request that cannot be built")
 	}
 }
+
+// writeLoopTransport answers like net/http's transport under a fast server:
+// it sends the request body's ContentLength bytes, returns the response at
+// once, and only when the response body is first read (after the SDK has
+// closed the request body it built, which it does as soon as Do returns)
+// does what net/http's write loop does last for a body of known length:
+// copy the rest of the body to io.Discard to see that nothing is left. An
+// error there makes net/http close the connection, so this transport then
+// fails the response body's reads the way net/http does.
+type writeLoopTransport struct{ stream []byte }
+
+func (tr writeLoopTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if _, err := io.Copy(io.Discard, io.LimitReader(req.Body, req.ContentLength)); err != nil {
+		return nil, err
+	}
+	return &http.Response{StatusCode: http.StatusOK, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:  http.Header{"Content-Type": {"application/vnd.amazon.eventstream"}},
+		Body:    &afterWriteLoop{req: req, rest: bytes.NewReader(tr.stream)},
+		Request: req, ContentLength: -1}, nil
+}
+
+type afterWriteLoop struct {
+	req     *http.Request
+	checked bool
+	err     error
+	rest    *bytes.Reader
+}
+
+func (b *afterWriteLoop) Read(p []byte) (int, error) {
+	if !b.checked {
+		b.checked = true
+		if _, err := io.CopyBuffer(io.Discard, b.req.Body, make([]byte, 512)); err != nil {
+			b.err = fmt.Errorf("read tcp: use of closed network connection (the write loop's check of the request body failed: %v)", err)
+		}
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	return b.rest.Read(p)
+}
+
+func (b *afterWriteLoop) Close() error { return nil }
+
+// TestDetachedBodyKeepsTheStream: a completion streams whole although the
+// transport checks the request body after the SDK closed it (the flake of
+// TestBedrockStreamOutlivesTheOldTimeout, made deterministic). It fails
+// when newBedrock passes its HTTP client to the SDK without detachedBody:
+// the SDK's closed body answers that check with io.EOF.
+func TestDetachedBodyKeepsTheStream(t *testing.T) {
+	t.Parallel()
+	var stream bytes.Buffer
+	enc := eventstream.NewEncoder()
+	for _, f := range []struct{ event, payload string }{
+		{"messageStart", `{"role":"assistant"}`},
+		{"contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"whole "}}`},
+		{"contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"answer"}}`},
+		{"contentBlockStop", `{"contentBlockIndex":0}`},
+		{"messageStop", `{"stopReason":"end_turn"}`},
+		{"metadata", `{"usage":{"inputTokens":5,"outputTokens":2,"totalTokens":7},"metrics":{"latencyMs":1}}`},
+	} {
+		var msg eventstream.Message
+		msg.Headers.Set(":message-type", eventstream.StringValue("event"))
+		msg.Headers.Set(":event-type", eventstream.StringValue(f.event))
+		msg.Headers.Set(":content-type", eventstream.StringValue("application/json"))
+		msg.Payload = []byte(f.payload)
+		if err := enc.Encode(&stream, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := Config{Name: "claude", Provider: ProviderBedrock, ModelID: testBedrockModel, ContextWindow: 200000,
+		MaxOutputTokens: 8192, Bedrock: &BedrockConfig{Endpoint: "http://bedrock.invalid"}}
+	awsCfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")}
+	m, err := FromConfig(context.Background(), cfg, WithAWSConfig(awsCfg),
+		WithHTTPClient(&http.Client{Transport: writeLoopTransport{stream: stream.Bytes()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w recorder
+	if err := m.Complete(context.Background(), simpleRequest(), &w); err != nil {
+		t.Fatalf("the stream failed: %v", err)
+	}
+	if got := w.joined("text"); got != "whole answer" {
+		t.Fatalf("streamed %q, want %q", got, "whole answer")
+	}
+}

@@ -41,6 +41,18 @@ func slowConverseStream(t *testing.T, lasting time.Duration) (*httptest.Server, 
 			http.Error(w, `{"message":"not ConverseStream"}`, http.StatusNotFound)
 			return
 		}
+		// Read the whole request first, as Bedrock does before its first
+		// token. (This once flaked, about 1 run in 12 on a loaded machine:
+		// the SDK closed its request body under net/http's write loop;
+		// model.detachedBody is the fix, TestDetachedBodyKeepsTheStream in
+		// internal/model its deterministic test.)
+		var in struct {
+			Messages []json.RawMessage `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || len(in.Messages) == 0 {
+			http.Error(w, fmt.Sprintf(`{"message":"unreadable ConverseStream request: %v"}`, err), http.StatusBadRequest)
+			return
+		}
 		w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
 		w.WriteHeader(http.StatusOK)
 		enc := eventstream.NewEncoder()
