@@ -236,8 +236,16 @@ func percentiles(xs []float64) (p50, p99, maxv float64) {
 		return 0, 0, 0
 	}
 	slices.Sort(ok)
-	at := func(q float64) float64 { return ok[min(len(ok)-1, int(q*float64(len(ok))))] }
-	return at(0.50), at(0.99), ok[len(ok)-1]
+	return quantile(ok, 0.50), quantile(ok, 0.99), ok[len(ok)-1]
+}
+
+// quantile is xs's q quantile the way every figure here picks it: the
+// value at index q*len of xs sorted (xs is sorted in place; not empty).
+func quantile(xs []float64, q float64) float64 {
+	if !slices.IsSorted(xs) {
+		slices.Sort(xs)
+	}
+	return xs[min(len(xs)-1, int(q*float64(len(xs))))]
 }
 
 // pick returns n distinct indexes of [lo, hi) at random.

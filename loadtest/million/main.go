@@ -42,6 +42,8 @@ type config struct {
 	serveNice                      int  // -serve-nice (priority.go)
 	serveNiceSet                   bool // -serve-nice given: serve's threads are reniced to it
 	stages                         bool // -stages (stages.go)
+	fsyncN, fsyncBytes             int  // -fsync-probe, -fsync-probe-bytes (fsync.go)
+	fsyncOnly                      bool // -fsync-probe-only
 }
 
 // step is what one size measured.
@@ -99,6 +101,14 @@ type Result struct {
 	Date                    string    `json:"date"`
 	Memory                  wakeStats `json:"memory_wake"`
 	ServeNice               *int      `json:"serve_nice,omitempty"` // -serve-nice, if given
+	// The fsync probe on the data directory's filesystem, before the
+	// measurements (fsync.go), and the share of the last size's slowest
+	// wake-ups spent in the journal's commit (-stages).
+	FsyncP50MS         float64     `json:"fsync_p50_ms"`
+	FsyncP99MS         float64     `json:"fsync_p99_ms"`
+	FsyncMaxMS         float64     `json:"fsync_max_ms"`
+	Fsync              *fsyncStats `json:"fsync,omitempty"`
+	WakeP99CommitShare *float64    `json:"wake_p99_commit_share,omitempty"`
 }
 
 func main() {
@@ -123,6 +133,9 @@ func main() {
 	flag.IntVar(&c.existing, "existing", 0, "agents -data already holds from an earlier run with -keep (they are not created again)")
 	flag.IntVar(&c.serveNice, "serve-nice", 0, "nice value of serve's threads once it is ready (negative: a higher priority than the machine's other processes; needs root; not given: serve inherits the harness's)")
 	flag.BoolVar(&c.stages, "stages", true, "trace the wake-ups' slices in serve (OpenTelemetry to a receiver in the harness; the background load is not traced) and print where their time went")
+	flag.IntVar(&c.fsyncN, "fsync-probe", 2000, "appends, each fdatasynced as the journal does, timed on the data directory's filesystem before the measurements (0: no probe)")
+	flag.IntVar(&c.fsyncBytes, "fsync-probe-bytes", 4096, "bytes in each of the fsync probe's appends")
+	flag.BoolVar(&c.fsyncOnly, "fsync-probe-only", false, "run the fsync probe on -data's filesystem (default: the temporary directory's), print it and stop")
 	flag.Uint64Var(&c.seed, "seed", uint64(time.Now().UnixNano()), "random seed (which agents wake)")
 	var sc sleepConfig
 	flag.IntVar(&sc.n, "sleepers", 0, "instead of the rest: this many agents each in a sleep, then serve restarted on them (sleepers.go)")
@@ -134,6 +147,13 @@ func main() {
 	flag.Visit(func(f *flag.Flag) { c.serveNiceSet = c.serveNiceSet || f.Name == "serve-nice" })
 	if sc.n > 0 {
 		if err := runSleepers(context.Background(), c, sc); err != nil {
+			fmt.Fprintln(os.Stderr, "million:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if c.fsyncOnly {
+		if err := runFsyncOnly(c); err != nil {
 			fmt.Fprintln(os.Stderr, "million:", err)
 			os.Exit(1)
 		}
@@ -201,6 +221,16 @@ func run(ctx context.Context, c config) error {
 	fmt.Printf("# agentslice million: agents=%d steps=%v turns=%d wake=%d; %s; %s\n", c.agents, c.steps, c.turns, c.wakeN, hostinfo.Machine(), loadavg())
 	res := Result{Agents: c.agents, Turns: c.turns, Machine: hostinfo.Machine(), Date: time.Now().UTC().Format(time.RFC3339)}
 	rng := rand.New(rand.NewPCG(c.seed, 35))
+	if c.fsyncN > 0 {
+		// first, on the idle data directory's filesystem: the disk's own
+		// figure, before serve's load is on it
+		fs, err := probeFsync(c.data, c.fsyncN, c.fsyncBytes, fdatasync)
+		if err != nil {
+			return err
+		}
+		res.Fsync, res.FsyncP50MS, res.FsyncP99MS, res.FsyncMaxMS = &fs, fs.P50, fs.P99, fs.Max
+		logf("%s, in %s", fs, c.data)
+	}
 
 	// serve's own footprint, on an empty directory
 	base := filepath.Join(work, "empty")
@@ -349,6 +379,10 @@ func run(ctx context.Context, c config) error {
 	res.RSSBytesPerIdleAgent, res.DiskBytesPerAgent = final.RSSPerIdleAgent, final.DiskPerAgent
 	res.WakeP50MS, res.WakeP99MS, res.WakeMaxMS, res.WakeModelMS, res.WakeN = final.Wake.P50, final.Wake.P99, final.Wake.Max, final.Wake.ModelMS, final.Wake.N
 	res.DurableRate, res.BackgroundRate = final.DurableRate, final.BackgroundRate
+	if final.WakeStages != nil {
+		share := final.WakeStages.P99CommitShare
+		res.WakeP99CommitShare = &share
+	}
 	for _, v := range final.PageMS {
 		res.ThreadsPageMS = max(res.ThreadsPageMS, v)
 	}
@@ -365,6 +399,13 @@ func run(ctx context.Context, c config) error {
 		if err := os.WriteFile(c.chart, []byte(chart(&res)), 0o644); err != nil {
 			return err
 		}
+	}
+	if res.Fsync != nil {
+		fmt.Printf("# fsync probe: p50 %.2f / p99 %.2f / max %.2f ms; wake-up p50 %.2f / p99 %.2f ms at %d agents", res.FsyncP50MS, res.FsyncP99MS, res.FsyncMaxMS, res.WakeP50MS, res.WakeP99MS, res.Agents)
+		if res.WakeP99CommitShare != nil {
+			fmt.Printf("; the journal's commit (its sync wait) is %.0f%% of the wake-ups at or above p99", 100**res.WakeP99CommitShare)
+		}
+		fmt.Println()
 	}
 	line, _ := json.Marshal(res)
 	if err := os.MkdirAll(c.out, 0o755); err == nil {
@@ -384,4 +425,35 @@ func loadavg() string {
 		return "load average unknown"
 	}
 	return "load average " + strings.Join(f[:3], " ")
+}
+
+// runFsyncOnly is -fsync-probe-only: the probe alone, its summary and a
+// JSON line with the same fsync fields as a full run's.
+func runFsyncOnly(c config) error {
+	dir := c.data
+	if dir == "" {
+		work, err := os.MkdirTemp("", "million-fsync-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(work)
+		dir = work
+	}
+	fs, err := probeFsync(dir, c.fsyncN, c.fsyncBytes, fdatasync)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("# agentslice million -fsync-probe-only: %s, in %s; %s; %s\n", fs, dir, hostinfo.Machine(), loadavg())
+	line, _ := json.Marshal(struct {
+		P50     float64    `json:"fsync_p50_ms"`
+		P99     float64    `json:"fsync_p99_ms"`
+		Max     float64    `json:"fsync_max_ms"`
+		Fsync   fsyncStats `json:"fsync"`
+		Dir     string     `json:"dir"`
+		Machine string     `json:"machine"`
+		Load    string     `json:"load"`
+		Date    string     `json:"date"`
+	}{fs.P50, fs.P99, fs.Max, fs, dir, hostinfo.Machine(), loadavg(), time.Now().UTC().Format(time.RFC3339)})
+	fmt.Println(string(line))
+	return nil
 }

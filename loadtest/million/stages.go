@@ -120,6 +120,11 @@ type stageStats struct {
 	Traced int                   `json:"traced"`
 	Stages map[string]stageQuant `json:"stages"`
 	Order  []string              `json:"order"`
+	// P99CommitShare is the share of the slowest wake-ups' time (those
+	// whose total is at or above the total's p99) spent in the commit
+	// span: the journal's group commit, waiting for the sync in progress
+	// and then its own fdatasync (see tailShare).
+	P99CommitShare float64 `json:"p99_commit_share"`
 }
 
 type stageQuant struct {
@@ -152,6 +157,7 @@ func (r *stageRecorder) breakdown(ctx context.Context, wait time.Duration) stage
 	order := []string{"post", "queued", "load", "chat", "commit", "slice_other", "between", "deliver", "total"}
 	vals := map[string][]float64{}
 	traced := 0
+	var totals, commits []float64 // per wake-up, for the tail's commit share
 	for id, wt := range r.wakes {
 		sps := r.spans[id]
 		var slices_ []span
@@ -183,13 +189,14 @@ func (r *stageRecorder) breakdown(ctx context.Context, wait time.Duration) stage
 		add("between", last.end.Sub(first.start)-inSlices)
 		add("deliver", wt.replied.Sub(last.end))
 		add("total", wt.replied.Sub(wt.accepted))
+		totals, commits = append(totals, ms(wt.replied.Sub(wt.accepted))), append(commits, ms(sum["commit"]))
 		for name, d := range sum {
 			if !slices.Contains(order, name) {
 				add(name, d)
 			}
 		}
 	}
-	st := stageStats{Traced: traced, Stages: map[string]stageQuant{}, Order: order}
+	st := stageStats{Traced: traced, Stages: map[string]stageQuant{}, Order: order, P99CommitShare: tailShare(totals, commits, 0.99)}
 	for k, xs := range vals {
 		p50, p99, _ := percentiles(xs)
 		var s float64
@@ -214,7 +221,7 @@ func (st stageStats) String() string {
 			fmt.Fprintf(&b, " %s %.2f/%.2f", k, q.P50, q.P99)
 		}
 	}
-	b.WriteString(" (p50/p99 ms)")
+	fmt.Fprintf(&b, " (p50/p99 ms); commit %.0f%% of the wake-ups at or above total's p99", 100*st.P99CommitShare)
 	return b.String()
 }
 
