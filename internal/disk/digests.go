@@ -34,6 +34,9 @@ const (
 	sqlRootDigest = `UPDATE roots SET status = ?, agent = ?, versioned = ?, title = ? WHERE id = ?`
 	sqlRootNew    = `INSERT INTO roots (id, activity, status, agent, versioned, title) VALUES (?, 0, ?, ?, ?, ?)`
 	sqlRootKey    = `SELECT status, agent, versioned FROM roots WHERE id = ?`
+	// sqlRootKeyTitle is sqlRootKey with the title and its index entry
+	// (titles.go), from schema v11 on.
+	sqlRootKeyTitle = `SELECT status, agent, versioned, title, title_row FROM roots WHERE id = ?`
 )
 
 // putDigest writes thread id's digest (encoded as data) through exec,
@@ -52,19 +55,27 @@ func putDigest(rw rowWriter, query, id string, d *runtime.Digest, data []byte) (
 		return false, err
 	}
 	if old != nil {
-		if *old == (rootCount{status, d.Agent, d.Versioned}) {
-			_, err = exec(sqlRootDigest, status, d.Agent, d.Versioned, d.Title, id)
+		if _, err = exec(sqlRootDigest, status, d.Agent, d.Versioned, d.Title, id); err != nil {
 			return false, err
 		}
-		if _, err = exec(sqlRootDigest, status, d.Agent, d.Versioned, d.Title, id); err == nil {
-			if err = countRoot(exec, old.status, old.agent, old.versioned, -1); err == nil {
-				err = countRoot(exec, status, d.Agent, d.Versioned, 1)
+		if !rw.skipTitles && old.title != d.Title {
+			if err := setTitle(rw, id, old.titleRow, d.Title); err != nil {
+				return false, err
 			}
+		}
+		if old.rootCount == (rootCount{status, d.Agent, d.Versioned}) {
+			return false, nil
+		}
+		if err = countRoot(exec, old.status, old.agent, old.versioned, -1); err == nil {
+			err = countRoot(exec, status, d.Agent, d.Versioned, 1)
 		}
 		return false, err
 	}
 	if _, err = exec(sqlRootNew, id, status, d.Agent, d.Versioned, d.Title); err == nil {
 		err = countRoot(exec, status, d.Agent, d.Versioned, 1)
+	}
+	if err == nil && !rw.skipTitles && d.Title != "" {
+		err = setTitle(rw, id, 0, d.Title)
 	}
 	return err == nil, err
 }
@@ -78,10 +89,24 @@ type rootCount struct {
 	versioned     bool
 }
 
-// rootKey reads the root_counts key of root id's row; nil when it has none.
-func rootKey(rw rowWriter, id string) (*rootCount, error) {
-	var k rootCount
-	switch err := rw.queryRow(sqlRootKey, id).Scan(&k.status, &k.agent, &k.versioned); {
+// rootRow is what putDigest reads of a roots row: its root_counts key,
+// and (unless skipTitles) its title and title index entry.
+type rootRow struct {
+	rootCount
+	title    string
+	titleRow int64
+}
+
+// rootKey reads root id's row; nil when it has none.
+func rootKey(rw rowWriter, id string) (*rootRow, error) {
+	var k rootRow
+	var err error
+	if rw.skipTitles {
+		err = rw.queryRow(sqlRootKey, id).Scan(&k.status, &k.agent, &k.versioned)
+	} else {
+		err = rw.queryRow(sqlRootKeyTitle, id).Scan(&k.status, &k.agent, &k.versioned, &k.title, &k.titleRow)
+	}
+	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, nil
 	case err != nil:
@@ -95,6 +120,9 @@ func rootKey(rw rowWriter, id string) (*rootCount, error) {
 type rowWriter struct {
 	exec     func(string, ...any) (int64, error)
 	queryRow func(string, ...any) *sql.Row
+	// skipTitles leaves the title index alone: migration v9's step, which
+	// runs before v11 makes it (fillTitles then indexes what v9 wrote).
+	skipTitles bool
 }
 
 // txWriter is tx as a rowWriter.
@@ -127,7 +155,7 @@ func writeDigests(w *wconn, snap []ckptEntry) (int, error) {
 	added := 0
 	for i := range snap {
 		e := &snap[i]
-		created, err := putDigest(rowWriter{w.exec, w.queryRow}, sqlPutDigest, e.id, &e.digest, e.digestJSON)
+		created, err := putDigest(rowWriter{exec: w.exec, queryRow: w.queryRow}, sqlPutDigest, e.id, &e.digest, e.digestJSON)
 		if err != nil {
 			return added, fmt.Errorf("writing the digest of thread %s: %w", e.id, err)
 		}
@@ -200,6 +228,7 @@ func fillDigests(ctx context.Context, tx *sql.Tx) error {
 	}
 	defer dec.Close()
 	rw := txWriter(ctx, tx)
+	rw.skipTitles = true // the schema is at v9 here: no title index yet
 	type row struct {
 		id            string
 		state, frozen []byte

@@ -154,7 +154,7 @@ func TestDigestsMigrated(t *testing.T) {
 	}
 	// Back to version 8: what an older build left.
 	db := rawDB(t, dir)
-	for _, q := range []string{`DROP INDEX timers_at`, `DROP TABLE root_counts`, `DROP TABLE digests`, `DROP INDEX roots_status`, `DROP INDEX roots_agent`,
+	for _, q := range []string{`DROP TABLE root_titles`, `DROP TABLE IF EXISTS root_titles_content`, `ALTER TABLE roots DROP COLUMN title_row`, `DROP INDEX timers_at`, `DROP TABLE root_counts`, `DROP TABLE digests`, `DROP INDEX roots_status`, `DROP INDEX roots_agent`,
 		`ALTER TABLE roots DROP COLUMN status`, `ALTER TABLE roots DROP COLUMN agent`,
 		`ALTER TABLE roots DROP COLUMN versioned`, `ALTER TABLE roots DROP COLUMN title`, `PRAGMA user_version = 8`} {
 		if _, err := db.Exec(q); err != nil {

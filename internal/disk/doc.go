@@ -109,6 +109,11 @@
 //	    the migration makes them in Go (fillDigests)
 //	v10: timers by due time: Timers with a Horizon arm only what is due
 //	    soon and read the rest as it comes due
+//	v11: root_titles (FTS5, trigram, contentless but for the root's id):
+//	    each root's title lower-cased, and roots.title_row its entry's
+//	    rowid; a listing by title piece searches it (titles.go); written
+//	    with each roots title (putDigest), the migration fills it in Go
+//	    (fillTitles)
 //
 // The data directory holds agentslice.db (plus its -wal and -shm files),
 // the journal's segments (journal-NNNNNNNN.log, and journal-spare.log) and

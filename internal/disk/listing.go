@@ -87,8 +87,10 @@ func (f *RootFilter) Match(d *runtime.Digest) bool {
 
 // RootsWhere is Roots of the roots f selects: up to limit after (afterAt,
 // afterID) when afterID is set, newest first, and how many f selects in
-// all. A filter by status or agent walks its index; one by title reads
-// every root the others select (the roots rows only).
+// all. A filter by status or agent walks its index; one by title looks
+// its trigrams up in the title index (titles.go) and checks the roots it
+// finds, or, for a piece under three characters, reads every root the
+// others select (the roots rows only).
 func (h *History) RootsWhere(ctx context.Context, f RootFilter, afterAt runtime.Stamp, afterID string, limit int) ([]Root, int, error) {
 	if err := h.current(ctx); err != nil {
 		return nil, 0, err
@@ -110,13 +112,17 @@ func (h *History) RootsWhere(ctx context.Context, f RootFilter, afterAt runtime.
 		})
 		return page[:min(len(page), limit)], total + n, err
 	}
-	where, args := f.where()
-	return h.scanRoots(ctx, fmt.Sprintf(sqlRootsWhere, where), args, func(r *Root, title string) (bool, bool) {
+	keep := func(r *Root, title string) (bool, bool) {
 		if !strings.Contains(strings.ToLower(title), f.Title) {
 			return false, false
 		}
 		return true, afterID == "" || r.Activity < afterAt || (r.Activity == afterAt && r.ID > afterID)
-	}, limit)
+	}
+	if match, ok := titleTrigrams(f.Title); ok {
+		return h.rootsByTitle(ctx, f, match, keep, limit)
+	}
+	where, args := f.where()
+	return h.scanRoots(ctx, fmt.Sprintf(sqlRootsWhere, where), args, keep, limit)
 }
 
 // rootsPage is one index walk of RootsWhere: the roots f selects, bound
