@@ -89,8 +89,8 @@ func (f *RootFilter) Match(d *runtime.Digest) bool {
 // afterID) when afterID is set, newest first, and how many f selects in
 // all. A filter by status or agent walks its index; one by title looks
 // its trigrams up in the title index (titles.go) and checks the roots it
-// finds, or, for a piece under three characters, reads every root the
-// others select (the roots rows only).
+// finds, or, for a piece under three characters or one in thousands of
+// titles, reads every root the others select (the roots rows only).
 func (h *History) RootsWhere(ctx context.Context, f RootFilter, afterAt runtime.Stamp, afterID string, limit int) ([]Root, int, error) {
 	if err := h.current(ctx); err != nil {
 		return nil, 0, err
@@ -118,8 +118,14 @@ func (h *History) RootsWhere(ctx context.Context, f RootFilter, afterAt runtime.
 		}
 		return true, afterID == "" || r.Activity < afterAt || (r.Activity == afterAt && r.ID > afterID)
 	}
-	if match, ok := titleTrigrams(f.Title); ok {
-		return h.rootsByTitle(ctx, f, match, keep, limit)
+	if terms := titleTrigrams(f.Title); len(terms) > 0 {
+		ids, broad, err := h.titleCandidates(ctx, terms)
+		if err != nil {
+			return nil, 0, err
+		}
+		if !broad {
+			return h.rootsByTitle(ctx, f, ids, keep, limit)
+		}
 	}
 	where, args := f.where()
 	return h.scanRoots(ctx, fmt.Sprintf(sqlRootsWhere, where), args, keep, limit)

@@ -179,21 +179,23 @@ func TestTitlesMigrated(t *testing.T) {
 	}
 }
 
-// TestTitleQueryUsesTheIndex: a title filter (alone, or with a status or
-// an agent) is a search of the title index and a read of each root it
-// finds by its primary key, not a scan of the roots.
+// TestTitleQueryUsesTheIndex: a title filter is a search of the title
+// index, then a read of each root it finds by its primary key (alone, or
+// with a status or an agent), not a scan of the roots.
 func TestTitleQueryUsesTheIndex(t *testing.T) {
 	d := openUnmanaged(t, t.TempDir())
 	defer d.Close()
+	// FTS5's plan names its index "0:M<column>" for a MATCH (a bare "0:"
+	// would be a scan of every entry)
+	if got := queryPlan(t, d, sqlTitleFind); !strings.Contains(got, "VIRTUAL TABLE INDEX 0:M") {
+		t.Errorf("%s\nplan: %s\nwant a MATCH of the title index", sqlTitleFind, got)
+	}
 	for _, f := range []RootFilter{{Title: "abc"}, {Title: "abc", Status: "idle"}, {Title: "abc", Agent: "a", AgentIsDefault: true}} {
 		where, _ := f.where()
-		q := fmt.Sprintf(sqlRootsByTitle, where)
+		q := fmt.Sprintf(sqlRootsOf, "?,?,?", where)
 		got := queryPlan(t, d, q)
-		// FTS5's plan names its index "0:M<column>" for a MATCH (a bare
-		// "0:" would be a scan of every entry)
-		if !strings.Contains(got, "VIRTUAL TABLE INDEX 0:M") || !strings.Contains(got, "SEARCH r USING PRIMARY KEY") ||
-			strings.Contains(got, "SCAN r") || strings.Contains(got, " threads") {
-			t.Errorf("%+v: %s\nplan: %s\nwant the title index, then each root by its key", f, q, got)
+		if !strings.Contains(got, "SEARCH roots USING PRIMARY KEY (id=?)") || strings.Contains(got, "SCAN") || strings.Contains(got, " threads") {
+			t.Errorf("%+v: %s\nplan: %s\nwant each root by its key", f, q, got)
 		}
 	}
 }
@@ -235,6 +237,67 @@ func TestTitleChangeReplacesItsEntry(t *testing.T) {
 	for piece, want := range map[string]string{"first": "", "second": "", "third": "a"} {
 		if got, _ := rootsWithTitle(t, d.History(), piece); strings.Join(got, " ") != want {
 			t.Errorf("q=%q: %v, want %q", piece, got, want)
+		}
+	}
+}
+
+// TestTitleCandidatesOrTheScan: a piece the index finds in more titles
+// than titleCandidatesMax is answered by the scan, one in fewer by the
+// index, and RootsWhere answers both exactly, with their totals.
+func TestTitleCandidatesOrTheScan(t *testing.T) {
+	dir := t.TempDir()
+	d := openUnmanaged(t, dir)
+	defer d.Close()
+	db := rawDB(t, dir)
+	defer db.Close()
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := titleCandidatesMax + 200
+	for i := range n { // straight into the index and the roots rows: faster than n commits
+		id := fmt.Sprintf("r%05d", i)
+		title := fmt.Sprintf("agent-%07d", i)
+		if _, err := tx.Exec(`INSERT INTO roots (id, activity, title) VALUES (?, ?, ?)`, id, i, title); err != nil {
+			t.Fatal(err)
+		}
+		if err := setTitle(txWriter(context.Background(), tx), id, 0, title); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	checkTitleIndex(t, d)
+	ctx := context.Background()
+	for piece, want := range map[string]struct {
+		broad bool
+		total int
+	}{
+		"agent-0000042": {false, 1},
+		"agent-00001":   {false, 100},
+		"agent-000xyz":  {false, 0},
+		"agent-00":      {true, n},
+		"nt-0001":       {false, 1000},
+	} {
+		ids, broad, err := d.History().titleCandidates(ctx, titleTrigrams(piece))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if broad != want.broad || (!broad && len(ids) < want.total) {
+			t.Errorf("candidates for %q: %d, broad %v; want broad %v", piece, len(ids), broad, want.broad)
+		}
+		page, total, err := d.History().RootsWhere(ctx, RootFilter{Title: piece}, 0, "", 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if total != want.total || len(page) != min(50, want.total) {
+			t.Errorf("q=%q: %d of %d, want %d", piece, len(page), total, want.total)
+		}
+		for i := 1; i < len(page); i++ {
+			if page[i-1].Activity < page[i].Activity {
+				t.Fatalf("q=%q: page not newest first: %v", piece, page)
+			}
 		}
 	}
 }
