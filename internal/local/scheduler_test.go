@@ -198,7 +198,8 @@ func TestBudgetBoundsConcurrentModelCalls(t *testing.T) {
 
 // The token budget admits calls while the bucket holds their estimate and
 // refills by the clock; a call that does not fit waits rather than being
-// sent.
+// sent. (Calls are bounded, completeWithin: a refill that never comes
+// fails by assertion instead of hanging.)
 func TestBudgetTokensPerMinute(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -216,19 +217,19 @@ func TestBudgetTokensPerMinute(t *testing.T) {
 	defer g.Close()
 	req := &runtime.CompletionRequest{ThreadID: "t"}
 	for i := range 6 {
-		if err := g.Complete(context.Background(), req, discardTurn{}); err != nil {
+		if err := completeWithin(t, g, context.Background(), req); err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := g.Complete(ctx, req, discardTurn{}); err == nil || calls != 6 {
+	if err := completeWithin(t, g, ctx, req); err == nil || calls != 6 {
 		t.Fatalf("seventh call in the same minute: err %v, %d calls reached the model; want it held back", err, calls)
 	}
 	mu.Lock()
 	now = now.Add(10 * time.Second) // 100 tokens at 600 a minute
 	mu.Unlock()
-	if err := g.Complete(context.Background(), req, discardTurn{}); err != nil || calls != 7 {
+	if err := completeWithin(t, g, context.Background(), req); err != nil || calls != 7 {
 		t.Fatalf("after the refill: err %v, %d calls; want the call through", err, calls)
 	}
 	if st := g.Stats(); st.Calls != 7 {
