@@ -206,7 +206,19 @@ func TestDeadLetterReopenedAfterResolveIsResolvedAgain(t *testing.T) {
 	hist.broken.Store(false)
 	redrive("m2")
 	step("m2's second redrive was consumed", "m2", DeadResolved)
-	if kinds(h.history("a")) != "user,assistant,user,assistant" {
+
+	// Discarding an open entry and a resolved one keeps the count.
+	hist.broken.Store(true)
+	h.send(user("a", "m3", "and on"))
+	step("m3's first slice failed", "m3", DeadOpen)
+	hist.broken.Store(false)
+	for _, id := range []string{"m3", "m1"} {
+		if err := h.sys.DiscardDeadLetter(ctx, "a", id); err != nil {
+			t.Fatal(err)
+		}
+		checkOpenCount(t, h.sys, "discarded "+id)
+	}
+	if kinds(h.history("a")) != "user,assistant,user,assistant" { // m3 never consumed
 		t.Fatalf("history of a: %s, want each message consumed once", kinds(h.history("a")))
 	}
 }
