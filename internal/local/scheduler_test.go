@@ -325,3 +325,27 @@ func TestDiskWaitingStoreGetsMoreSlots(t *testing.T) {
 		h.wait()
 	}
 }
+
+// While both classes wait, background gets its share of the picks, no
+// more and no less, and never two picks in a row at a share under a half:
+// with a share of a quarter, one pick in four of a hundred.
+func TestPickerGivesBackgroundItsShare(t *testing.T) {
+	p := picker{capacity: 1, share: 0.25}
+	picks, last := [2]int{}, ci
+	for range 100 {
+		c := p.next([2]bool{true, true}, ci)
+		if c < 0 {
+			t.Fatal("a free unit and both classes waiting: no pick")
+		}
+		p.took(c, true)
+		p.running[c]-- // the call ends before the next pick
+		picks[c]++
+		if c == cb && last == cb {
+			t.Fatalf("background picked twice in a row after %d picks", picks[ci]+picks[cb])
+		}
+		last = c
+	}
+	if picks[cb] != 25 {
+		t.Fatalf("background got %d of 100 contested picks, want 25 (its share of a quarter)", picks[cb])
+	}
+}
