@@ -2,6 +2,8 @@ package local
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,5 +117,82 @@ func completeWithin(t *testing.T, g *BudgetedModel, ctx context.Context, req *ru
 	case <-time.After(40 * time.Second):
 		t.Fatal("Complete did not return: the budget is stuck")
 		return nil
+	}
+}
+
+// With FIFO the budget admits waiting calls in the order they came,
+// whatever their class; without it, interactive first: one call at a
+// time, a background call that waits before an interactive one goes first
+// only with FIFO.
+func TestBudgetFIFOAdmitsInArrivalOrder(t *testing.T) {
+	for _, fifo := range []bool{true, false} {
+		var mu sync.Mutex
+		var order []string
+		hold, entered := make(chan struct{}), make(chan struct{})
+		inner := modelFunc(func(ctx context.Context, req *runtime.CompletionRequest, w runtime.TurnWriter) error {
+			mu.Lock()
+			order = append(order, req.ThreadID)
+			mu.Unlock()
+			if req.ThreadID == "first" {
+				close(entered)
+				<-hold
+			}
+			return nil
+		})
+		g, err := Budgeted(inner, Budget{Concurrency: 1, FIFO: fifo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waits := make(chan struct{}, 4)
+		g.mu.Lock()
+		g.onWait = func() { waits <- struct{}{} }
+		g.mu.Unlock()
+		done := make(chan error, 3)
+		call := func(thread string, c int) {
+			go func() {
+				ctx, cancel := context.WithTimeout(withClass(context.Background(), c), 30*time.Second)
+				defer cancel()
+				done <- g.Complete(ctx, &runtime.CompletionRequest{ThreadID: thread}, discardTurn{})
+			}()
+		}
+		call("first", ci)
+		select {
+		case <-entered:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("FIFO %v: the first call was not admitted", fifo)
+		}
+		for _, w := range []struct {
+			thread string
+			class  int
+		}{{"background", cb}, {"interactive", ci}} {
+			call(w.thread, w.class)
+			select {
+			case <-waits:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("FIFO %v: the %s call never waited for the budget", fifo, w.thread)
+			}
+		}
+		close(hold)
+		for range 3 {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("FIFO %v: %v", fifo, err)
+				}
+			case <-time.After(40 * time.Second):
+				t.Fatalf("FIFO %v: a call did not return: the budget is stuck", fifo)
+			}
+		}
+		g.Close()
+		want := []string{"first", "interactive", "background"}
+		if fifo {
+			want = []string{"first", "background", "interactive"}
+		}
+		mu.Lock()
+		got := slices.Clone(order)
+		mu.Unlock()
+		if !slices.Equal(got, want) {
+			t.Errorf("FIFO %v: calls reached the model in order %v, want %v", fifo, got, want)
+		}
 	}
 }

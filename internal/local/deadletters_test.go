@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentslice/agentslice/internal/model"
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
@@ -121,5 +122,103 @@ func TestRedriveReopensAndResolves(t *testing.T) {
 	}
 	if deadStatus(h.sys, "a", "same") != DeadResolved {
 		t.Fatal("discarding b's entry touched a's")
+	}
+}
+
+// breakableHistory fails every load while broken: the slices of every
+// thread fail, whether or not their messages were consumed before.
+type breakableHistory struct {
+	inner  runtime.HistoryStore
+	broken atomic.Bool
+}
+
+func (b *breakableHistory) Load(ctx context.Context, id string) (*runtime.Thread, error) {
+	if b.broken.Load() {
+		return nil, errors.New("breakableHistory: store unavailable")
+	}
+	return b.inner.Load(ctx, id)
+}
+
+func (b *breakableHistory) Commit(ctx context.Context, c *runtime.Commit) error {
+	return b.inner.Commit(ctx, c)
+}
+
+// checkOpenCount checks the system's count of dead letters not resolved
+// (the one resolveDead skips its scan on when 0) against the list.
+func checkOpenCount(t *testing.T, sys *System, when string) {
+	t.Helper()
+	dead, _ := sys.DeadLetters()
+	n := 0
+	for _, d := range dead {
+		if d.Status != DeadResolved {
+			n++
+		}
+	}
+	if got := sys.deadOpen.Load(); got != int64(n) {
+		t.Fatalf("%s: the count of unresolved dead letters is %d, the list has %d", when, got, n)
+	}
+}
+
+// A dead letter resolved by a redrive opens again when its client sends
+// the message again and that slice fails too, and is resolved once a
+// slice with the message succeeds (a count of open entries left too low
+// skipped that resolve, and the entry stayed open for good); one whose
+// redrive fails is open again, and resolved by the next.
+func TestDeadLetterReopenedAfterResolveIsResolvedAgain(t *testing.T) {
+	var hist *breakableHistory
+	h := newHarness(t, &model.Sim{Chunks: 1}, func(c *Config) {
+		hist = &breakableHistory{inner: c.History}
+		c.History, c.SliceAttempts = hist, 1
+	})
+	ctx := context.Background()
+	step := func(what, id string, want DeadLetterStatus) {
+		t.Helper()
+		h.wait()
+		if got := deadStatus(h.sys, "a", id); got != want {
+			t.Fatalf("%s: dead letter %s is %q, want %q", what, id, got, want)
+		}
+		checkOpenCount(t, h.sys, what)
+	}
+	redrive := func(id string) {
+		t.Helper()
+		if _, err := h.sys.Redrive(ctx, "a", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hist.broken.Store(true)
+	h.send(user("a", "m1", "go"))
+	step("the first slice failed", "m1", DeadOpen)
+	hist.broken.Store(false)
+	redrive("m1")
+	step("the redrive was consumed", "m1", DeadResolved)
+	hist.broken.Store(true)
+	h.send(user("a", "m1", "go"))
+	step("the client sent it again and that slice failed", "m1", DeadOpen)
+	hist.broken.Store(false)
+	h.send(user("a", "m1", "go"))
+	step("the client sent it again and that slice succeeded", "m1", DeadResolved)
+
+	hist.broken.Store(true)
+	h.send(user("a", "m2", "go on"))
+	step("m2's first slice failed", "m2", DeadOpen)
+	redrive("m2")
+	step("m2's redrive failed too", "m2", DeadOpen)
+	hist.broken.Store(false)
+	redrive("m2")
+	step("m2's second redrive was consumed", "m2", DeadResolved)
+
+	// Discarding an open entry and a resolved one keeps the count.
+	hist.broken.Store(true)
+	h.send(user("a", "m3", "and on"))
+	step("m3's first slice failed", "m3", DeadOpen)
+	hist.broken.Store(false)
+	for _, id := range []string{"m3", "m1"} {
+		if err := h.sys.DiscardDeadLetter(ctx, "a", id); err != nil {
+			t.Fatal(err)
+		}
+		checkOpenCount(t, h.sys, "discarded "+id)
+	}
+	if kinds(h.history("a")) != "user,assistant,user,assistant" { // m3 never consumed
+		t.Fatalf("history of a: %s, want each message consumed once", kinds(h.history("a")))
 	}
 }

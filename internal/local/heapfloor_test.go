@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	goruntime "runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"testing"
 
@@ -57,6 +58,19 @@ func TestHeapFloorStaysUnderTheMemoryLimit(t *testing.T) {
 	}
 	if got, want := raiseHeapFloor(-1), heapFloorSize(); got != want {
 		t.Fatalf("a negative floor changed it: %d, was %d", got, want)
+	}
+}
+
+// Raising the floor reads the Go memory limit and leaves it as it was (a
+// limit of a byte or two would make the collector run without pause).
+// (Not run in parallel: the limit is process-wide.)
+func TestHeapFloorLeavesTheMemoryLimit(t *testing.T) {
+	const limit = 3 << 30
+	old := debug.SetMemoryLimit(limit)
+	defer debug.SetMemoryLimit(old)
+	raiseHeapFloor(0)
+	if got := debug.SetMemoryLimit(-1); got != limit {
+		t.Fatalf("raising the heap floor changed the memory limit from %d to %d bytes", int64(limit), got)
 	}
 }
 

@@ -198,7 +198,8 @@ func TestBudgetBoundsConcurrentModelCalls(t *testing.T) {
 
 // The token budget admits calls while the bucket holds their estimate and
 // refills by the clock; a call that does not fit waits rather than being
-// sent.
+// sent. (Calls are bounded, completeWithin: a refill that never comes
+// fails by assertion instead of hanging.)
 func TestBudgetTokensPerMinute(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -216,19 +217,19 @@ func TestBudgetTokensPerMinute(t *testing.T) {
 	defer g.Close()
 	req := &runtime.CompletionRequest{ThreadID: "t"}
 	for i := range 6 {
-		if err := g.Complete(context.Background(), req, discardTurn{}); err != nil {
+		if err := completeWithin(t, g, context.Background(), req); err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := g.Complete(ctx, req, discardTurn{}); err == nil || calls != 6 {
+	if err := completeWithin(t, g, ctx, req); err == nil || calls != 6 {
 		t.Fatalf("seventh call in the same minute: err %v, %d calls reached the model; want it held back", err, calls)
 	}
 	mu.Lock()
 	now = now.Add(10 * time.Second) // 100 tokens at 600 a minute
 	mu.Unlock()
-	if err := g.Complete(context.Background(), req, discardTurn{}); err != nil || calls != 7 {
+	if err := completeWithin(t, g, context.Background(), req); err != nil || calls != 7 {
 		t.Fatalf("after the refill: err %v, %d calls; want the call through", err, calls)
 	}
 	if st := g.Stats(); st.Calls != 7 {
@@ -322,5 +323,29 @@ func TestDiskWaitingStoreGetsMoreSlots(t *testing.T) {
 		}
 		close(g.release)
 		h.wait()
+	}
+}
+
+// While both classes wait, background gets its share of the picks, no
+// more and no less, and never two picks in a row at a share under a half:
+// with a share of a quarter, one pick in four of a hundred.
+func TestPickerGivesBackgroundItsShare(t *testing.T) {
+	p := picker{capacity: 1, share: 0.25}
+	picks, last := [2]int{}, ci
+	for range 100 {
+		c := p.next([2]bool{true, true}, ci)
+		if c < 0 {
+			t.Fatal("a free unit and both classes waiting: no pick")
+		}
+		p.took(c, true)
+		p.running[c]-- // the call ends before the next pick
+		picks[c]++
+		if c == cb && last == cb {
+			t.Fatalf("background picked twice in a row after %d picks", picks[ci]+picks[cb])
+		}
+		last = c
+	}
+	if picks[cb] != 25 {
+		t.Fatalf("background got %d of 100 contested picks, want 25 (its share of a quarter)", picks[cb])
 	}
 }

@@ -153,6 +153,22 @@ func testLoadAfterCompaction(t *testing.T, s runtime.HistoryStore, id string) {
 				t.Fatalf("Consumed before %d = %v, want %v", tc.before, seen, tc.want)
 			}
 		}
+		// A child's point is a position of its full view, which starts
+		// with the 13 items it inherits: before 15 its own items are the
+		// first two (own[0] has an input, own[3] is the fourth), before
+		// 17 all four.
+		for _, tc := range []struct {
+			before int
+			want   []bool
+		}{{15, []bool{true, false}}, {17, []bool{true, true}}} {
+			seen, err := cc.Consumed(context.Background(), late, tc.before, []string{own[0].Input, own[3].Input})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(seen, tc.want) {
+				t.Fatalf("Consumed of the late child (spawned at 13) before %d = %v, want %v", tc.before, seen, tc.want)
+			}
+		}
 	}
 	if il, ok := s.(runtime.InputViewLoader); ok {
 		th, seen, err := il.LoadViewFor(context.Background(), id, asked)
