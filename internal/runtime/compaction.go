@@ -244,7 +244,7 @@ func ModelView(view []Item, inherited, base int) ([]Item, int) {
 	if q < 0 {
 		return view, inherited
 	}
-	meta, ok := summaryMetaOf(&view[q])
+	meta, ok := summaryPosOf(&view[q])
 	c := meta.Covers - base
 	if !ok || c < 0 || c > q {
 		return view, inherited
@@ -316,8 +316,7 @@ func (s *slice) title() string {
 	}
 	for i := len(s.view) - 1; i >= 0; i-- {
 		if s.view[i].Kind == ItemSummary {
-			meta, _ := summaryMetaOf(&s.view[i])
-			return meta.Title
+			return gjson.Get(s.view[i].Args, "title").String()
 		}
 	}
 	return ""
@@ -424,23 +423,70 @@ func summaryCallIn(view []Item, id string) *Item {
 		if view[i].Kind != ItemSummary {
 			continue
 		}
-		meta, _ := summaryMetaOf(&view[i])
-		for _, c := range meta.Calls {
-			if c.ID == id {
-				return &Item{Kind: ItemToolCall, CallID: c.ID, Name: c.Name, Args: c.Args}
+		var found *Item
+		gjson.Get(view[i].Args, "calls").ForEach(func(_, c gjson.Result) bool {
+			if c.Get("id").String() != id {
+				return true
 			}
-		}
-		return nil
+			found = &Item{Kind: ItemToolCall, CallID: id, Name: c.Get("name").String(), Args: c.Get("args").String()}
+			return false
+		})
+		return found
 	}
 	return nil
 }
 
+// summaryMetaOf decodes a summary's Args whole, its kept calls included:
+// for a compaction (keptCalls), not for every load (summaryPosOf).
 func summaryMetaOf(it *Item) (summaryMeta, bool) {
 	var m summaryMeta
 	if err := json.Unmarshal([]byte(it.Args), &m); err != nil || m.Covers < 0 {
 		return m, false
 	}
 	return m, true
+}
+
+// summaryPos is what every slice reads of its latest summary's Args: the
+// position it covers and the turns before it.
+type summaryPos struct {
+	Covers, Turns int
+	Joined        bool
+}
+
+// summaryPosOf reads a summary's covers, turns and joined without
+// decoding the rest of its Args. A slice reads them on every load and
+// every completion (loadedTurns, ModelView), and the rest, the kept calls
+// with their instructions, is the larger part (16 spawn calls: about
+// 2.7 KB, against 230 bytes in a young thread's first summary); decoding
+// it all with encoding/json was a fifth of the durable store's process CPU
+// in loadtest/longrun (docs/longrun.md).
+// ok is false where summaryMetaOf's is, for Args that are not a JSON
+// object or fields of the wrong type or a negative covers; unlike it, it
+// does not check the JSON after the fields it reads (the engine writes
+// these Args with json.Marshal).
+func summaryPosOf(it *Item) (summaryPos, bool) {
+	var p summaryPos
+	if !gjson.Parse(it.Args).IsObject() {
+		return p, false
+	}
+	r := gjson.GetMany(it.Args, "covers", "turns", "joined")
+	for i, dst := range []*int{&p.Covers, &p.Turns} {
+		if r[i].Type == gjson.Null { // absent, or null: as encoding/json, 0
+			continue
+		}
+		n := r[i].Int()
+		if r[i].Type != gjson.Number || float64(n) != r[i].Num {
+			return p, false
+		}
+		*dst = int(n)
+	}
+	if j := r[2]; j.Type != gjson.Null {
+		if j.Type != gjson.True && j.Type != gjson.False {
+			return p, false
+		}
+		p.Joined = j.Bool()
+	}
+	return p, p.Covers >= 0
 }
 
 // summaryItem is the item a summary message becomes, and the view start
@@ -480,7 +526,7 @@ func viewStartIn(view []Item, base, pos int) int {
 		if view[i].Kind != ItemSummary {
 			continue
 		}
-		if meta, ok := summaryMetaOf(&view[i]); ok && meta.Covers <= base+i {
+		if meta, ok := summaryPosOf(&view[i]); ok && meta.Covers <= base+i {
 			return meta.Covers
 		}
 		return 0
@@ -498,7 +544,7 @@ func (s *slice) loadedTurns() {
 	}
 	for i := len(s.view) - 1; i >= 0; i-- {
 		if s.view[i].Kind == ItemSummary {
-			if meta, ok := summaryMetaOf(&s.view[i]); ok && meta.Covers == s.th.Base {
+			if meta, ok := summaryPosOf(&s.view[i]); ok && meta.Covers == s.th.Base {
 				s.turnBase, s.joined = meta.Turns, meta.Joined
 			}
 			return

@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -89,5 +91,78 @@ func TestSummaryItemCountsTurnsFromTheViewStart(t *testing.T) {
 	meta, ok := summaryMetaOf(&it)
 	if !ok || meta.Covers != 4 || meta.Turns != 2 || !meta.Joined {
 		t.Fatalf("summary meta %+v, want covers 4, turns 1+1, joined", meta)
+	}
+}
+
+// TestSummaryPosAgreesWithTheWholeDecode: summaryPosOf, which every slice
+// reads its latest summary with, reads what summaryMetaOf's whole decode
+// does, and refuses what it refuses.
+func TestSummaryPosAgreesWithTheWholeDecode(t *testing.T) {
+	t.Parallel()
+	for _, args := range []string{
+		`{"covers":8}`, `{}`, `{"covers":0}`, `{"covers":12,"turns":5,"joined":true,"calls":[{"id":"c1","name":"spawn_thread","args":"{}"}],"title":"t"}`,
+		`{"turns":3}`, `{"covers":null,"joined":null}`, `{"title":"x","covers":4,"joined":false}`,
+		``, `nope`, `[1]`, `{"covers":-1}`, `{"covers":"8"}`, `{"covers":8.5}`, `{"covers":8,"joined":"yes"}`, `{"covers":8,"turns":true}`,
+	} {
+		it := Item{Kind: ItemSummary, Args: args}
+		whole, wok := summaryMetaOf(&it)
+		pos, ok := summaryPosOf(&it)
+		if ok != wok || (ok && (pos.Covers != whole.Covers || pos.Turns != whole.Turns || pos.Joined != whole.Joined)) {
+			t.Errorf("%s: summaryPosOf %+v %v, the whole decode %+v %v", args, pos, ok, whole, wok)
+		}
+	}
+}
+
+// oldSummary is the latest summary of an old orchestrator: it keeps the
+// calls of its latest SummaryChildren children with their instructions.
+func oldSummary() Item {
+	meta := summaryMeta{Covers: 4000, Turns: 900, Joined: true, Title: "the orchestrator's task"}
+	for i := range SummaryChildren {
+		meta.Calls = append(meta.Calls, summaryCall{ID: fmt.Sprintf("call_%d", i), Name: "spawn_thread",
+			Args: fmt.Sprintf(`{"instructions":"child %d: %s","child_of":["orchestrator"]}`, i, strings.Repeat("work ", 20))})
+	}
+	js, _ := json.Marshal(meta)
+	return Item{Kind: ItemSummary, Input: "sum", Text: "SUMMARY", Args: string(js)}
+}
+
+// TestEverySliceReadsTheSummaryWithoutItsCalls: what every slice reads of
+// its latest summary (loadedTurns, ModelView, title) does not decode the
+// calls it keeps, which grow with the thread's children up to
+// SummaryChildren (the whole decode of an old orchestrator's summary
+// allocates 79 times, about 10 KB); a result tied to a kept call still
+// finds it.
+func TestEverySliceReadsTheSummaryWithoutItsCalls(t *testing.T) {
+	sum := oldSummary()
+	view := []Item{sum, {Kind: ItemUser, Input: "u1", Text: "hi"}}
+	s := &slice{th: &Thread{Base: 4000}, threadID: "orchestrator", view: view}
+	allocs := testing.AllocsPerRun(100, func() {
+		s.loadedTurns()
+		ModelView(view, 0, 4000)
+		_ = s.title()
+	})
+	if s.turnBase != 900 || !s.joined || s.title() != "the orchestrator's task" {
+		t.Fatalf("turns %d joined %v title %q, want 900, true, the task", s.turnBase, s.joined, s.title())
+	}
+	if allocs > 8 {
+		t.Fatalf("a slice's reads of its summary allocate %v times, want at most 8 (the calls are not decoded)", allocs)
+	}
+	if it := summaryCallIn(view, "call_7"); it == nil || it.Name != "spawn_thread" || !strings.Contains(it.Args, "child 7:") {
+		t.Fatalf("summaryCallIn(call_7) = %+v, want the kept spawn call", it)
+	}
+	if it := summaryCallIn(view, "call_99"); it != nil {
+		t.Fatalf("summaryCallIn(call_99) = %+v, want nil", it)
+	}
+}
+
+// BenchmarkOldSummaryReads is what every slice of an old orchestrator
+// reads of its latest summary.
+func BenchmarkOldSummaryReads(b *testing.B) {
+	sum := oldSummary()
+	view := []Item{sum, {Kind: ItemUser, Input: "u1", Text: "hi"}}
+	s := &slice{th: &Thread{Base: 4000}, threadID: "orchestrator", view: view}
+	for b.Loop() {
+		s.loadedTurns()
+		ModelView(view, 0, 4000)
+		_ = s.title()
 	}
 }

@@ -101,6 +101,9 @@ type Config struct {
 	Limits     Limits     `json:"limits"`
 	Freeze     Freeze     `json:"freeze"`
 	Compaction Compaction `json:"compaction"`
+	// Backfill is the postgres store's background backfill of threads
+	// written before schema version 5 (backfill.go).
+	Backfill Backfill `json:"backfill"`
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string `json:"log_level,omitempty"`
 }
@@ -184,6 +187,7 @@ type settings struct {
 	providerWait      runtime.ProviderWait // without Timers
 	freezeEvery       time.Duration
 	freezeIdle        time.Duration
+	backfillPause     time.Duration
 	commandTimeout    time.Duration
 	sandboxTimeout    time.Duration
 	sandboxBatch      time.Duration

@@ -125,6 +125,9 @@ func (c *Config) resolveLimits(s *settings) error {
 	if s.freezeIdle, err = duration("freeze.idle", c.Freeze.Idle, 60*time.Second); err != nil {
 		return err
 	}
+	if s.backfillPause, err = duration("backfill.pause", c.Backfill.Pause, backfillPauseDefault); err != nil {
+		return err
+	}
 	if t := c.Compaction.Threshold; t < 0 || t >= 1 {
 		return bad("compaction.threshold", "%v is not a fraction between 0 and 1 (0 means the default 0.8)", t)
 	}

@@ -118,9 +118,12 @@ type Server struct {
 	started   bool
 	stopOnce  sync.Once
 	stopping  chan struct{}
-	toolsets  toolsetHealth // allow-listed toolsets that could not be loaded
-	wg        sync.WaitGroup
-	serveErr  chan error
+	// backfillDone is closed when the postgres store's backfill ends
+	// (backfill.go), else nil.
+	backfillDone chan struct{}
+	toolsets     toolsetHealth // allow-listed toolsets that could not be loaded
+	wg           sync.WaitGroup
+	serveErr     chan error
 }
 
 // New validates cfg, builds the model and the callback keyring, and returns
@@ -358,6 +361,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		s.wg.Add(1)
 		go s.freezeLoop() // owned by Stop (closes stopping, waits)
 	}
+	s.startBackfill()
 	s.checkMCP(ctx)
 	if err := s.logToolsets(ctx); err != nil {
 		return err
