@@ -112,6 +112,14 @@ func (s *System) resolveDead(batch []runtime.Message) {
 // Redrive sends a dead letter's message to its thread again, with its ID
 // (so history still deduplicates it). The entry stays listed as redriven
 // until the message is consumed (resolved) or fails again (open).
+//
+// The entry is marked redriven (and stored) before the message is sent:
+// from Send on, the thread may consume the message or fail on it at any
+// moment, and resolveDead and deadLetter must find the entry redriven. Marked
+// after Send, a slice that failed first found the entry still open, took it
+// for a redelivery of a message already set aside and said nothing (no
+// error event), and then Redrive marked it redriven for good; one that
+// succeeded first had its resolved status overwritten by a stale copy.
 func (s *System) Redrive(ctx context.Context, threadID, id string) (DeadLetter, error) {
 	s.mu.Lock()
 	i, ok := s.deadIDs[deadKey{threadID, id}]
@@ -119,23 +127,32 @@ func (s *System) Redrive(ctx context.Context, threadID, id string) (DeadLetter, 
 		s.mu.Unlock()
 		return DeadLetter{}, fmt.Errorf("%w: message %s of thread %s", ErrNoDeadLetter, id, threadID)
 	}
-	d := s.dead[i]
-	if d.Status == DeadResolved {
+	before := s.dead[i]
+	if before.Status == DeadResolved {
 		s.mu.Unlock()
-		return d, fmt.Errorf("%w: message %s of thread %s was consumed since", ErrDeadLetterResolved, id, threadID)
+		return before, fmt.Errorf("%w: message %s of thread %s was consumed since", ErrDeadLetterResolved, id, threadID)
 	}
+	s.dead[i].Status, s.dead[i].At = DeadRedriven, s.engine.Clock()
+	d := s.dead[i]
 	s.mu.Unlock()
-	if err := s.Send(ctx, d.Message); err != nil {
-		return d, fmt.Errorf("local: redriving message %s of thread %s: %w", id, threadID, err)
-	}
-	s.mu.Lock()
-	if i, ok := s.deadIDs[deadKey{threadID, id}]; ok && s.dead[i].Status == DeadOpen {
-		s.dead[i].Status, s.dead[i].At = DeadRedriven, s.engine.Clock()
-		d = s.dead[i]
-	}
-	s.mu.Unlock()
-	s.log.Info("dead letter redriven", "thread", threadID, "message", id)
 	s.storeDead(d)
+	if err := s.Send(ctx, d.Message); err != nil {
+		// Nothing was sent (the system stopped, the inbox refused): the
+		// entry is as it was, unless something changed it meanwhile (a
+		// discard, or the client's own resend consumed or refused).
+		s.mu.Lock()
+		i, ok := s.deadIDs[deadKey{threadID, id}]
+		restore := ok && s.dead[i].Status == DeadRedriven
+		if restore {
+			s.dead[i] = before
+		}
+		s.mu.Unlock()
+		if restore {
+			s.storeDead(before)
+		}
+		return before, fmt.Errorf("local: redriving message %s of thread %s: %w", id, threadID, err)
+	}
+	s.log.Info("dead letter redriven", "thread", threadID, "message", id)
 	return d, nil
 }
 

@@ -222,3 +222,84 @@ func TestDeadLetterReopenedAfterResolveIsResolvedAgain(t *testing.T) {
 		t.Fatalf("history of a: %s, want each message consumed once", kinds(h.history("a")))
 	}
 }
+
+// deadStore is a DeadLetterStore in memory: the last entry put for each
+// (thread, message ID).
+type deadStore struct {
+	mu   sync.Mutex
+	last map[deadKey]DeadLetter
+}
+
+func (s *deadStore) PutDeadLetter(_ context.Context, d DeadLetter) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == nil {
+		s.last = map[deadKey]DeadLetter{}
+	}
+	s.last[keyOf(d.Message)] = d
+	return nil
+}
+
+func (s *deadStore) DeleteDeadLetter(_ context.Context, threadID, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.last, deadKey{threadID, id})
+	return nil
+}
+
+func (s *deadStore) DeadLetters(context.Context) ([]DeadLetter, error) { return nil, nil }
+
+func (s *deadStore) status(thread, id string) DeadLetterStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last[deadKey{thread, id}].Status
+}
+
+// Redrive marks the entry redriven, listed and stored, before it hands
+// the message to Send: from then on the thread may fail on the message or
+// consume it at any moment, and only a redriven entry is opened again
+// with an error event (an open one is taken for a redelivery of a message
+// already set aside, and stays silent) or resolved without a stale
+// status overwriting it. Marked after Send, TestRedriveReopensAndResolves
+// failed about 1 run in 20 under -race. Checked where Send accepts the
+// message (OnSend), so that no scheduling decides the outcome. A redrive
+// the stopped system refuses leaves the entry open, listed and stored.
+func TestRedriveMarksTheEntryBeforeSending(t *testing.T) {
+	store := &deadStore{}
+	var h *harness
+	var redriving bool // set by this goroutine, the one Redrive calls OnSend on
+	var atSend []string
+	h = newHarness(t, &fixable{}, func(c *Config) {
+		c.SliceAttempts, c.DeadLetters = 1, store
+		c.OnSend = func(msgs []runtime.Message) {
+			if redriving {
+				atSend = append(atSend, string(deadStatus(h.sys, "a", "m1"))+"/"+string(store.status("a", "m1")))
+			}
+		}
+	})
+	ctx := context.Background()
+	h.send(user("a", "m1", "go"))
+	h.wait()
+	redrive := func() (DeadLetter, error) {
+		redriving = true
+		defer func() { redriving = false }()
+		return h.sys.Redrive(ctx, "a", "m1")
+	}
+	if d, err := redrive(); err != nil || d.Status != DeadRedriven {
+		t.Fatalf("redrive: %+v %v", d, err)
+	}
+	h.wait()
+	if len(atSend) != 1 || atSend[0] != "redriven/redriven" {
+		t.Fatalf("the entry when Send took the redriven message (listed/stored): %q, want redriven/redriven", atSend)
+	}
+	if got, stored := deadStatus(h.sys, "a", "m1"), store.status("a", "m1"); got != DeadOpen || stored != DeadOpen {
+		t.Fatalf("after the redriven message failed again: listed %q, stored %q (want open)", got, stored)
+	}
+	stopBounded(t, h.sys)
+	if _, err := redrive(); err == nil {
+		t.Fatal("a redrive on a stopped system succeeded")
+	}
+	if got, stored := deadStatus(h.sys, "a", "m1"), store.status("a", "m1"); got != DeadOpen || stored != DeadOpen {
+		t.Fatalf("after a redrive the system refused: listed %q, stored %q (want open)", got, stored)
+	}
+}
