@@ -1,0 +1,158 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agentslice/agentslice/internal/local"
+	"github.com/agentslice/agentslice/internal/runtime"
+)
+
+// usageOnce reports usage (Total 1000) on its first completion only, as a
+// provider whose usage report is sometimes missing.
+type usageOnce struct{ n atomic.Int32 }
+
+func (m *usageOnce) Complete(_ context.Context, _ *runtime.CompletionRequest, w runtime.TurnWriter) error {
+	w.Text("ok")
+	if m.n.Add(1) == 1 {
+		w.Usage(runtime.Usage{Input: 900, Output: 100, Total: 1000})
+	}
+	return nil
+}
+
+// A thread's Tokens (what compaction decides by) is the last token count a
+// completion reported: a completion that reports none leaves it as it was,
+// rather than telling compaction the context is empty (complete.go,
+// `usage.Total > 0`).
+func TestCompletionWithoutUsageKeepsTheTokenCount(t *testing.T) {
+	t.Parallel()
+	store := local.NewHistoryStore()
+	e, _ := newEngine(store, &usageOnce{})
+	ctx := context.Background()
+	for _, id := range []string{"u1", "u2"} {
+		if _, err := e.RunSlice(ctx, runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", id)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	th, err := store.Load(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.State.Tokens != 1000 {
+		t.Fatalf("Tokens after a completion with usage then one without: %d, want the reported 1000", th.State.Tokens)
+	}
+}
+
+// nilSource is a tool source that answers err and no toolset.
+type nilSource struct{ err error }
+
+func (s nilSource) Toolset(context.Context, *runtime.Thread) (runtime.Toolset, error) { return nil, s.err }
+
+// A tool source that fails fails the slice with its own error (the cause
+// kept for errors.Is), and one that answers neither a toolset nor an error
+// fails it with an error that says so, not a nil dereference
+// (complete.go's toolsetFor).
+func TestToolSourceWithoutToolsetFailsTheSlice(t *testing.T) {
+	t.Parallel()
+	down := errors.New("tool servers unreachable")
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"error", down, down.Error()},
+		{"neither", nil, "the tool source returned no toolset"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := newEngine(local.NewHistoryStore(), &sysModel{name: "m"})
+			e.Tools = nilSource{tc.err}
+			_, err := e.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u1")}})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "panicked") {
+				t.Fatalf("slice error %v, want one that says %q", err, tc.want)
+			}
+			if tc.err != nil && !errors.Is(err, tc.err) {
+				t.Fatalf("slice error %v does not wrap the tool source's %v", err, tc.err)
+			}
+		})
+	}
+}
+
+// strictTool is a synchronous tool that validates its arguments: it wants
+// a "path".
+type strictTool struct{ ran atomic.Int32 }
+
+func (s *strictTool) ValidateArgs(args string) error {
+	if !strings.Contains(args, `"path"`) {
+		return errors.New("path is required")
+	}
+	return nil
+}
+
+func (s *strictTool) Run(context.Context, *runtime.SyncEnv, runtime.Invocation) (runtime.ToolOutput, error) {
+	s.ran.Add(1)
+	return runtime.ToolOutput{Text: "read"}, nil
+}
+
+// A synchronous tool's ArgsValidator runs before the tool: invalid
+// arguments get an error result that says why, and the tool does not run
+// (complete.go's runCall).
+func TestSyncToolArgsAreValidated(t *testing.T) {
+	t.Parallel()
+	store := local.NewHistoryStore()
+	e, _ := newEngine(store, &sysModel{name: "m"})
+	tool := &strictTool{}
+	e.Tools.(*runtime.Toolbox).MustAdd(runtime.ToolEntry{Spec: runtime.ToolSpec{Name: "read"}, Sync: tool})
+	ctx := context.Background()
+	msg := userMsg("t", "u1")
+	msg.Text = `call read {"file":"x"}`
+	if _, err := e.RunSlice(ctx, runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{msg}}); err != nil {
+		t.Fatal(err)
+	}
+	th, err := store.Load(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := resultOf(th.Items)
+	if res == nil || !res.IsError || res.Text != "error: invalid arguments for read: path is required" {
+		t.Fatalf("result %+v, want the validator's refusal", res)
+	}
+	if n := tool.ran.Load(); n != 0 {
+		t.Fatalf("the tool ran %d times on arguments its validator refuses", n)
+	}
+}
+
+// A call to a tool that is not in the toolset gets an error result that
+// lists the tools there are, comma separated (toolNames).
+func TestUnknownToolResultListsTheTools(t *testing.T) {
+	t.Parallel()
+	store := local.NewHistoryStore()
+	e, _ := newEngine(store, &sysModel{name: "m"})
+	e.Tools.(*runtime.Toolbox).MustAdd(runtime.ToolEntry{Spec: runtime.ToolSpec{Name: "read"}, Sync: &strictTool{}})
+	ctx := context.Background()
+	msg := userMsg("t", "u1")
+	msg.Text = `call nosuch {}`
+	if _, err := e.RunSlice(ctx, runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{msg}}); err != nil {
+		t.Fatal(err)
+	}
+	th, err := store.Load(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := resultOf(th.Items)
+	if want := `error: unknown tool "nosuch"; available tools: echo, read`; res == nil || !res.IsError || res.Text != want {
+		t.Fatalf("result %+v, want %q", res, want)
+	}
+}
+
+// resultOf is the first tool result in items, or nil.
+func resultOf(items []runtime.Item) *runtime.Item {
+	for i := range items {
+		if items[i].Kind == runtime.ItemToolResult {
+			return &items[i]
+		}
+	}
+	return nil
+}
