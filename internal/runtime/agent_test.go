@@ -569,3 +569,21 @@ func TestDispatchNamesTheAgent(t *testing.T) {
 		t.Fatalf("dispatched agents %v, want offline/deny and plain with no network field", got)
 	}
 }
+
+// A new root thread whose first message names no class takes its agent's
+// Priority; one whose message names a class keeps it (agent_slice.go's
+// applyAgent).
+func TestNewRootTakesItsAgentsPriority(t *testing.T) {
+	t.Parallel()
+	r := newAgentRig(t, []runtime.Agent{{Name: "batch", Instructions: "You run in the background.", Priority: runtime.PriorityBackground}}, "batch")
+	r.run(t, agentMsg("unnamed", "u1", "", "hello"))
+	named := agentMsg("named", "u2", "", "hello")
+	named.Class = runtime.ClassInteractive
+	r.run(t, named)
+	if c := r.thread(t, "unnamed").State.Class; c != runtime.ClassBackground {
+		t.Errorf("a new root with no class named: class %q, want its agent's priority %q", c, runtime.ClassBackground)
+	}
+	if c := r.thread(t, "named").State.Class; c != runtime.ClassInteractive {
+		t.Errorf("a new root whose message named %q: class %q", runtime.ClassInteractive, c)
+	}
+}

@@ -349,6 +349,37 @@ func TestFullyMarkedRedeliverySkipsTheLoad(t *testing.T) {
 	}
 }
 
+// A redelivery the dedup store drops whole loads nothing, and its slice ID
+// says so: it is not the ID of the slice that processed the message, even
+// when that slice loaded version 1 (engine.go's screen derives the ID with
+// version -1), so logs and events do not merge the two.
+func TestDroppedRedeliveryHasItsOwnSliceID(t *testing.T) {
+	store := local.NewHistoryStore()
+	e, _ := newEngine(store, &model.Sim{Chunks: 1})
+	e.Dedup = local.NewDedupStore(time.Hour)
+	ctx := context.Background()
+	if _, err := e.RunSlice(ctx, runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u0")}, FirstDelivery: true}); err != nil {
+		t.Fatal(err)
+	}
+	if th, err := store.Load(ctx, "t"); err != nil || th.State.Version != 1 {
+		t.Fatalf("setup: after one slice the thread is at %v (%v), want version 1", th, err)
+	}
+	in := runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u1")}, FirstDelivery: true}
+	ran, err := e.RunSlice(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranID := ran.ID() // asked for before the next slice runs
+	in.FirstDelivery = false
+	dropped, err := e.RunSlice(ctx, in)
+	if err != nil || len(dropped.Duplicates) != 1 {
+		t.Fatalf("redelivery: %+v %v, want u1 dropped as a duplicate", dropped, err)
+	}
+	if dropped.ID() == ranID || !strings.HasPrefix(dropped.ID(), "slice_") {
+		t.Fatalf("the dropped redelivery's slice ID %q, the slice that processed u1 %q: want another slice_ ID", dropped.ID(), ranID)
+	}
+}
+
 // A slice that starts past its deadline still makes progress (one
 // completion) before continuing, so continuations cannot loop without work.
 func TestLateSliceStillMakesProgress(t *testing.T) {
