@@ -49,7 +49,9 @@ func TestCompletionWithoutUsageKeepsTheTokenCount(t *testing.T) {
 // nilSource is a tool source that answers err and no toolset.
 type nilSource struct{ err error }
 
-func (s nilSource) Toolset(context.Context, *runtime.Thread) (runtime.Toolset, error) { return nil, s.err }
+func (s nilSource) Toolset(context.Context, *runtime.Thread) (runtime.Toolset, error) {
+	return nil, s.err
+}
 
 // A tool source that fails fails the slice with its own error (the cause
 // kept for errors.Is), and one that answers neither a toolset nor an error
