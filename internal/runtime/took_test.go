@@ -85,14 +85,15 @@ func TestMillis(t *testing.T) {
 	}
 }
 
-// A message stamped at the very millisecond the slice starts is stamped
-// too, with no queueing (Took 0): only a stamp ahead of the engine's clock
-// is left out (engine.go's stampQueued).
+// A message stamped at the very millisecond the slice starts keeps that
+// arrival, with no queueing (Took 0), though its slice commits later: only
+// a stamp ahead of the engine's clock is left out and gets the commit's
+// time instead (engine.go's stampQueued).
 func TestMessageStampedAtTheSliceStartKeepsItsArrival(t *testing.T) {
 	t.Parallel()
 	clock := time.Date(2026, 3, 28, 12, 0, 0, 0, time.UTC)
 	store := local.NewHistoryStore()
-	e, _ := newEngine(store, &sysModel{name: "m"})
+	e, _ := newEngine(store, slowModel{&clock}) // each completion takes 1.5 s
 	e.Now = func() time.Time { return clock }
 	m := userMsg("d", "u1")
 	m.At = runtime.StampOf(clock)
@@ -104,6 +105,6 @@ func TestMessageStampedAtTheSliceStartKeepsItsArrival(t *testing.T) {
 		t.Fatal(err)
 	}
 	if it := th.Items[0]; it.Kind != runtime.ItemUser || it.At != m.At || it.Took != 0 {
-		t.Fatalf("first item %s at %v took %d, want the user message at %v, took 0", it.Kind, it.At, it.Took, m.At)
+		t.Fatalf("first item %s at %v took %d, want the user message at its arrival %v, took 0", it.Kind, it.At, it.Took, m.At)
 	}
 }
