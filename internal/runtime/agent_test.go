@@ -31,6 +31,9 @@ func TestAgentValidate(t *testing.T) {
 		{"empty tool", func(a *runtime.Agent) { a.Tools = []string{""} }, "tools[0]"},
 		{"negative limit", func(a *runtime.Agent) { a.Limits = &runtime.AgentLimits{MaxCompletions: -1} }, "limits.max_completions"},
 		{"bad threshold", func(a *runtime.Agent) { a.Limits = &runtime.AgentLimits{CompactionThreshold: 1.5} }, "limits.compaction_threshold"},
+		// The bound is exclusive: a threshold of 1 (compact only once the window is full) is refused.
+		{"threshold of 1", func(a *runtime.Agent) { a.Limits = &runtime.AgentLimits{CompactionThreshold: 1} }, "limits.compaction_threshold"},
+		{"negative threshold", func(a *runtime.Agent) { a.Limits = &runtime.AgentLimits{CompactionThreshold: -0.5} }, "limits.compaction_threshold"},
 		{"bad spawnable", func(a *runtime.Agent) { a.Spawnable = []string{"a b"} }, "spawnable[0]"},
 		{"bad priority", func(a *runtime.Agent) { a.Priority = "urgent" }, "priority"},
 		{"bad network", func(a *runtime.Agent) { a.Network = "sometimes" }, "network"},
