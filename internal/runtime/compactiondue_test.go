@@ -8,17 +8,17 @@ import (
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
-// A compaction policy without a context window compacts nothing: with a
-// window of 0 every token count would be past its threshold, and each
-// completion would start a compaction (compactionDue). The same thread
-// under a window it fills past the threshold does compact, so the test
-// would see one.
-func TestCompactionPolicyWithoutAWindowNeverCompacts(t *testing.T) {
+// A thread compacts when its last completion's tokens reach the threshold's
+// fraction of the window, not before (compactionDue); a compaction policy
+// without a context window compacts nothing: with a window of 0 every token
+// count would be past its threshold, and each completion would start a
+// compaction.
+func TestCompactionStartsAtTheThreshold(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		window  int
 		compact bool
-	}{{0, false}, {10, true}} { // sysModel reports 12 tokens
+	}{{0, false}, {10, true}, {15, true}, {16, false}, {1000, false}} { // sysModel reports 12 tokens: 0.8 × 15 = 12
 		store := local.NewHistoryStore()
 		e, _ := newEngine(store, &sysModel{name: "m"})
 		e.Compaction = &runtime.CompactionPolicy{ContextWindow: tc.window, Threshold: 0.8}
