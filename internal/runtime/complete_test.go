@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -156,5 +157,87 @@ func resultOf(items []runtime.Item) *runtime.Item {
 			return &items[i]
 		}
 	}
+	return nil
+}
+
+// flakyForever fails every call with a retryable error; from its tenth
+// call it fails permanently, so that a retry loop that ignored its bound
+// ends (and the test fails by assertion instead of hanging).
+type flakyForever struct{ n atomic.Int32 }
+
+func (m *flakyForever) Complete(context.Context, *runtime.CompletionRequest, runtime.TurnWriter) error {
+	if m.n.Add(1) >= 10 {
+		return runtime.Permanent(errors.New("the retry loop ran past its attempts"))
+	}
+	return errors.New("HTTP 503: overloaded")
+}
+
+// A completion that keeps failing is tried Limits.ModelAttempts times, no
+// more, and the error says how many (complete.go's retry loop).
+func TestModelAttemptsBoundTheRetries(t *testing.T) {
+	t.Parallel()
+	m := &flakyForever{}
+	e, _ := newEngine(local.NewHistoryStore(), m)
+	e.Limits.ModelAttempts = 3
+	res, err := e.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u1")}})
+	if n := m.n.Load(); n != 3 {
+		t.Fatalf("the model was called %d times, want ModelAttempts = 3 (slice %+v, %v)", n, res, err)
+	}
+	got := err
+	if got == nil && res != nil {
+		got = res.ModelErr
+	}
+	if got == nil || !strings.Contains(got.Error(), "after 3 attempts") {
+		t.Fatalf("slice error %v, ModelErr %v: want one that says it failed after 3 attempts", err, res.ModelErr)
+	}
+}
+
+// outputs records the output events it is given.
+type outputs struct {
+	mu  sync.Mutex
+	evs []runtime.OutputEvent
+}
+
+func (o *outputs) Publish(_ context.Context, ev runtime.OutputEvent) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.evs = append(o.evs, ev)
+	return nil
+}
+
+// A reply carries the thread's usage so far (the sum over its
+// completions), and none when no completion reported any.
+func TestReplyCarriesTheThreadsUsage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		model runtime.Model
+		want  *runtime.Usage
+	}{
+		{"reported", &sysModel{name: "m"}, &runtime.Usage{Input: 10, Output: 2, Cached: 3, CacheWrite: 1, Total: 12}},
+		{"none", &echoText{}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := newEngine(local.NewHistoryStore(), tc.model)
+			out := &outputs{}
+			e.Output = out
+			if _, err := e.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u1")}}); err != nil {
+				t.Fatal(err)
+			}
+			if len(out.evs) != 1 || out.evs[0].Kind != "reply" {
+				t.Fatalf("output events %+v, want one reply", out.evs)
+			}
+			if got := out.evs[0].Usage; (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
+				t.Fatalf("reply usage %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// echoText answers "ok" and reports no usage.
+type echoText struct{}
+
+func (echoText) Complete(_ context.Context, _ *runtime.CompletionRequest, w runtime.TurnWriter) error {
+	w.Text("ok")
 	return nil
 }
