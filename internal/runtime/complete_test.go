@@ -241,3 +241,48 @@ func (echoText) Complete(_ context.Context, _ *runtime.CompletionRequest, w runt
 	w.Text("ok")
 	return nil
 }
+
+// reasoner streams reasoning and text, then, when asked, a tool call
+// followed by more reasoning (which is dropped with the call's trailing
+// text: only what precedes the first call is the turn's).
+type reasoner struct{}
+
+func (reasoner) Complete(_ context.Context, req *runtime.CompletionRequest, w runtime.TurnWriter) error {
+	w.Reasoning("thinking")
+	if last := req.History[len(req.History)-1]; last.Kind == runtime.ItemUser && last.Text == "call" {
+		w.ToolCall("", "echo", "{}")
+		w.Reasoning(" after the call")
+		return nil
+	}
+	w.Text("ok")
+	return nil
+}
+
+// A completion's reasoning is kept on its assistant item, up to its tool
+// call (turn.go's turnBuffer).
+func TestCompletionKeepsItsReasoning(t *testing.T) {
+	t.Parallel()
+	store := local.NewHistoryStore()
+	e, _ := newEngine(store, reasoner{})
+	ctx := context.Background()
+	u := userMsg("t", "u1")
+	u.Text = "call"
+	if _, err := e.RunSlice(ctx, runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{u}}); err != nil {
+		t.Fatal(err)
+	}
+	th, err := store.Load(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, it := range th.Items {
+		if it.Kind == runtime.ItemAssistant {
+			got = append(got, it.Reasoning)
+		}
+	}
+	// The first completion: reasoning, then the call; the second, after
+	// echo's result: reasoning and text.
+	if len(got) != 2 || got[0] != "thinking" || got[1] != "thinking" {
+		t.Fatalf("assistant items' reasoning %q, want \"thinking\" on both (none of what followed the call)", got)
+	}
+}
