@@ -31,6 +31,9 @@ func TestAgentValidate(t *testing.T) {
 		{"empty tool", func(a *runtime.Agent) { a.Tools = []string{""} }, "tools[0]"},
 		{"negative limit", func(a *runtime.Agent) { a.Limits = &runtime.AgentLimits{MaxCompletions: -1} }, "limits.max_completions"},
 		{"bad threshold", func(a *runtime.Agent) { a.Limits = &runtime.AgentLimits{CompactionThreshold: 1.5} }, "limits.compaction_threshold"},
+		// The bound is exclusive: a threshold of 1 (compact only once the window is full) is refused.
+		{"threshold of 1", func(a *runtime.Agent) { a.Limits = &runtime.AgentLimits{CompactionThreshold: 1} }, "limits.compaction_threshold"},
+		{"negative threshold", func(a *runtime.Agent) { a.Limits = &runtime.AgentLimits{CompactionThreshold: -0.5} }, "limits.compaction_threshold"},
 		{"bad spawnable", func(a *runtime.Agent) { a.Spawnable = []string{"a b"} }, "spawnable[0]"},
 		{"bad priority", func(a *runtime.Agent) { a.Priority = "urgent" }, "priority"},
 		{"bad network", func(a *runtime.Agent) { a.Network = "sometimes" }, "network"},
@@ -567,5 +570,23 @@ func TestDispatchNamesTheAgent(t *testing.T) {
 	}
 	if got["t_off"] != [2]string{"offline", "deny"} || got["t_plain"] != [2]string{"plain", ""} {
 		t.Fatalf("dispatched agents %v, want offline/deny and plain with no network field", got)
+	}
+}
+
+// A new root thread whose first message names no class takes its agent's
+// Priority; one whose message names a class keeps it (agent_slice.go's
+// applyAgent).
+func TestNewRootTakesItsAgentsPriority(t *testing.T) {
+	t.Parallel()
+	r := newAgentRig(t, []runtime.Agent{{Name: "batch", Instructions: "You run in the background.", Priority: runtime.PriorityBackground}}, "batch")
+	r.run(t, agentMsg("unnamed", "u1", "", "hello"))
+	named := agentMsg("named", "u2", "", "hello")
+	named.Class = runtime.ClassInteractive
+	r.run(t, named)
+	if c := r.thread(t, "unnamed").State.Class; c != runtime.ClassBackground {
+		t.Errorf("a new root with no class named: class %q, want its agent's priority %q", c, runtime.ClassBackground)
+	}
+	if c := r.thread(t, "named").State.Class; c != runtime.ClassInteractive {
+		t.Errorf("a new root whose message named %q: class %q", runtime.ClassInteractive, c)
 	}
 }

@@ -243,17 +243,31 @@ func TestTreeBudgetCrashBetweenReserveAndSettle(t *testing.T) {
 	}
 }
 
-// An agent's budget is the limit of each of its threads.
+// An agent's budget is the limit of each of its threads, whether or not
+// the engine has budgets of its own (without them, the agent's budget
+// alone turns admission on: budgetOn). With the rig's prices a completion
+// plans a small output, so the first runs and the second is stopped;
+// without prices it plans 4,096 output tokens, past the limit at once.
 func TestAgentBudgetLimitsItsThreads(t *testing.T) {
-	r := newBudgetRig()
-	set, err := runtime.NewAgentSet([]runtime.Agent{{Name: "frugal", Instructions: "be brief", Budget: &runtime.Budget{Tokens: 200}}}, "frugal", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.e.Agents = set
-	r.run(t, "t", userMsg("t", "u1"))
-	r.run(t, "t", userMsg("t", "u2"))
-	if w := budgetWait(r.load(t, "t")); w == nil || w.Limit.Tokens != 200 || r.model.n() != 1 {
-		t.Fatalf("wait %+v after %d calls: want the agent's 200-token limit to stop the second", w, r.model.n())
+	for _, tc := range []struct {
+		engineBudgets bool
+		wantCalls     int
+	}{{true, 1}, {false, 0}} {
+		t.Run(fmt.Sprintf("engine budgets %v", tc.engineBudgets), func(t *testing.T) {
+			r := newBudgetRig()
+			if !tc.engineBudgets {
+				r.e.Budgets = nil
+			}
+			set, err := runtime.NewAgentSet([]runtime.Agent{{Name: "frugal", Instructions: "be brief", Budget: &runtime.Budget{Tokens: 200}}}, "frugal", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.e.Agents = set
+			r.run(t, "t", userMsg("t", "u1"))
+			r.run(t, "t", userMsg("t", "u2"))
+			if w := budgetWait(r.load(t, "t")); w == nil || w.Limit.Tokens != 200 || r.model.n() != tc.wantCalls {
+				t.Fatalf("wait %+v after %d calls: want the agent's 200-token limit to stop the thread after %d", w, r.model.n(), tc.wantCalls)
+			}
+		})
 	}
 }

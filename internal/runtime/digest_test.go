@@ -58,3 +58,16 @@ func TestDigestAdvanceAgreesWithDigestOf(t *testing.T) {
 		t.Fatalf("digest %+v (status %s)", d, d.DurableStatus())
 	}
 }
+
+// StateDigest's Versioned says the thread has committed: a state at
+// version 0 (a thread not created yet) is not, for which serve shows no
+// default agent.
+func TestStateDigestVersioned(t *testing.T) {
+	t.Parallel()
+	if d := runtime.StateDigest(&runtime.ThreadState{}); d.Versioned {
+		t.Errorf("a state at version 0: Versioned")
+	}
+	if d := runtime.StateDigest(&runtime.ThreadState{Version: 1}); !d.Versioned {
+		t.Errorf("a state at version 1: not Versioned")
+	}
+}

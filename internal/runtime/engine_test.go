@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -121,30 +122,42 @@ func (c *clockModel) Complete(ctx context.Context, req *runtime.CompletionReques
 	return nil
 }
 
-// Invariant 7: reaching the deadline commits and enqueues a continuation.
+// Invariant 7: reaching the deadline commits and enqueues a continuation,
+// whether the deadline is the context's (a Lambda's) or the input's
+// (SliceInput.Deadline): either less the margin.
 func TestDeadlineEnqueuesContinuation(t *testing.T) {
-	store := local.NewHistoryStore()
-	clock := &clockModel{now: time.Now(), step: 3 * time.Second}
-	e, q := newEngine(store, clock)
-	e.Now = clock.Now
-	e.Limits.MaxCompletions = 100
-	e.Limits.DeadlineMargin = 2 * time.Second
-	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(10*time.Second))
-	defer cancel()
-	res, err := e.RunSlice(ctx, runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u1")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// 3 s per completion, 8 s usable: completions at 0, 3, 6 s; then stop.
-	if res.Completions != 3 || !res.Continued {
-		t.Fatalf("completions %d continued %v, want 3 and true", res.Completions, res.Continued)
-	}
-	if len(q.msgs) != 1 || q.msgs[0].Kind != runtime.KindContinue {
-		t.Fatalf("queued %+v, want one continuation", q.msgs)
-	}
-	th, _ := store.Load(context.Background(), "t")
-	if len(th.Items) != 7 || len(th.State.Outbox) != 0 {
-		t.Fatalf("after the slice: %d items, outbox %d", len(th.Items), len(th.State.Outbox))
+	for _, viaInput := range []bool{false, true} {
+		t.Run(fmt.Sprintf("input deadline %v", viaInput), func(t *testing.T) {
+			store := local.NewHistoryStore()
+			clock := &clockModel{now: time.Now(), step: 3 * time.Second}
+			e, q := newEngine(store, clock)
+			e.Now = clock.Now
+			e.Limits.MaxCompletions = 100
+			e.Limits.DeadlineMargin = 2 * time.Second
+			ctx, in := context.Background(), runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u1")}}
+			if viaInput {
+				in.Deadline = clock.Now().Add(10 * time.Second)
+			} else {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadline(ctx, clock.Now().Add(10*time.Second))
+				defer cancel()
+			}
+			res, err := e.RunSlice(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// 3 s per completion, 8 s usable: completions at 0, 3, 6 s; then stop.
+			if res.Completions != 3 || !res.Continued {
+				t.Fatalf("completions %d continued %v, want 3 and true", res.Completions, res.Continued)
+			}
+			if len(q.msgs) != 1 || q.msgs[0].Kind != runtime.KindContinue {
+				t.Fatalf("queued %+v, want one continuation", q.msgs)
+			}
+			th, _ := store.Load(context.Background(), "t")
+			if len(th.Items) != 7 || len(th.State.Outbox) != 0 {
+				t.Fatalf("after the slice: %d items, outbox %d", len(th.Items), len(th.State.Outbox))
+			}
+		})
 	}
 }
 
@@ -346,6 +359,37 @@ func TestFullyMarkedRedeliverySkipsTheLoad(t *testing.T) {
 	res, err := e.RunSlice(ctx, in)
 	if err != nil || len(res.Duplicates) != 1 || store.loads != 1 {
 		t.Fatalf("redelivery: %+v %v, %d loads (want the first slice's only)", res, err, store.loads)
+	}
+}
+
+// A redelivery the dedup store drops whole loads nothing, and its slice ID
+// says so: it is not the ID of the slice that processed the message, even
+// when that slice loaded version 1 (engine.go's screen derives the ID with
+// version -1), so logs and events do not merge the two.
+func TestDroppedRedeliveryHasItsOwnSliceID(t *testing.T) {
+	store := local.NewHistoryStore()
+	e, _ := newEngine(store, &model.Sim{Chunks: 1})
+	e.Dedup = local.NewDedupStore(time.Hour)
+	ctx := context.Background()
+	if _, err := e.RunSlice(ctx, runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u0")}, FirstDelivery: true}); err != nil {
+		t.Fatal(err)
+	}
+	if th, err := store.Load(ctx, "t"); err != nil || th.State.Version != 1 {
+		t.Fatalf("setup: after one slice the thread is at %v (%v), want version 1", th, err)
+	}
+	in := runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u1")}, FirstDelivery: true}
+	ran, err := e.RunSlice(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranID := ran.ID() // asked for before the next slice runs
+	in.FirstDelivery = false
+	dropped, err := e.RunSlice(ctx, in)
+	if err != nil || len(dropped.Duplicates) != 1 {
+		t.Fatalf("redelivery: %+v %v, want u1 dropped as a duplicate", dropped, err)
+	}
+	if dropped.ID() == ranID || !strings.HasPrefix(dropped.ID(), "slice_") {
+		t.Fatalf("the dropped redelivery's slice ID %q, the slice that processed u1 %q: want another slice_ ID", dropped.ID(), ranID)
 	}
 }
 

@@ -76,3 +76,29 @@ func TestForkViewStart(t *testing.T) {
 		}
 	}
 }
+
+// A fork's Reach counts its source, and its source's reach too when the
+// fork's view starts in the source's inherited part (it then reaches the
+// source's ancestors); a fork whose view starts past them, after one of
+// the source's own summaries, reaches the source only.
+func TestForkReach(t *testing.T) {
+	src := &runtime.Thread{ID: "child", Inherited: 4, State: runtime.ThreadState{Stack: []string{"root", "child"}, Parent: "root", Reach: 2}}
+	for i := range 4 { // inherited: 0-3
+		src.Items = append(src.Items, runtime.Item{Kind: runtime.ItemUser, Input: fmt.Sprint("p", i), Text: "parent"})
+	}
+	for i := range 4 { // own: 4-7
+		src.Items = append(src.Items, runtime.Item{Kind: runtime.ItemUser, Input: fmt.Sprint("u", i), Text: "turn"})
+	}
+	// The own summary at 8 covers the view up to 6.
+	src.Items = append(src.Items, runtime.Item{Kind: runtime.ItemSummary, Input: "sum", Text: "SUMMARY", Args: `{"covers":6}`},
+		runtime.Item{Kind: runtime.ItemAssistant, Text: "ok"})
+	for _, tc := range []struct{ at, viewStart, reach int }{{5, 0, 3}, {10, 6, 1}} {
+		c, err := runtime.NewFork(src, "fk", tc.at, runtime.FixedEntropy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.State.ViewStart != tc.viewStart || c.State.Reach != tc.reach {
+			t.Errorf("fork at %d: view start %d, reach %d; want %d and %d", tc.at, c.State.ViewStart, c.State.Reach, tc.viewStart, tc.reach)
+		}
+	}
+}

@@ -140,3 +140,20 @@ func TestHumanFieldsAreChecked(t *testing.T) {
 		})
 	}
 }
+
+// LatestViews takes the latest view marker of each view type, the first
+// item included (a thread's items as a caller passes them may start with
+// one: a slice of a longer history).
+func TestLatestViewsReadsEveryItem(t *testing.T) {
+	t.Parallel()
+	items := []runtime.Item{
+		{Kind: runtime.ItemMarker, Name: runtime.ViewMarkerName, Args: `{"view_type":"plan","v":1}`},
+		{Kind: runtime.ItemMarker, Name: runtime.ViewMarkerName, Args: `{"view_type":"diff","v":1}`},
+		{Kind: runtime.ItemAssistant, Text: "ok"},
+		{Kind: runtime.ItemMarker, Name: runtime.ViewMarkerName, Args: `{"view_type":"diff","v":2}`},
+	}
+	got := runtime.LatestViews(items)
+	if len(got) != 2 || got["plan"] != &items[0] || got["diff"] != &items[3] {
+		t.Fatalf("LatestViews = %v, want plan from item 0 and diff from item 3", got)
+	}
+}

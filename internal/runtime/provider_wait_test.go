@@ -61,7 +61,7 @@ func newWaitRig(m runtime.Model) *waitRig {
 
 func (r *waitRig) run(t *testing.T, msgs ...runtime.Message) {
 	t.Helper()
-	if _, err := r.e.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "t", Messages: msgs}); err != nil {
+	if _, err := r.e.RunSlice(boundedContext(t), runtime.SliceInput{ThreadID: "t", Messages: msgs}); err != nil {
 		t.Fatalf("slice failed (a provider outage must not fail it): %v", err)
 	}
 }
@@ -73,6 +73,18 @@ func (r *waitRig) state(t *testing.T) *runtime.Thread {
 		t.Fatal(err)
 	}
 	return th
+}
+
+// boundedContext is cancelled 10 s after the call or at the test's end.
+// Not a deadline (the engine's clock is the rig's, not the wall's): a
+// cancellation, which ends a retry loop that would not end on its own
+// (it stops on a cancelled context), so that the test fails by assertion
+// instead of hanging the package's tests. A slice here takes milliseconds.
+func boundedContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	stop := time.AfterFunc(10*time.Second, cancel)
+	t.Cleanup(func() { stop.Stop(); cancel() })
+	return ctx
 }
 
 // fire delivers the latest timer's message at its time.
@@ -224,7 +236,7 @@ func TestPermanentModelErrorIsHistory(t *testing.T) {
 func TestNoProviderWaitFailsTheSlice(t *testing.T) {
 	r := newWaitRig(&outageModel{down: true, err: errors.New("connection refused")})
 	r.e.ProviderWait = nil
-	if _, err := r.e.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u1")}}); err == nil {
+	if _, err := r.e.RunSlice(boundedContext(t), runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "u1")}}); err == nil {
 		t.Fatal("slice succeeded without a ProviderWait")
 	}
 }

@@ -84,3 +84,58 @@ func TestMillis(t *testing.T) {
 		}
 	}
 }
+
+// A message stamped at the very millisecond the slice starts keeps that
+// arrival, with no queueing (Took 0), though its slice commits later: only
+// a stamp ahead of the engine's clock is left out and gets the commit's
+// time instead (engine.go's stampQueued).
+func TestMessageStampedAtTheSliceStartKeepsItsArrival(t *testing.T) {
+	t.Parallel()
+	clock := time.Date(2026, 3, 28, 12, 0, 0, 0, time.UTC)
+	store := local.NewHistoryStore()
+	e, _ := newEngine(store, slowModel{&clock}) // each completion takes 1.5 s
+	e.Now = func() time.Time { return clock }
+	m := userMsg("d", "u1")
+	m.At = runtime.StampOf(clock)
+	if _, err := e.RunSlice(context.Background(), runtime.SliceInput{ThreadID: "d", Messages: []runtime.Message{m}}); err != nil {
+		t.Fatal(err)
+	}
+	th, err := store.Load(context.Background(), "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it := th.Items[0]; it.Kind != runtime.ItemUser || it.At != m.At || it.Took != 0 {
+		t.Fatalf("first item %s at %v took %d, want the user message at its arrival %v, took 0", it.Kind, it.At, it.Took, m.At)
+	}
+}
+
+// A slice that folds an asynchronous call's result reports the tool and
+// its latency: from the call's commit to the result's arrival, both on the
+// engine's clock (SliceResult.Tool, ToolLatency).
+func TestResultReportsTheToolsLatency(t *testing.T) {
+	t.Parallel()
+	clock := time.Date(2026, 3, 28, 12, 0, 0, 0, time.UTC)
+	e, _ := newEngine(local.NewHistoryStore(), &sysModel{name: "m"})
+	e.Now = func() time.Time { return clock }
+	watch := &runtimetest.RecordingTool{}
+	e.Tools.(*runtime.Toolbox).MustAdd(runtime.ToolEntry{Spec: runtime.ToolSpec{Name: "watch"}, Async: watch})
+	ctx := context.Background()
+	u := userMsg("t", "u1")
+	u.Text = "call watch {}"
+	if _, err := e.RunSlice(ctx, runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{u}}); err != nil {
+		t.Fatal(err)
+	}
+	calls := watch.Calls()
+	if len(calls) != 1 {
+		t.Fatalf("watch dispatched %d times, want 1", len(calls))
+	}
+	clock = clock.Add(2 * time.Second)
+	res, err := e.RunSlice(ctx, runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{{V: 1, ID: "r1", ThreadID: "t",
+		Kind: runtime.KindToolResult, ToolCallID: calls[0].CallID, Text: "done", At: runtime.StampOf(clock)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Tool != "watch" || res.ToolLatency != 2*time.Second {
+		t.Fatalf("slice result: tool %q latency %v, want watch and 2s", res.Tool, res.ToolLatency)
+	}
+}
