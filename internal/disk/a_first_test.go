@@ -8,6 +8,7 @@ package disk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -61,5 +62,42 @@ func TestCheckpointReturnsWithinADeadline(t *testing.T) {
 		if got := texts(t, h, id); got != "one,two" {
 			t.Fatalf("after the checkpoint and a reopen %s reads %q, want \"one,two\"", id, got)
 		}
+	}
+}
+
+// A second commit to a thread in memory returns within a deadline: reserve
+// looks again whenever the thread came into or left memory while it was
+// read, and a commit whose context ends stops looking with ctx.Err(). This
+// test comes second in the package for the same reason as the one above: a
+// reserve that never finds the thread it holds fails here by assertion.
+func TestSecondCommitReturnsWithinADeadline(t *testing.T) {
+	d := openUnmanaged(t, t.TempDir())
+	h := d.History()
+	commitN(t, h, "t", 0, "one")
+	ctx, cancel := context.WithTimeout(context.Background(), checkpointBound)
+	defer cancel()
+	if err := h.Commit(ctx, &runtime.Commit{ThreadID: "t", Expected: 1,
+		Append: []runtime.Item{{Kind: runtime.ItemUser, Input: "t-two", Text: "two"}},
+		State:  runtime.ThreadState{Version: 2, Length: 2, Stack: []string{"t"}}}); err != nil {
+		t.Fatalf("a second commit to a thread in memory did not finish within %v: %v", checkpointBound, err)
+	}
+	if got := texts(t, h, "t"); got != "one,two" {
+		t.Fatalf("after two commits the thread reads %q, want \"one,two\"", got)
+	}
+	// A commit whose context has ended is refused with the context's error
+	// and leaves the thread as it was.
+	ended, stop := context.WithCancel(context.Background())
+	stop()
+	err := h.Commit(ended, &runtime.Commit{ThreadID: "t", Expected: 2,
+		Append: []runtime.Item{{Kind: runtime.ItemUser, Input: "t-three", Text: "three"}},
+		State:  runtime.ThreadState{Version: 3, Length: 3, Stack: []string{"t"}}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("a commit with an ended context returned %v, want context.Canceled", err)
+	}
+	if got := texts(t, h, "t"); got != "one,two" {
+		t.Fatalf("after a refused commit the thread reads %q, want \"one,two\"", got)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

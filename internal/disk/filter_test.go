@@ -114,3 +114,19 @@ func TestFilterFilledAfterOpen(t *testing.T) {
 		t.Fatal("filled filter says maybe for every unknown ID")
 	}
 }
+
+// add reports the filter over capacity only once it holds more IDs than it
+// was sized for: a filter that always said so would be rebuilt from the
+// threads table (a scan of every thread ID) by every checkpoint that adds
+// a thread.
+func TestIDFilterIsFullOnlyPastItsCapacity(t *testing.T) {
+	f := newIDFilter(0)
+	for i := range f.cap {
+		if f.add(fmt.Sprintf("t-%d", i)) {
+			t.Fatalf("add reported the filter over capacity at %d IDs of %d", i+1, f.cap)
+		}
+	}
+	if !f.add("one-more") {
+		t.Fatalf("add did not report the filter over capacity at %d IDs of %d", f.cap+1, f.cap)
+	}
+}

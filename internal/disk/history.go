@@ -438,6 +438,12 @@ func (h *History) reserve(ctx context.Context, c *runtime.Commit, oldLen int) ([
 	sh := h.shard(id)
 	var prev []string
 	for {
+		// The loop goes round again whenever the thread came into memory
+		// or left it while it was read; a commit whose context ends meanwhile
+		// stops here with ctx.Err() instead of looking once more.
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		sh.mu.Lock()
 		if _, ok := sh.busy[id]; ok {
 			sh.mu.Unlock()
