@@ -82,12 +82,13 @@ type journal struct {
 	dir      string
 	noSync   bool
 	segBytes int64
+	segRecs  int
 	max      int
 	ch       chan *jreq
 	quit     chan struct{}
 	wg       sync.WaitGroup
 	// full is signalled (without blocking) when the open segment has grown
-	// past segBytes: a checkpoint should cut it.
+	// past segBytes or segRecs records: a checkpoint should cut it.
 	full chan struct{}
 
 	mu     sync.RWMutex
@@ -97,6 +98,7 @@ type journal struct {
 	f    *os.File
 	seg  uint64
 	size int64
+	recs int // records in the open segment
 	buf  []byte
 	// failed is the write or sync error after which nothing is written
 	// again: what is in memory may then be ahead of the files, so the
@@ -119,8 +121,8 @@ type appliedGroup struct {
 	barrier chan struct{}
 }
 
-func openJournal(dir string, first uint64, segBytes int64, max int, noSync bool) (*journal, error) {
-	j := &journal{dir: dir, noSync: noSync, segBytes: segBytes, max: max,
+func openJournal(dir string, first uint64, segBytes int64, segRecs, max int, noSync bool) (*journal, error) {
+	j := &journal{dir: dir, noSync: noSync, segBytes: segBytes, segRecs: segRecs, max: max,
 		ch: make(chan *jreq, max*4), quit: make(chan struct{}), full: make(chan struct{}, 1)}
 	f, err := j.create(first)
 	if err != nil {
@@ -338,6 +340,7 @@ func (j *journal) write(batch []*jreq) {
 			j.failed = err
 		} else {
 			j.size += int64(len(j.buf))
+			j.recs += len(batch)
 			j.groups.Add(1)
 			j.writes.Add(int64(len(batch)))
 			j.bytes.Add(int64(len(j.buf)))
@@ -352,7 +355,7 @@ func (j *journal) write(batch []*jreq) {
 	// Applying and answering happen on the applier's goroutine, so that
 	// the next group's write and sync start at once.
 	j.applied <- appliedGroup{reqs: slices.Clone(batch), err: err}
-	if err == nil && j.size >= j.segBytes {
+	if err == nil && (j.size >= j.segBytes || j.recs >= j.segRecs) {
 		select {
 		case j.full <- struct{}{}:
 		default:
@@ -393,7 +396,7 @@ func (j *journal) runCut(r *jreq) {
 		r.done <- fmt.Errorf("disk: closing journal segment %d: %w", old, err)
 		return
 	}
-	j.f, j.seg, j.size = f, old+1, 0
+	j.f, j.seg, j.size, j.recs = f, old+1, 0, 0
 	r.cut(old)
 	r.done <- nil
 }

@@ -12,15 +12,15 @@ import (
 // The zero Options get the documented defaults, a value set is kept, and a
 // negative one counts as unset.
 func TestOptionsDefaults(t *testing.T) {
-	for _, o := range []Options{{}, {MaxGroup: -1, Readers: -1, SegmentBytes: -1, DedupTTL: -1}} {
+	for _, o := range []Options{{}, {MaxGroup: -1, Readers: -1, SegmentBytes: -1, SegmentRecords: -1, DedupTTL: -1}} {
 		got := o.WithDefaults()
-		if got.MaxGroup != 512 || got.Readers != 4 || got.SegmentBytes != 64<<20 || got.DedupTTL != 24*time.Hour ||
+		if got.MaxGroup != 512 || got.Readers != 4 || got.SegmentBytes != 64<<20 || got.SegmentRecords != 25000 || got.DedupTTL != 24*time.Hour ||
 			got.Logger == nil || got.Now == nil {
-			t.Errorf("%+v.WithDefaults() = %+v, want MaxGroup 512, Readers 4, SegmentBytes 64 MiB, DedupTTL 24h, a logger and a clock", o, got)
+			t.Errorf("%+v.WithDefaults() = %+v, want MaxGroup 512, Readers 4, SegmentBytes 64 MiB, SegmentRecords 25,000, DedupTTL 24h, a logger and a clock", o, got)
 		}
 	}
-	set := Options{MaxGroup: 3, Readers: 2, SegmentBytes: 1 << 10, DedupTTL: time.Minute}.WithDefaults()
-	if set.MaxGroup != 3 || set.Readers != 2 || set.SegmentBytes != 1<<10 || set.DedupTTL != time.Minute {
+	set := Options{MaxGroup: 3, Readers: 2, SegmentBytes: 1 << 10, SegmentRecords: 7, DedupTTL: time.Minute}.WithDefaults()
+	if set.MaxGroup != 3 || set.Readers != 2 || set.SegmentBytes != 1<<10 || set.SegmentRecords != 7 || set.DedupTTL != time.Minute {
 		t.Errorf("values set were replaced: %+v", set)
 	}
 }

@@ -184,6 +184,7 @@ type settings struct {
 	keepAlive         time.Duration
 	readTimeout       time.Duration
 	timerHorizon      time.Duration        // 0: every timer armed at start
+	checkpointRecords int                  // the sqlite store's disk.Options.SegmentRecords
 	providerWait      runtime.ProviderWait // without Timers
 	freezeEvery       time.Duration
 	freezeIdle        time.Duration

@@ -3,6 +3,7 @@ package server
 import (
 	"time"
 
+	"github.com/agentslice/agentslice/internal/disk"
 	"github.com/agentslice/agentslice/internal/runtime"
 )
 
@@ -53,6 +54,13 @@ type Limits struct {
 	// is only its row until it comes that near. "off" arms every timer at
 	// start. Default 1m.
 	TimerHorizon string `json:"timer_horizon,omitempty"`
+	// CheckpointRecords is how many journal records the sqlite store
+	// writes before a checkpoint copies them into its database (or 64 MiB
+	// of them, whichever comes first). It bounds the time to ready after a
+	// crash, which replays every record since the last checkpoint (up to
+	// about twice this many); a smaller value checkpoints more often.
+	// Default 25000 (disk.DefaultSegmentRecords).
+	CheckpointRecords int `json:"checkpoint_records,omitempty"`
 }
 
 // MaxInheritedDepthDefault is limits.max_inherited_depth's default.
@@ -90,7 +98,7 @@ func (c *Config) resolveLimits(s *settings) error {
 		{"limits.slice_attempts", int64(l.SliceAttempts)}, {"limits.max_body_bytes", l.MaxBodyBytes},
 		{"limits.event_buffer", int64(l.EventBuffer)}, {"limits.max_threads_listed", int64(l.MaxThreadsListed)},
 		{"limits.max_subscriptions", int64(l.MaxSubscriptions)}, {"limits.max_children", int64(l.MaxChildren)},
-		{"limits.max_inherited_depth", int64(l.MaxInheritedDepth)},
+		{"limits.max_inherited_depth", int64(l.MaxInheritedDepth)}, {"limits.checkpoint_records", int64(l.CheckpointRecords)},
 	} {
 		if v.n < 0 {
 			return bad(v.field, "must not be negative (got %d; 0 means the default)", v.n)
@@ -98,6 +106,7 @@ func (c *Config) resolveLimits(s *settings) error {
 	}
 	s.maxBody, s.eventBuffer, s.maxListed = orDefault(l.MaxBodyBytes, 1<<20), int(orDefault(int64(l.EventBuffer), 256)),
 		int(orDefault(int64(l.MaxThreadsListed), 10000))
+	s.checkpointRecords = int(orDefault(int64(l.CheckpointRecords), disk.DefaultSegmentRecords))
 	if s.keepAlive, err = duration("limits.keep_alive", l.KeepAlive, 15*time.Second); err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ func TestLoadConfigFull(t *testing.T) {
 	if s.publicURL != "http://agents.example.test:8080" || s.model.Name != "fast" || s.model.Provider != model.ProviderSim ||
 		s.callbackTTL != 24*time.Hour || s.keepAlive != 5*time.Second || s.freezeEvery != 10*time.Second ||
 		s.freezeIdle != 20*time.Second || s.commandTimeout != time.Minute || s.eventBuffer != 32 || s.maxBody != 65536 ||
-		s.maxListed != 100 || s.logLevel.String() != "DEBUG" {
+		s.maxListed != 100 || s.checkpointRecords != 20000 || s.logLevel.String() != "DEBUG" {
 		t.Fatalf("settings = %+v", s)
 	}
 	if len(cfg.MCPServers) != 2 || cfg.MCPServers[1].URL == "" || !cfg.MCPServers[1].MetaTools || cfg.MCPServers[0].MetaTools || len(cfg.ToolServers) != 2 {
@@ -41,7 +41,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.listen != DefaultListen || s.model.Provider != model.ProviderSim || s.freezeEvery != 30*time.Second ||
-		s.freezeIdle != time.Minute || s.keepAlive != 15*time.Second || s.maxBody != 1<<20 {
+		s.freezeIdle != time.Minute || s.keepAlive != 15*time.Second || s.maxBody != 1<<20 || s.checkpointRecords != 25000 {
 		t.Fatalf("defaults = %+v", s)
 	}
 }
@@ -101,6 +101,7 @@ func TestBadConfig(t *testing.T) {
 		{"callback ttl", `{"callback_ttl":"-1h"}`, "callback_ttl", "positive duration"},
 		{"keep alive", `{"limits":{"keep_alive":"0s"}}`, "limits.keep_alive", "positive duration"},
 		{"negative limit", `{"limits":{"event_buffer":-1}}`, "limits.event_buffer", "negative"},
+		{"checkpoint records", `{"limits":{"checkpoint_records":-5}}`, "limits.checkpoint_records", "negative"},
 		{"freeze every", `{"freeze":{"every":"soon"}}`, "freeze.every", "duration"},
 		{"compaction threshold", `{"compaction":{"threshold":1.5}}`, "compaction.threshold", "fraction"},
 		{"log level", `{"log_level":"loud"}`, "log_level", "unknown level"},

@@ -178,7 +178,7 @@ func (s *Server) openStore(ctx context.Context) error {
 		s.timers = memTimers{local.NewTimers(nil)}
 		s.agentStore = pg
 	default:
-		db, err := disk.Open(ctx, s.dataDir(), disk.Options{Logger: s.log})
+		db, err := disk.Open(ctx, s.dataDir(), disk.Options{Logger: s.log, SegmentRecords: s.set.checkpointRecords})
 		if err != nil {
 			return fmt.Errorf("server: opening the data directory: %w", err)
 		}
