@@ -183,6 +183,12 @@ func TestBudgetFIFOAdmitsInArrivalOrder(t *testing.T) {
 				t.Fatalf("FIFO %v: a call did not return: the budget is stuck", fifo)
 			}
 		}
+		// The first call was admitted at once and the other two waited
+		// (each signalled onWait): the stats say so. (Waited once counted
+		// down, and the only check was that it was not 0.)
+		if st := g.Stats(); st.Calls != 3 || st.Waited != 2 || st.MaxInFlight != 1 {
+			t.Errorf("FIFO %v: budget stats %+v; want 3 calls, 2 of them waited, 1 at most in flight", fifo, st)
+		}
 		g.Close()
 		want := []string{"first", "interactive", "background"}
 		if fifo {

@@ -349,3 +349,25 @@ func TestPickerGivesBackgroundItsShare(t *testing.T) {
 		t.Fatalf("background got %d of 100 contested picks, want 25 (its share of a quarter)", picks[cb])
 	}
 }
+
+// A queue that never drains (a class with work always waiting) still
+// reuses its array: it compacts once most of it is popped, so what it holds
+// stays bounded by what is queued, not by what ever went through it, and
+// it keeps its order. (With the compaction never taken, the array grew by
+// every item pushed.)
+func TestFifoQueueStaysBoundedWhileNeverEmpty(t *testing.T) {
+	var q fifoQueue[int]
+	q.push(0)
+	for i := 1; i <= 100_000; i++ {
+		q.push(i)
+		if got := q.pop(); got != i-1 {
+			t.Fatalf("pop %d returned %d; want %d (first in, first out)", i, got, i-1)
+		}
+		if q.len() != 1 {
+			t.Fatalf("after %d pushes and pops the queue holds %d; want 1", i, q.len())
+		}
+	}
+	if n := len(q.items); n > 4096 {
+		t.Fatalf("a queue holding one item keeps an array of %d after 100000 went through; want it compacted (at most 4096)", n)
+	}
+}
