@@ -14,24 +14,33 @@ import (
 // and there is no dedup store: the engine asks history about the
 // left-out part, and the redelivery neither appends nor calls the model.
 func TestRedeliveryBeforeTheViewStartIsDropped(t *testing.T) {
-	ctx := context.Background()
 	store := local.NewHistoryStore()
+	checkRedeliveryBeforeTheViewStart(t, store, store)
+}
+
+// checkRedeliveryBeforeTheViewStart commits a root of ten items whose
+// summary at 8 covers m0..m7 (view start 8) into mem, then runs the
+// engine on engineStore (mem itself, or a wrapper of it): a redelivery of
+// m2 appends nothing and calls no model, and a new message still runs.
+func checkRedeliveryBeforeTheViewStart(t *testing.T, mem, engineStore runtime.HistoryStore) {
+	t.Helper()
+	ctx := context.Background()
 	add := make([]runtime.Item, 10)
 	for i := range add {
 		add[i] = runtime.Item{Kind: runtime.ItemUser, Input: fmt.Sprintf("m%d", i), Text: fmt.Sprint(i)}
 	}
 	add[8] = runtime.Item{Kind: runtime.ItemSummary, Input: "sum", Text: "summary", Args: `{"covers":8}`}
 	add[9] = runtime.Item{Kind: runtime.ItemAssistant, Text: "ok"}
-	if err := store.Commit(ctx, &runtime.Commit{ThreadID: "t", Append: add,
+	if err := mem.Commit(ctx, &runtime.Commit{ThreadID: "t", Append: add,
 		State: runtime.ThreadState{Version: 1, Length: 10, Stack: []string{"t"}, ViewStart: 8}}); err != nil {
 		t.Fatal(err)
 	}
 	m := &usageModel{}
-	e, _ := newEngine(store, m)
+	e, _ := newEngine(engineStore, m)
 	if _, err := e.RunSlice(ctx, runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "m2")}}); err != nil {
 		t.Fatal(err)
 	}
-	th, err := store.Load(ctx, "t")
+	th, err := mem.Load(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,34 +86,6 @@ func (s viewForStore) LoadViewFor(ctx context.Context, id string, inputs []strin
 // load, the engine asks it about the batch's messages: a redelivery of one
 // consumed before the view start is dropped (engine.go's load).
 func TestRedeliveryBeforeTheViewStartIsDroppedWithAViewLoad(t *testing.T) {
-	ctx := context.Background()
 	mem := local.NewHistoryStore()
-	add := make([]runtime.Item, 10)
-	for i := range add {
-		add[i] = runtime.Item{Kind: runtime.ItemUser, Input: fmt.Sprintf("m%d", i), Text: fmt.Sprint(i)}
-	}
-	add[8] = runtime.Item{Kind: runtime.ItemSummary, Input: "sum", Text: "summary", Args: `{"covers":8}`}
-	add[9] = runtime.Item{Kind: runtime.ItemAssistant, Text: "ok"}
-	if err := mem.Commit(ctx, &runtime.Commit{ThreadID: "t", Append: add,
-		State: runtime.ThreadState{Version: 1, Length: 10, Stack: []string{"t"}, ViewStart: 8}}); err != nil {
-		t.Fatal(err)
-	}
-	m := &usageModel{}
-	e, _ := newEngine(viewForStore{mem}, m)
-	if _, err := e.RunSlice(ctx, runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "m2")}}); err != nil {
-		t.Fatal(err)
-	}
-	th, err := mem.Load(ctx, "t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(th.Items) != 10 || m.n() != 0 {
-		t.Fatalf("a redelivery of m2 (consumed at 2, before the view start 8): %d items (want 10), %d model calls (want 0)", len(th.Items), m.n())
-	}
-	if _, err := e.RunSlice(ctx, runtime.SliceInput{ThreadID: "t", Messages: []runtime.Message{userMsg("t", "m10")}}); err != nil {
-		t.Fatal(err)
-	}
-	if m.n() != 1 {
-		t.Fatalf("a new message: %d model calls, want 1", m.n())
-	}
+	checkRedeliveryBeforeTheViewStart(t, mem, viewForStore{mem})
 }
