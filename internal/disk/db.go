@@ -133,6 +133,12 @@ var ErrNewerVersion = errors.New("disk: database written by a newer agentslice")
 // database (corrupt, or something else).
 var ErrNotOurs = errors.New("disk: not an agentslice database")
 
+// ErrRecordTooLarge is returned by a commit or an inbox write whose journal
+// record is over the 1 GiB a record may hold: it is refused whole, before
+// anything is written, and the thread or inbox stays as it was. Such a
+// record, written, would read back as damage at the next Open.
+var ErrRecordTooLarge = errors.New("disk: journal record too large")
+
 // Open opens (creating if needed) the data directory dir, takes its lock,
 // and brings the schema up to date. Nothing is written to a file that is
 // not an agentslice database or comes from a newer version.

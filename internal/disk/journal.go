@@ -84,9 +84,14 @@ type journal struct {
 	segBytes int64
 	segRecs  int
 	max      int
-	ch       chan *jreq
-	quit     chan struct{}
-	wg       sync.WaitGroup
+	// maxPayload is the largest record payload submit accepts: maxRecord,
+	// the bound replay reads a length against (lowered only by tests). A
+	// larger record would be synced and acknowledged, then read back as
+	// damage by the next Open.
+	maxPayload int
+	ch         chan *jreq
+	quit       chan struct{}
+	wg         sync.WaitGroup
 	// full is signalled (without blocking) when the open segment has grown
 	// past segBytes or segRecs records: a checkpoint should cut it.
 	full chan struct{}
@@ -122,7 +127,7 @@ type appliedGroup struct {
 }
 
 func openJournal(dir string, first uint64, segBytes int64, segRecs, max int, noSync bool) (*journal, error) {
-	j := &journal{dir: dir, noSync: noSync, segBytes: segBytes, segRecs: segRecs, max: max,
+	j := &journal{dir: dir, noSync: noSync, segBytes: segBytes, segRecs: segRecs, max: max, maxPayload: maxRecord,
 		ch: make(chan *jreq, max*4), quit: make(chan struct{}), full: make(chan struct{}, 1)}
 	f, err := j.create(first)
 	if err != nil {
@@ -221,8 +226,12 @@ func (j *journal) do(ctx context.Context, r *jreq) error {
 	}
 }
 
-// submit queues r; r.done, if set, gets its outcome.
+// submit queues r; r.done, if set, gets its outcome. A record over
+// maxPayload is refused with ErrRecordTooLarge, and nothing is queued.
 func (j *journal) submit(ctx context.Context, r *jreq) error {
+	if n := len(r.rec) - frameHeader; n > j.maxPayload {
+		return fmt.Errorf("%w: %d bytes, the limit is %d; nothing was written", ErrRecordTooLarge, n, j.maxPayload)
+	}
 	j.mu.RLock()
 	defer j.mu.RUnlock()
 	if j.closed {
