@@ -277,7 +277,7 @@ func (d *DB) syncWAL() error {
 		return fmt.Errorf("disk: opening the WAL to sync it: %w", err)
 	}
 	defer f.Close()
-	if err := fdatasync(f); err != nil {
+	if err := SyncData(f); err != nil {
 		return fmt.Errorf("disk: syncing the WAL: %w", err)
 	}
 	return nil

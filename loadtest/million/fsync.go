@@ -1,11 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 )
 
@@ -17,8 +15,8 @@ import (
 // anything else runs: n appends of size bytes, each followed by an
 // fdatasync, exactly as internal/disk/journal.go writes a fresh segment
 // (os.OpenFile with O_WRONLY|O_CREATE|O_EXCL and mode 0600, the directory
-// synced after the create, WriteAt at the end of what is written, then
-// syscall.Fdatasync retried on EINTR). A journal that reuses its spare
+// synced after the create, WriteAt at the end of what is written), each
+// sync through disk.SyncData, the journal's own sync call. A journal that reuses its spare
 // segment writes over blocks already allocated, which syncs faster (see
 // journal.go); the probe measures the growing file, the slower case.
 
@@ -75,16 +73,6 @@ func probeFsync(dir string, n, size int, sync func(*os.File) error) (fsyncStats,
 	s := fsyncStats{N: n, Bytes: size}
 	s.P50, s.P99, s.Max = percentiles(took)
 	return s, nil
-}
-
-// fdatasync is internal/disk's: the journal's sync call.
-func fdatasync(f *os.File) error {
-	for {
-		err := syscall.Fdatasync(int(f.Fd()))
-		if !errors.Is(err, syscall.EINTR) {
-			return err
-		}
-	}
 }
 
 // syncDirOf makes the probe file's directory entry durable, as the journal

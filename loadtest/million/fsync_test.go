@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/agentslice/agentslice/internal/disk"
 )
 
 // The quantiles every figure uses: the value at index q*len of the sorted
@@ -57,7 +59,7 @@ func TestProbeFsync(t *testing.T) {
 			return err
 		}
 		sizes = append(sizes, st.Size())
-		return fdatasync(f)
+		return disk.SyncData(f)
 	}
 	s, err := probeFsync(dir, 20, 1000, syncAndSee)
 	if err != nil {
@@ -79,7 +81,7 @@ func TestProbeFsync(t *testing.T) {
 		t.Fatalf("probe left %v (%v) in its directory", ents, err)
 	}
 	for _, bad := range [][2]int{{0, 4096}, {10, 0}, {-1, -1}} {
-		if _, err := probeFsync(dir, bad[0], bad[1], fdatasync); err == nil {
+		if _, err := probeFsync(dir, bad[0], bad[1], disk.SyncData); err == nil {
 			t.Fatalf("probe of %d x %d B: no error", bad[0], bad[1])
 		}
 	}

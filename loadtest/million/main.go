@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentslice/agentslice/internal/disk"
 	"github.com/agentslice/agentslice/loadtest/hostinfo"
 )
 
@@ -224,7 +225,7 @@ func run(ctx context.Context, c config) error {
 	if c.fsyncN > 0 {
 		// first, on the idle data directory's filesystem: the disk's own
 		// figure, before serve's load is on it
-		fs, err := probeFsync(c.data, c.fsyncN, c.fsyncBytes, fdatasync)
+		fs, err := probeFsync(c.data, c.fsyncN, c.fsyncBytes, disk.SyncData)
 		if err != nil {
 			return err
 		}
@@ -403,7 +404,7 @@ func run(ctx context.Context, c config) error {
 	if res.Fsync != nil {
 		fmt.Printf("# fsync probe: p50 %.2f / p99 %.2f / max %.2f ms; wake-up p50 %.2f / p99 %.2f ms at %d agents", res.FsyncP50MS, res.FsyncP99MS, res.FsyncMaxMS, res.WakeP50MS, res.WakeP99MS, res.Agents)
 		if res.WakeP99CommitShare != nil {
-			fmt.Printf("; the journal's commit (its sync wait) is %.0f%% of the wake-ups at or above p99", 100**res.WakeP99CommitShare)
+			fmt.Printf("; serve's commit stage (the journal's queue, group write and sync) is %.0f%% of the wake-ups at or above p99", 100**res.WakeP99CommitShare)
 		}
 		fmt.Println()
 	}
@@ -439,7 +440,7 @@ func runFsyncOnly(c config) error {
 		defer os.RemoveAll(work)
 		dir = work
 	}
-	fs, err := probeFsync(dir, c.fsyncN, c.fsyncBytes, fdatasync)
+	fs, err := probeFsync(dir, c.fsyncN, c.fsyncBytes, disk.SyncData)
 	if err != nil {
 		return err
 	}

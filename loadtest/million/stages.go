@@ -122,8 +122,9 @@ type stageStats struct {
 	Order  []string              `json:"order"`
 	// P99CommitShare is the share of the slowest wake-ups' time (those
 	// whose total is at or above the total's p99) spent in the commit
-	// span: the journal's group commit, waiting for the sync in progress
-	// and then its own fdatasync (see tailShare).
+	// span: the journal's group commit (its queue behind other commits,
+	// the group's write and its fdatasync; on a busy 2-core machine mostly
+	// the queue, see docs/performance.md), by tailShare.
 	P99CommitShare float64 `json:"p99_commit_share"`
 }
 
