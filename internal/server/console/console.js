@@ -264,6 +264,14 @@ function select(id) {
       render[kind](JSON.parse(m.data));
     });
   }
+  // The thread's status comes from GET /threads/{id} and then from state
+  // events; the replay above brings history but not the status. A slice
+  // that committed after the first GET and before the stream subscribed
+  // would leave the status shown as the GET saw it ("new" while the thread
+  // sleeps), so the status is read again once the stream is open (the
+  // server subscribes before it answers): from then on every change
+  // arrives as an event. Also after a reconnect, for what it missed.
+  es.addEventListener("open", () => { if (state.stream === es) refreshThread(); });
   state.stream = es;
 }
 
